@@ -1,0 +1,62 @@
+"""The reference: Hugging Face transformers' T5Attention, built offline from a hand-made config.
+
+Used by the tests, the benchmarks and lesson 6 to check this package against the real thing.
+transformers is imported only when one of these functions is called (it is slow to import).
+No weights are downloaded: everything is built from a `T5Config` and copied from our modules.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_mask"]
+
+
+def _t5():
+    from transformers import T5Config
+    from transformers.models.t5.modeling_t5 import T5Attention
+    return T5Config, T5Attention
+
+
+def reference_attention(layer):
+    """A transformers `T5Attention` with the same configuration and weights as our `T5SelfAttention`."""
+    T5Config, T5Attention = _t5()
+    config = T5Config(
+        d_model=layer.d_model, d_kv=layer.d_kv, num_heads=layer.num_heads, dropout_rate=0.0,
+        is_decoder=layer.causal, attn_implementation="eager",
+        relative_attention_num_buckets=layer.relative_bias.num_buckets if layer.relative_bias else 32,
+        relative_attention_max_distance=layer.relative_bias.max_distance if layer.relative_bias else 128,
+    )
+    ref = T5Attention(config, has_relative_attention_bias=layer.relative_bias is not None, layer_idx=0,
+                      is_causal=layer.causal)
+    state = {name: layer.state_dict()[name] for name in ("q.weight", "k.weight", "v.weight", "o.weight")}
+    if layer.relative_bias is not None:
+        state["relative_attention_bias.weight"] = layer.relative_bias.table.detach()
+    ref.load_state_dict(state)
+    return ref.eval()
+
+
+def reference_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """transformers' `_relative_position_bucket` on a NumPy array; returns a NumPy array."""
+    _, T5Attention = _t5()
+    rel = torch.as_tensor(np.asarray(relative_position, dtype=np.int64))
+    return T5Attention._relative_position_bucket(rel, bidirectional, num_buckets, max_distance).numpy()
+
+
+def reference_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128, query_offset=0):
+    """transformers' `compute_bias` for a [num_buckets, heads] table: [1, heads, q_len, k_len]."""
+    T5Config, T5Attention = _t5()
+    table = torch.as_tensor(table)
+    config = T5Config(num_heads=table.shape[1], relative_attention_num_buckets=table.shape[0],
+                      relative_attention_max_distance=max_distance, is_decoder=not bidirectional,
+                      attn_implementation="eager")
+    ref = T5Attention(config, has_relative_attention_bias=True, layer_idx=0)
+    with torch.no_grad():
+        ref.relative_attention_bias.weight.copy_(table)
+        return ref.compute_bias(q_len, k_len, past_seen_tokens=query_offset)
+
+
+def reference_mask(allowed, dtype=torch.float32):
+    """The additive mask transformers' eager attention expects: 0 or finfo(dtype).min."""
+    allowed = torch.as_tensor(allowed, dtype=torch.bool)
+    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)

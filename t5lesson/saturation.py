@@ -1,0 +1,87 @@
+"""How saturated is a softmax? Statistics the lessons use to show what dropping 1/sqrt(d) does.
+
+For q, k with independent unit-variance entries, q.k has variance d. Without the 1/sqrt(d) the
+logits spread out as d grows, the softmax approaches a one-hot vector, and its Jacobian
+
+    J = diag(p) - p p^T
+
+goes to zero: gradients stop flowing through it. These functions measure exactly that.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._checks import ArgumentError, check_int
+from .attention import resolve_scale, softmax
+
+__all__ = ["softmax_entropy", "max_weight", "softmax_jacobian_norm", "random_logits",
+           "saturation_curve", "SaturationCurve"]
+
+
+def _check_weights(weights):
+    w = np.asarray(weights, dtype=np.float64)
+    if w.ndim < 1 or w.shape[-1] < 1:
+        raise ArgumentError(f"weights must have at least one axis with at least one entry, got shape {w.shape}")
+    if (w < -1e-12).any() or not np.allclose(w.sum(-1), 1.0, atol=1e-5):
+        raise ArgumentError("weights must be probabilities along the last axis (non-negative, summing to 1)")
+    return np.clip(w, 0.0, 1.0)
+
+
+def softmax_entropy(weights):
+    """Entropy in nats along the last axis: log(n) for uniform weights, 0 for one-hot."""
+    p = _check_weights(weights)
+    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    return -plogp.sum(-1)
+
+
+def max_weight(weights):
+    """The largest weight along the last axis: 1/n for uniform, 1 for one-hot."""
+    return _check_weights(weights).max(-1)
+
+
+def softmax_jacobian_norm(weights):
+    """Frobenius norm of the softmax Jacobian diag(p) - p p^T, along the last axis.
+
+    Closed form: ||J||_F^2 = sum p^2 - 2 sum p^3 + (sum p^2)^2. It is 0 for a one-hot p (no
+    gradient reaches the logits) and largest for a spread-out p.
+    """
+    p = _check_weights(weights)
+    s2 = (p ** 2).sum(-1)
+    s3 = (p ** 3).sum(-1)
+    return np.sqrt(np.maximum(s2 - 2 * s3 + s2 ** 2, 0.0))
+
+
+def random_logits(d, n_queries=256, n_keys=64, scale=1.0, seed=0):
+    """Logits q.k * scale for random q, k with i.i.d. N(0, 1) entries: [n_queries, n_keys]."""
+    d = check_int("d", d, minimum=1)
+    n_queries = check_int("n_queries", n_queries, minimum=1)
+    n_keys = check_int("n_keys", n_keys, minimum=1)
+    multiplier = resolve_scale(scale, d)
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((n_queries, d))
+    k = rng.standard_normal((n_keys, d))
+    return (q @ k.T) * multiplier
+
+
+class SaturationCurve(NamedTuple):
+    d: np.ndarray
+    entropy: np.ndarray  # mean over queries, nats
+    max_weight: np.ndarray  # mean over queries
+    jacobian_norm: np.ndarray  # mean over queries
+    uniform_entropy: float  # log(n_keys), the most spread-out possible
+
+
+def saturation_curve(dims, scale=1.0, n_queries=256, n_keys=64, seed=0) -> SaturationCurve:
+    """Mean entropy, max weight and Jacobian norm of softmax(q.k * scale) for each d in dims.
+
+    scale=1.0 is T5's unscaled score; scale="sqrt_d" is standard attention.
+    """
+    dims = [check_int("d", d, minimum=1) for d in np.atleast_1d(dims).tolist()]
+    rows = []
+    for d in dims:
+        w = softmax(random_logits(d, n_queries, n_keys, scale, seed))
+        rows.append((softmax_entropy(w).mean(), max_weight(w).mean(), softmax_jacobian_norm(w).mean()))
+    ent, mx, jac = (np.array(col) for col in zip(*rows))
+    return SaturationCurve(np.array(dims), ent, mx, jac, float(np.log(n_keys)))
