@@ -1,20 +1,36 @@
 """t5lesson: T5's unscaled attention with a learned relative-position bias, small, exact and fast.
 
 Sign convention: relative_position = key_position - query_position (j - i).
+
+Names are loaded on first use, so `import t5lesson` is instant and the NumPy-only parts
+(buckets, saturation statistics, exercise checks) never pay for importing torch.
 """
-from ._checks import ArgumentError
-from .attention import (additive_mask, attention, attention_scores, causal_mask, combine_masks,
-                        padding_mask, softmax)
-from .bias import RelativePositionBias, relative_bias
-from .buckets import BucketRange, BucketTable, bucket_ranges, relative_position_bucket
-from .layer import AttentionOutput, T5SelfAttention
-from .saturation import (SaturationCurve, max_weight, random_logits, saturation_curve,
-                         softmax_entropy, softmax_jacobian_norm)
+import importlib
 
 __version__ = "0.1.0"
-__all__ = [
-    "ArgumentError", "additive_mask", "attention", "attention_scores", "causal_mask", "combine_masks",
-    "padding_mask", "softmax", "RelativePositionBias", "relative_bias", "BucketRange", "BucketTable",
-    "bucket_ranges", "relative_position_bucket", "AttentionOutput", "T5SelfAttention", "SaturationCurve",
-    "max_weight", "random_logits", "saturation_curve", "softmax_entropy", "softmax_jacobian_norm",
-]
+
+_HOME = {
+    "ArgumentError": "_checks",
+    "additive_mask": "attention", "attention": "attention", "attention_scores": "attention",
+    "causal_mask": "attention", "combine_masks": "attention", "padding_mask": "attention",
+    "softmax": "attention",
+    "RelativePositionBias": "layer", "relative_bias": "bias",
+    "BucketRange": "buckets", "BucketTable": "buckets", "bucket_ranges": "buckets",
+    "relative_position_bucket": "buckets",
+    "AttentionOutput": "layer", "T5SelfAttention": "layer",
+    "SaturationCurve": "saturation", "max_weight": "saturation", "random_logits": "saturation",
+    "saturation_curve": "saturation", "softmax_entropy": "saturation", "softmax_jacobian_norm": "saturation",
+}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 't5lesson' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))

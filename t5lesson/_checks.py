@@ -10,10 +10,7 @@ import numbers
 
 import numpy as np
 
-try:  # torch is a hard dependency, but the NumPy paths should not need it to import
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
+import sys
 
 
 class ArgumentError(ValueError, TypeError):
@@ -25,6 +22,8 @@ class ArgumentError(ValueError, TypeError):
 
 
 def is_torch(x) -> bool:
+    """True for a torch tensor. Never imports torch: if torch is not loaded, x cannot be a tensor."""
+    torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
 
 

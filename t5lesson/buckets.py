@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,7 +132,7 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
             raise ArgumentError(
                 f"relative_position must hold integers, got a tensor of dtype {relative_position.dtype}"
             )
-        if relative_position.dtype == __import__("torch").bool:
+        if relative_position.dtype == sys.modules["torch"].bool:
             raise ArgumentError("relative_position must hold integers, got a bool tensor")
         return _bucket_torch(relative_position, *args)
 

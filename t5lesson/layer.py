@@ -1,4 +1,4 @@
-"""A T5 self-attention layer in PyTorch, small enough to read, equal to transformers' T5Attention.
+"""PyTorch modules: the bias table, and a T5 self-attention layer equal to transformers' T5Attention.
 
     x -> q, k, v projections (no bias terms) -> split heads
       -> scores = q k^T  (no 1/sqrt(d_kv))  + position bias + mask
@@ -14,6 +14,7 @@ last rows of the full bias (query_offset = past_len).
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -21,9 +22,63 @@ from torch import nn
 
 from ._checks import ArgumentError, check_bool, check_int
 from .attention import attention, causal_mask, combine_masks, padding_mask
-from .bias import RelativePositionBias
+from .bias import relative_bias
+from .buckets import bucket_config
 
-__all__ = ["T5SelfAttention", "AttentionOutput"]
+__all__ = ["RelativePositionBias", "T5SelfAttention", "AttentionOutput"]
+
+
+class RelativePositionBias(nn.Module):
+    """The learned bias table of one attention stack (owned by layer 0, reused by the rest).
+
+    forward(q_len, k_len, query_offset=0) -> [1, num_heads, q_len, k_len]
+
+    init:
+      "normal"  (default) N(0, d_model^-1/2), transformers' `T5PreTrainedModel._init_weights`;
+      "glorot"  Glorot-uniform over the [heads, buckets] table, as Mesh TF and flaxformer;
+      "zeros"   all zero, useful in experiments that want every offset to start equal.
+    """
+
+    def __init__(self, num_heads, *, num_buckets=32, max_distance=128, bidirectional=True,
+                 init="normal", d_model=None):
+        super().__init__()
+        self.num_heads = check_int("num_heads", num_heads, minimum=1)
+        self.bidirectional = check_bool("bidirectional", bidirectional)
+        bucket_config(self.bidirectional, num_buckets, max_distance)
+        self.num_buckets, self.max_distance = int(num_buckets), int(max_distance)
+        # Same layout and name as transformers, so weights copy over directly.
+        self.relative_attention_bias = nn.Embedding(self.num_buckets, self.num_heads)
+        self.reset_parameters(init, d_model)
+
+    def reset_parameters(self, init="normal", d_model=None):
+        weight = self.relative_attention_bias.weight
+        with torch.no_grad():
+            if init == "normal":
+                d_model = check_int("d_model", d_model, minimum=1) if d_model is not None else None
+                if d_model is None:
+                    raise ArgumentError('init="normal" needs d_model: the std is d_model ** -0.5')
+                weight.normal_(0.0, d_model ** -0.5)
+            elif init == "glorot":
+                bound = math.sqrt(6.0 / (self.num_buckets + self.num_heads))
+                weight.uniform_(-bound, bound)
+            elif init == "zeros":
+                weight.zero_()
+            else:
+                raise ArgumentError(f'init must be "normal", "glorot" or "zeros", got {init!r}')
+
+    @property
+    def table(self) -> torch.Tensor:
+        """The [num_buckets, num_heads] parameter."""
+        return self.relative_attention_bias.weight
+
+    def forward(self, q_len, k_len, query_offset=0):
+        bias = relative_bias(self.table, q_len, k_len, bidirectional=self.bidirectional,
+                             max_distance=self.max_distance, query_offset=query_offset)
+        return bias.unsqueeze(0)
+
+    def extra_repr(self) -> str:
+        kind = "bidirectional" if self.bidirectional else "causal"
+        return f"heads={self.num_heads}, buckets={self.num_buckets}, max_distance={self.max_distance}, {kind}"
 
 
 class AttentionOutput(NamedTuple):
