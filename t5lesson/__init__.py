@@ -11,9 +11,9 @@ __version__ = "0.1.0"
 
 _HOME = {
     "ArgumentError": "_checks",
-    "additive_mask": "attention", "attention": "attention", "attention_scores": "attention",
-    "causal_mask": "attention", "combine_masks": "attention", "padding_mask": "attention",
-    "softmax": "attention",
+    "additive_mask": "scores", "attention": "scores", "attention_scores": "scores",
+    "causal_mask": "scores", "combine_masks": "scores", "padding_mask": "scores",
+    "softmax": "scores",
     "RelativePositionBias": "layer", "relative_bias": "bias",
     "BucketRange": "buckets", "BucketTable": "buckets", "bucket_ranges": "buckets",
     "relative_position_bucket": "buckets",

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ._checks import ArgumentError, check_bool, check_int
-from .attention import attention, causal_mask, combine_masks, padding_mask
+from .scores import attention, causal_mask, combine_masks, padding_mask
 from .bias import relative_bias
 from .buckets import bucket_config
 
