@@ -69,14 +69,25 @@ def relative_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128, 
     buckets = relative_position_bucket(offsets, bidirectional, table.shape[0], max_distance)
 
     if is_torch(table):
-        torch = sys.modules["torch"]
-        index = torch.from_numpy(buckets).to(table.device)
-        per_offset = table[index].t().contiguous()  # [heads, q+k-1], small
-        windows = per_offset.unfold(-1, k_len, 1)  # [heads, q_len, k_len], a view: window w starts at offset w
-        # Row i is window q_len-1-i. index_select makes the one copy of the output (and is
-        # several times faster than flip on these overlapping strides).
-        rows = torch.arange(q_len - 1, -1, -1, device=table.device)
-        return windows.index_select(1, rows)
-    per_offset = np.ascontiguousarray(table[buckets].T)
-    windows = np.lib.stride_tricks.sliding_window_view(per_offset, k_len, axis=-1)
-    return np.ascontiguousarray(windows[:, ::-1, :])
+        return _toeplitz_torch(table, buckets, q_len, k_len)
+    return _toeplitz_numpy(table[buckets].T, k_len)
+
+
+def _toeplitz_numpy(per_offset, k_len):
+    """[heads, q+k-1] values per distinct offset -> [heads, q_len, k_len], one copy of the output."""
+    windows = np.lib.stride_tricks.sliding_window_view(per_offset, k_len, axis=-1)  # a view: window w starts at w
+    return windows[:, ::-1, :].copy(order="C")  # row i is window q_len-1-i; always a fresh C-order copy
+
+
+def _toeplitz_torch(table, buckets, q_len, k_len):
+    torch = sys.modules["torch"]
+    index = torch.from_numpy(buckets).to(table.device)
+    per_offset = table[index].t().contiguous()  # [heads, q+k-1], small
+    needs_grad = table.requires_grad and torch.is_grad_enabled()
+    if table.device.type == "cpu" and not needs_grad and table.dtype in (torch.float16, torch.float32, torch.float64):
+        # NumPy copies the row-reversed window view at memcpy speed; torch has no negative
+        # strides, and its index_select/flip on these overlapping strides is about 5x slower.
+        return torch.from_numpy(_toeplitz_numpy(per_offset.numpy(), k_len))
+    windows = per_offset.unfold(-1, k_len, 1)  # [heads, q_len, k_len] view, window w starts at w
+    rows = torch.arange(q_len - 1, -1, -1, device=table.device)
+    return windows.index_select(1, rows)  # differentiable with respect to the table
