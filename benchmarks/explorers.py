@@ -1,0 +1,77 @@
+"""Explorer update speed: in-place update + PNG render vs rebuilding the figure each move.
+
+Run: python benchmarks/explorers.py [--moves 15] [--only NAME ...]
+
+For every registered explorer, at its default size, we make the same sequence of parameter
+changes two ways, side by side in this process:
+- in place: `explorer.update(**change)` then `to_png()` (what a slider move costs in the kernel);
+- naive rebuild: a new explorer, figure and artists built from scratch, then `to_png()` (what an
+  `interact` cell that redraws a new figure on every move costs).
+We print the median of each and the ratio. Target: median in-place update under 50 ms.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+
+from t5lesson.explorers import load_all
+
+
+def moves(cls, count, seed=0):
+    """`count` single-parameter changes drawn from each control's range, reproducibly."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        p = cls.params[i % len(cls.params)]
+        if p.options is not None:
+            value = rng.choice(p.options)
+        elif isinstance(p.default, bool):
+            value = rng.choice([True, False])
+        elif isinstance(p.default, int):
+            step = int(p.step or 1)
+            value = p.min + step * rng.randrange((int(p.max) - int(p.min)) // step + 1)
+        else:
+            value = rng.uniform(p.min, p.max)
+        out.append({p.name: value})
+    return out
+
+
+def bench(cls, count):
+    explorer = cls()
+    explorer.to_png()  # warm up fonts and caches
+    values = dict(explorer.values)
+    in_place, rebuild = [], []
+    for change in moves(cls, count):
+        values.update(change)
+        start = time.perf_counter()
+        explorer.update(**change).to_png()
+        in_place.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        cls(**values).to_png()
+        rebuild.append(time.perf_counter() - start)
+    return statistics.median(in_place), statistics.median(rebuild)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--moves", type=int, default=15)
+    parser.add_argument("--only", nargs="*")
+    args = parser.parse_args()
+    registry = load_all()
+    names = args.only or sorted(registry)
+    print(f"{'explorer':<28} {'in place ms':>12} {'rebuild ms':>11} {'ratio':>6}  target < 50 ms")
+    slow = []
+    for name in names:
+        fast, naive = bench(registry[name], args.moves)
+        print(f"{name:<28} {fast * 1e3:>12.1f} {naive * 1e3:>11.1f} {naive / fast:>5.1f}x  "
+              f"{'ok' if fast < 0.05 else 'SLOW'}")
+        if fast >= 0.05:
+            slow.append(name)
+    return 1 if slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
