@@ -55,7 +55,8 @@ def check_array(name: str, x, *, ndim: int | tuple[int, ...] | None = None, min_
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else ndim
         if x.ndim not in allowed:
-            raise ArgumentError(f"{name} must have {' or '.join(map(str, allowed))} dimensions, got shape {tuple(x.shape)}")
+            dims = " or ".join(map(str, allowed))
+            raise ArgumentError(f"{name} must have {dims} dimensions, got shape {tuple(x.shape)}")
     if min_ndim is not None and x.ndim < min_ndim:
         raise ArgumentError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(x.shape)}")
     return x

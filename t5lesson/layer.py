@@ -130,7 +130,8 @@ class T5SelfAttention(nn.Module):
     def _check_inputs(self, hidden_states, attention_mask, past_key_value):
         if not isinstance(hidden_states, torch.Tensor) or hidden_states.ndim != 3 \
                 or hidden_states.shape[-1] != self.d_model:
-            got = tuple(hidden_states.shape) if isinstance(hidden_states, torch.Tensor) else type(hidden_states).__name__
+            is_tensor = isinstance(hidden_states, torch.Tensor)
+            got = tuple(hidden_states.shape) if is_tensor else type(hidden_states).__name__
             raise ArgumentError(f"hidden_states must be a tensor [batch, seq_len, d_model={self.d_model}], got {got}")
         past_len = 0
         if past_key_value is not None:

@@ -83,5 +83,5 @@ def saturation_curve(dims, scale=1.0, n_queries=256, n_keys=64, seed=0) -> Satur
     for d in dims:
         w = softmax(random_logits(d, n_queries, n_keys, scale, seed))
         rows.append((softmax_entropy(w).mean(), max_weight(w).mean(), softmax_jacobian_norm(w).mean()))
-    ent, mx, jac = (np.array(col) for col in zip(*rows))
+    ent, mx, jac = (np.array(col) for col in zip(*rows, strict=False))
     return SaturationCurve(np.array(dims), ent, mx, jac, float(np.log(n_keys)))

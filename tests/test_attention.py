@@ -59,7 +59,8 @@ def test_masks():
 
 @pytest.mark.parametrize("framework", ["numpy", "torch"])
 def test_fully_masked_row_is_uniform_not_nan(framework):
-    q, k, v = np.random.randn(3, 4).astype(np.float32), np.random.randn(5, 4).astype(np.float32), np.eye(5, dtype=np.float32)
+    q, k = np.random.randn(3, 4).astype(np.float32), np.random.randn(5, 4).astype(np.float32)
+    v = np.eye(5, dtype=np.float32)
     allowed = np.ones((3, 5), dtype=bool)
     allowed[1] = False
     if framework == "torch":
@@ -87,7 +88,8 @@ def test_softmax_is_stable_and_float32_for_half():
     (lambda: attention_scores(np.zeros(3), np.zeros((2, 3))), "at least 2 dimensions"),
     (lambda: attention_scores(np.zeros((2, 3), dtype=int), np.zeros((2, 3))), "floating-point"),
     (lambda: attention_scores(np.zeros((2, 3)), torch.zeros(2, 3)), "must both be NumPy arrays or both torch"),
-    (lambda: attention_scores(np.zeros((2, 3)), np.zeros((2, 3)), scale="sqrt"), 'scale must be a positive number or "sqrt_d"'),
+    (lambda: attention_scores(np.zeros((2, 3)), np.zeros((2, 3)), scale="sqrt"),
+     'scale must be a positive number or "sqrt_d"'),
     (lambda: attention_scores(np.zeros((2, 3)), np.zeros((2, 3)), scale=0), "scale must be"),
     (lambda: attention_scores(np.zeros((2, 3)), np.zeros((2, 3)), bias=np.zeros((3, 3))), "does not broadcast"),
     (lambda: attention(np.zeros((2, 3)), np.zeros((4, 3)), np.zeros((5, 3))), "same number of keys"),

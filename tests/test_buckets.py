@@ -100,7 +100,9 @@ def test_ranges_agree_with_buckets(config):
     offsets = np.arange(-3 * config[2], 3 * config[2] + 1)
     buckets = relative_position_bucket(offsets, *config)
     for r in table.ranges:
-        inside = (offsets >= (r.lo if r.lo is not None else -np.inf)) & (offsets <= (r.hi if r.hi is not None else np.inf))
+        lo = r.lo if r.lo is not None else -np.inf
+        hi = r.hi if r.hi is not None else np.inf
+        inside = (offsets >= lo) & (offsets <= hi)
         np.testing.assert_array_equal(buckets == r.bucket, inside)
 
 

@@ -10,7 +10,7 @@ from t5lesson import (ArgumentError, max_weight, random_logits, saturation_curve
 def test_jacobian_norm_matches_autograd():
     logits = torch.randn(6, 9, dtype=torch.float64)
     p = torch.softmax(logits, -1)
-    for row, probs in zip(logits, p):
+    for row, probs in zip(logits, p, strict=False):
         jac = torch.autograd.functional.jacobian(lambda z: torch.softmax(z, -1), row)
         assert np.isclose(torch.linalg.matrix_norm(jac).item(), softmax_jacobian_norm(probs.numpy()))
 
@@ -40,7 +40,7 @@ def test_unscaled_saturates_scaled_does_not():
 
 def test_deterministic():
     a, b = saturation_curve([8, 64], seed=3), saturation_curve([8, 64], seed=3)
-    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=False))
 
 
 @pytest.mark.parametrize("call, message", [
