@@ -156,6 +156,11 @@ class Explorer:
             self._refresh_view()
             self._box = w.VBox([w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap")),
                                 image, text])
+            # CSS classes the browser test uses to find each explorer, its figure and readout
+            self._box.add_class("t5lesson-explorer")
+            self._box.add_class(f"t5lesson-{type(self).__name__}")
+            image.add_class("t5lesson-figure")
+            text.add_class("t5lesson-readout")
         return self._box
 
     def _refresh_view(self):

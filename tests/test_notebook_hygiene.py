@@ -1,0 +1,29 @@
+"""Stored notebooks: lessons and solutions executed (or nbval checks nothing), exercises blank."""
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXECUTED = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "solutions").glob("*.ipynb"))
+BLANK = sorted((ROOT / "exercises").glob("*.ipynb"))
+
+
+def code_cells(path):
+    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=[p.name for p in EXECUTED])
+def test_stored_executed_in_order(path):
+    counts = [c["execution_count"] for c in code_cells(path)]
+    assert None not in counts, f"{path.name}: cells never executed (nbval would not compare them)"
+    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: not executed top to bottom in one fresh kernel"
+
+
+@pytest.mark.parametrize("path", EXECUTED + BLANK, ids=[p.name for p in EXECUTED + BLANK])
+def test_kernelspec_and_no_absolute_paths(path):
+    nb = json.loads(path.read_text())
+    assert nb["metadata"].get("kernelspec", {}).get("name") == "python3"
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        assert "/work/" not in source and "/tmp/" not in source and "/root/" not in source, path.name
