@@ -12,50 +12,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
 
 import torch
 
 from t5lesson import relative_bias
-from t5lesson.reference import reference_bias
-
-
-def make_reference(table, bidirectional=True, max_distance=128):
-    from transformers import T5Config
-    from transformers.models.t5.modeling_t5 import T5Attention
-
-    config = T5Config(num_heads=table.shape[1], relative_attention_num_buckets=table.shape[0],
-                      relative_attention_max_distance=max_distance, is_decoder=not bidirectional,
-                      attn_implementation="eager")
-    ref = T5Attention(config, has_relative_attention_bias=True, layer_idx=0)
-    with torch.no_grad():
-        ref.relative_attention_bias.weight.copy_(table)
-    return ref
+from t5lesson.costs import bias_timings
+from t5lesson.reference import reference_bias, reference_bias_layer
 
 
 def run_ours(table, length):
     return relative_bias(table, length, length)
-
-
-def time_side_by_side(length, heads, repeats):
-    table = torch.randn(32, heads)
-    ref = make_reference(table)
-    with torch.no_grad():
-        ours, theirs = run_ours(table, length), ref.compute_bias(length, length)[0]
-        assert torch.equal(ours, theirs), f"outputs differ at length {length}"
-        del ours, theirs
-        times = {"t5lesson": [], "transformers": []}
-        for _ in range(repeats):
-            for name, fn in (("t5lesson", lambda: run_ours(table, length)),
-                             ("transformers", lambda: ref.compute_bias(length, length))):
-                start = time.perf_counter()
-                out = fn()
-                times[name].append(time.perf_counter() - start)
-                del out
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def _rss_bytes(field):
@@ -69,7 +37,7 @@ def _rss_bytes(field):
 def _peak_child(impl, length, heads):
     """Runs in a fresh process: peak extra RSS of one call, in bytes (Linux: VmHWM after, VmRSS before)."""
     table = torch.randn(32, heads)
-    ref = make_reference(table)
+    ref = reference_bias_layer(table)
     with torch.no_grad():  # warm up both code paths on a tiny size so lazy allocations are not counted
         run_ours(table, 8), ref.compute_bias(8, 8)
         with open("/proc/self/clear_refs", "w") as f:
@@ -101,13 +69,12 @@ def main():
           f"{torch.get_num_threads()} threads, median of {args.repeats}")
     print(f"{'L':>6} {'t5lesson ms':>12} {'transformers ms':>16} {'speed-up':>9} "
           f"{'mem t5lesson':>13} {'mem transformers':>17}  (peak extra RSS / output size)")
-    for length in args.lengths:
-        t = time_side_by_side(length, args.heads, args.repeats)
-        mem_ours, size = peak_memory("t5lesson", length, args.heads)
-        mem_ref, _ = peak_memory("transformers", length, args.heads)
-        print(f"{length:>6} {t['t5lesson'] * 1e3:>12.1f} {t['transformers'] * 1e3:>16.1f} "
-              f"{t['transformers'] / t['t5lesson']:>8.1f}x {mem_ours:>12.2f}x {mem_ref:>16.2f}x"
-              f"   output {size / 2**20:.0f} MiB")
+    for row in bias_timings(args.lengths, args.heads, args.repeats):
+        assert row["equal"], f"outputs differ at length {row['length']}"
+        mem_ours, size = peak_memory("t5lesson", row["length"], args.heads)
+        mem_ref, _ = peak_memory("transformers", row["length"], args.heads)
+        print(f"{row['length']:>6} {row['ours_s'] * 1e3:>12.1f} {row['reference_s'] * 1e3:>16.1f} "
+              f"{row['speedup']:>8.1f}x {mem_ours:>12.2f}x {mem_ref:>16.2f}x   output {size / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

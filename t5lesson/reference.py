@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_mask"]
+__all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_bias_layer", "reference_mask"]
 
 
 def _t5():
@@ -43,8 +43,8 @@ def reference_bucket(relative_position, bidirectional=True, num_buckets=32, max_
     return T5Attention._relative_position_bucket(rel, bidirectional, num_buckets, max_distance).numpy()
 
 
-def reference_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128, query_offset=0):
-    """transformers' `compute_bias` for a [num_buckets, heads] table: [1, heads, q_len, k_len]."""
+def reference_bias_layer(table, bidirectional=True, max_distance=128):
+    """A transformers T5Attention that owns `table` ([num_buckets, heads]) as its bias table."""
     T5Config, T5Attention = _t5()
     table = torch.as_tensor(table)
     config = T5Config(num_heads=table.shape[1], relative_attention_num_buckets=table.shape[0],
@@ -53,6 +53,13 @@ def reference_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128,
     ref = T5Attention(config, has_relative_attention_bias=True, layer_idx=0)
     with torch.no_grad():
         ref.relative_attention_bias.weight.copy_(table)
+    return ref
+
+
+def reference_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128, query_offset=0):
+    """transformers' `compute_bias` for a [num_buckets, heads] table: [1, heads, q_len, k_len]."""
+    ref = reference_bias_layer(table, bidirectional, max_distance)
+    with torch.no_grad():
         return ref.compute_bias(q_len, k_len, past_seen_tokens=query_offset)
 
 
