@@ -123,9 +123,15 @@ class T5SelfAttention(nn.Module):
             self.v.weight.normal_(0.0, self.d_model ** -0.5)
             self.o.weight.normal_(0.0, (self.num_heads * self.d_kv) ** -0.5)
 
-    def _split(self, x):  # [b, n, heads*d_kv] -> [b, heads, n, d_kv]
+    def split_heads(self, x):
+        """[batch, n, heads * d_kv] -> [batch, heads, n, d_kv]: each head gets its own slice."""
         b, n, _ = x.shape
         return x.view(b, n, self.num_heads, self.d_kv).transpose(1, 2)
+
+    def merge_heads(self, x):
+        """[batch, heads, n, d_kv] -> [batch, n, heads * d_kv], the input of the output projection."""
+        b, _, n, _ = x.shape
+        return x.transpose(1, 2).reshape(b, n, self.num_heads * self.d_kv)
 
     def _check_inputs(self, hidden_states, attention_mask, past_key_value):
         if not isinstance(hidden_states, torch.Tensor) or hidden_states.ndim != 3 \
@@ -153,9 +159,9 @@ class T5SelfAttention(nn.Module):
         """hidden_states [batch, seq_len, d_model]; attention_mask [batch, past_len + seq_len] of 1/0."""
         past_len = self._check_inputs(hidden_states, attention_mask, past_key_value)
         q_len = hidden_states.shape[1]
-        q = self._split(self.q(hidden_states))
-        k = self._split(self.k(hidden_states))
-        v = self._split(self.v(hidden_states))
+        q = self.split_heads(self.q(hidden_states))
+        k = self.split_heads(self.k(hidden_states))
+        v = self.split_heads(self.v(hidden_states))
         if past_key_value is not None:  # the cache holds keys/values of earlier positions
             k = torch.cat([past_key_value[0], k], dim=2)
             v = torch.cat([past_key_value[1], v], dim=2)
@@ -174,6 +180,5 @@ class T5SelfAttention(nn.Module):
             allowed = combine_masks(allowed, padding_mask(attention_mask))
 
         out, weights = attention(q, k, v, bias=position_bias.to(q.dtype), mask=allowed, return_weights=True)
-        b = hidden_states.shape[0]
-        out = self.o(out.transpose(1, 2).reshape(b, q_len, self.num_heads * self.d_kv))
+        out = self.o(self.merge_heads(out))
         return AttentionOutput(out, position_bias, (k, v) if use_cache else None, weights)

@@ -94,7 +94,7 @@ def test_initialisation_gives_unit_scale_logits():
     for name, std in [("q", (512 * 64) ** -0.5), ("k", 512 ** -0.5), ("v", 512 ** -0.5), ("o", (8 * 64) ** -0.5)]:
         assert abs(getattr(layer, name).weight.std().item() / std - 1) < 0.02
     x = torch.randn(4, 64, 512)
-    q, k = layer._split(layer.q(x)), layer._split(layer.k(x))
+    q, k = layer.split_heads(layer.q(x)), layer.split_heads(layer.k(x))
     logits = q @ k.transpose(-1, -2)
     assert 0.5 < logits.var().item() < 2.0
 
