@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_bias_layer", "reference_mask"]
+__all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_bias_layer", "reference_mask",
+           "report_match"]
 
 
 def _t5():
@@ -67,3 +68,17 @@ def reference_mask(allowed, dtype=torch.float32):
     """The additive mask transformers' eager attention expects: 0 or finfo(dtype).min."""
     allowed = torch.as_tensor(allowed, dtype=torch.bool)
     return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+
+
+def report_match(label, ours, theirs, tol=1e-5) -> bool:
+    """Print one line saying whether two tensors agree within `tol`; return whether they do.
+
+    The line names the tolerance, not the exact difference, so it reads the same on every machine.
+    """
+    ours, theirs = torch.as_tensor(ours), torch.as_tensor(theirs)
+    if ours.shape != theirs.shape:
+        print(f"{label}: shapes differ, ours {tuple(ours.shape)} vs transformers {tuple(theirs.shape)}  ✗")
+        return False
+    ok = bool((ours - theirs).abs().max().item() <= tol) if ours.numel() else True
+    print(f"{label}: max |ours - transformers| {'<=' if ok else '>'} {tol:g}  {'✓' if ok else '✗'}")
+    return ok

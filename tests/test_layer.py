@@ -118,3 +118,14 @@ def test_constructor_errors():
         T5SelfAttention(32, 4, 8, causal=1)
     with pytest.raises(ArgumentError, match="max_distance must be > max_exact"):
         T5SelfAttention(32, 4, 8, num_buckets=32, max_distance=8)
+
+
+def test_report_match(capsys):
+    from t5lesson.reference import report_match
+
+    assert report_match("same", torch.ones(3), torch.ones(3) + 1e-7)
+    assert not report_match("far", torch.ones(3), torch.zeros(3))
+    assert not report_match("shape", torch.ones(3), torch.ones(4))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "same: max |ours - transformers| <= 1e-05  ✓"
+    assert out[1].endswith("> 1e-05  ✗") and "shapes differ" in out[2]
