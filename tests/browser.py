@@ -119,7 +119,8 @@ ALL_DONE = """() => {
   return cells.length > 0 && cells.every(c => c.model.executionCount !== null);
 }"""
 ERRORS = """() => Array.from(document.querySelectorAll(
-  '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], .jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]'
+  '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], ' +
+  '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]'
 )).map(e => e.innerText.slice(0, 300))"""
 # Press a key on a slider and time until its explorer's figure <img> changes.
 WATCH_FIGURE = """([index]) => {

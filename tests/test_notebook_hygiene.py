@@ -10,7 +10,8 @@ BLANK = sorted((ROOT / "exercises").glob("*.ipynb"))
 
 
 def code_cells(path):
-    return [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+    cells = json.loads(path.read_text())["cells"]
+    return [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).strip()]
 
 
 @pytest.mark.parametrize("path", EXECUTED, ids=[p.name for p in EXECUTED])
