@@ -19,6 +19,7 @@ _MODULES = {
     "02_where_sqrt_d_went": "ex02_where_sqrt_d_went",
     "03_relative_position_buckets": "ex03_relative_position_buckets",
     "04_bias_heatmaps": "ex04_bias_heatmaps",
+    "06_t5_layer": "ex06_t5_layer",
     "05_length_generalisation": "ex05_length_generalisation",
 }
 
