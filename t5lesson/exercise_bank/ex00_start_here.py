@@ -1,0 +1,24 @@
+"""Exercise 00: one practice question, so a learner meets check() and hint() before the lessons.
+
+Asked in notebooks/00_start_here.ipynb (not graded: there is no solutions/ notebook for it).
+"""
+from __future__ import annotations
+
+from ..questions import Numeric
+from . import Exercise
+
+EXERCISE = Exercise(
+    id="00_start_here",
+    title="Practice: read a number off the slider",
+    questions=(
+        Numeric(
+            id="q1", points=1, name="answer_q1", title="The weight of key B at a score gap of 3",
+            tolerance=0.005, key="92264da9fd88e1e079e5e7af",
+            hints=(
+                "move the slider to 3 and read the readout line under the figure.",
+                "key B is the orange bar; give the weight as a number between 0 and 1.",
+            ),
+            feedback={"bb6d2ee186ceb7476c7a0982": "that is key A's weight; the question asks for key B."},
+        ),
+    ),
+)

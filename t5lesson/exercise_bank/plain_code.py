@@ -1,0 +1,170 @@
+"""A code question whose answer is a structure: nested lists or arrays of ints, floats, bools, None.
+
+The built-in `Code` kind compares one int per case. Exercises 03 and 04 ask for a boundary
+table (a list of (lo, hi) pairs, None for an unused bucket or an open end), a bias tensor
+(floats) and a causal mask (bools). `PlainCode` keeps `Code`'s harvesting, blocking, timeouts
+and per-case partial credit, and compares the harvested plain value with the reference's
+result, structure for structure:
+
+- lists, tuples and arrays are all sequences; a NumPy array compares like the nested lists of
+  its `tolist()`;
+- None must be None;
+- numbers compare within `tolerance` (absolute or relative), so -91.0 is as good as -91;
+  bools count as 0 and 1, so a mask may be given as True/False or 1/0.
+
+Only plain data ever reaches `score` (see `t5lesson.harvest`): a learner's object with a
+clever `__eq__` arrives as "a FakeInt object" and is wrong.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+
+import numpy as np
+
+from ..questions import CORRECT, ERROR, INCORRECT, PARTIAL, Case, Code, _describe, _missing
+
+__all__ = ["PlainCode", "from_plain", "to_python"]
+
+_BAD = object()  # a harvested value that is not plain data
+
+
+def to_python(value):
+    """A reference result as nested lists of int/float/None (arrays and tuples become lists)."""
+    if isinstance(value, np.ndarray):
+        return to_python(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [to_python(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if value is None:
+        return None
+    raise TypeError(f"a reference result must be plain data, got {type(value).__name__}")
+
+
+def from_plain(value):
+    """A harvested plain value ({"t": ..., "v": ...}) as nested lists, or _BAD for anything else."""
+    if not isinstance(value, dict):
+        return _BAD
+    kind, v = value.get("t"), value.get("v")
+    if kind == "none":
+        return None
+    if kind == "bool" and isinstance(v, bool):
+        return int(v)
+    if kind == "int" and type(v) is int:
+        return v
+    if kind == "float":
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _BAD
+    if kind in ("list", "array") and isinstance(v, list):
+        items = [from_plain(item) for item in v]
+        if any(item is _BAD for item in items):
+            return _BAD
+        if kind == "array":
+            shape = value.get("shape")
+            if not isinstance(shape, list) or math.prod(shape) != len(items):
+                return _BAD
+            return np.array(items, dtype=object).reshape(shape).tolist() if shape else items[0]
+        return items
+    return _BAD
+
+
+def _shape(x) -> str:
+    if isinstance(x, list):
+        return f"a list of {len(x)}"
+    return "None" if x is None else "a number"
+
+
+def _difference(want, got, tolerance, where="") -> str | None:
+    """None if `got` matches `want`, else where the first difference is (indices) and what it is."""
+    if want is None or got is None:
+        if want is None and got is None:
+            return None
+        return f"at {where or 'the top'}: expected {_shape(want)}, got {_shape(got)}"
+    if isinstance(want, list) or isinstance(got, list):
+        if not (isinstance(want, list) and isinstance(got, list)):
+            return f"at {where or 'the top'}: expected {_shape(want)}, got {_shape(got)}"
+        if len(want) != len(got):
+            return f"at {where or 'the top'}: expected {len(want)} entries, got {len(got)}"
+        for i, (w, g) in enumerate(zip(want, got, strict=True)):
+            problem = _difference(w, g, tolerance, f"{where}[{i}]")
+            if problem:
+                return problem
+        return None
+    if math.isclose(float(want), float(got), rel_tol=tolerance, abs_tol=tolerance):
+        return None
+    return f"the value at {where or 'the top'} is not right"
+
+
+@dataclass(frozen=True)
+class PlainCode(Code):
+    """A function returning nested lists/arrays of numbers, bools or None, compared structurally."""
+
+    tolerance: float = 1e-6
+
+    @cached_property
+    def expected(self) -> tuple:
+        module, _, attr = self.reference.partition(":")
+        function = getattr(importlib.import_module(module), attr)
+        return tuple(to_python(function(*c.args, **dict(c.kwargs))) for c in self.cases)
+
+    def _problem(self, want, got) -> str | None:
+        value = got.get("ok") if isinstance(got, dict) else None
+        plain = from_plain(value)
+        if plain is _BAD:
+            return f"returned {_describe(value)}, which cannot be compared; return lists, tuples or an array"
+        return _difference(want, plain, self.tolerance)
+
+    def score(self, record):
+        if _missing(record):
+            return self.not_attempted()
+        if record.get("status") == "not_callable":
+            return self.outcome(INCORRECT, 0, f"{self.name} should be a function, but it is "
+                                              f"{_describe(record.get('value'))}.")
+        results = record.get("cases")
+        if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
+            return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
+        if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
+            return self.not_attempted()
+        right, first_miss, first_error = 0, None, None
+        for case, want, got in zip(self.cases, self.expected, results, strict=True):
+            if isinstance(got, dict) and "ok" in got and self._problem(want, got) is None:
+                right += 1
+                continue
+            if first_error is None and isinstance(got, dict) and ("error" in got or "timeout" in got):
+                first_error = (case, want, got)
+            if first_miss is None:
+                first_miss = (case, want, got)
+        total = len(self.cases)
+        if right == total:
+            return self.outcome(CORRECT, 1, f"all {total} cases right.")
+        if right == 0 and first_error is not None and first_error == first_miss:
+            return self.outcome(ERROR, 0, self._explain_case(*first_error))
+        message = f"{right} of {total} cases right. {self._explain_case(*first_miss)}"
+        if first_error is not None and first_error != first_miss:
+            message += f" Also: {self._explain_case(*first_error)}"
+        return self.outcome(PARTIAL if right else INCORRECT, Fraction(right, total), message)
+
+    def _explain_case(self, case: Case, want, got) -> str:
+        """One sentence about a failed case, named by its call (short arguments) or its topic."""
+        call = case.call_text(self.name)
+        name = call if len(call) <= 80 else f"case {self.cases.index(case) + 1}"
+        where = f"{name} ({case.topic})" if case.topic else name
+        if not isinstance(got, dict):
+            return f"{where}: no result."
+        if got.get("timeout"):
+            return f"{where} took longer than {self.case_timeout:g} s."
+        if got.get("skipped"):
+            return f"{where} was not run: earlier cases were too slow."
+        if got.get("not_implemented"):
+            return f"{where} raised NotImplementedError."
+        if "error" in got:
+            place = f" in {got['where']}" if got.get("where") else ""
+            return f"{where} raised {got['error']}{place}."
+        return f"{where}: {self._problem(want, got)}. Hint: {self.first_hint()}"
