@@ -15,6 +15,7 @@ from ..questions import Question
 __all__ = ["Exercise", "get", "exercise_ids"]
 
 _MODULES = {
+    "00_start_here": "ex00_start_here",
     "01_unscaled_scores": "ex01_unscaled_scores",
     "02_where_sqrt_d_went": "ex02_where_sqrt_d_went",
     "03_relative_position_buckets": "ex03_relative_position_buckets",

@@ -10,7 +10,12 @@ result, structure for structure:
   its `tolist()`;
 - None must be None;
 - numbers compare within `tolerance` (absolute or relative), so -91.0 is as good as -91;
-  bools count as 0 and 1, so a mask may be given as True/False or 1/0.
+  bools count as 0 and 1, so a mask may be given as True/False or 1/0;
+- with `masked_below` set, an entry where the reference is at or below it (a masked score) is
+  right when the learner's entry is at or below it too: -1e9, the most negative float and -inf
+  all mean "masked", and no two of them are within any tolerance of each other.
+
+`differences` is the one comparison; exercise 02's `FloatCode` words its findings for arrays.
 
 Only plain data ever reaches `score` (see `t5lesson.harvest`): a learner's object with a
 clever `__eq__` arrives as "a FakeInt object" and is wrong.
@@ -27,7 +32,7 @@ import numpy as np
 
 from ..questions import CORRECT, ERROR, INCORRECT, PARTIAL, Case, Code, _describe, _missing
 
-__all__ = ["PlainCode", "from_plain", "to_python"]
+__all__ = ["PlainCode", "differences", "from_plain", "to_python"]
 
 _BAD = object()  # a harvested value that is not plain data
 
@@ -49,21 +54,26 @@ def to_python(value):
     raise TypeError(f"a reference result must be plain data, got {type(value).__name__}")
 
 
-def from_plain(value):
-    """A harvested plain value ({"t": ..., "v": ...}) as nested lists, or _BAD for anything else."""
+def from_plain(value, bools=True):
+    """A harvested plain value ({"t": ..., "v": ...}) as nested lists, or _BAD for anything else.
+
+    Bools become 0 and 1, or _BAD with `bools=False` (where only numbers are answers).
+    """
     if not isinstance(value, dict):
         return _BAD
     kind, v = value.get("t"), value.get("v")
     if kind == "none":
         return None
     if kind == "bool" and isinstance(v, bool):
-        return int(v)
+        return int(v) if bools else _BAD
     if kind == "int" and type(v) is int:
         return v
-    if kind == "float":
+    if kind == "float":  # non-finite floats arrive as their repr: "inf", "-inf", "nan"
+        if isinstance(v, str):
+            return float(v) if v in ("inf", "-inf", "nan") else _BAD
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _BAD
     if kind in ("list", "array") and isinstance(v, list):
-        items = [from_plain(item) for item in v]
+        items = [from_plain(item, bools) for item in v]
         if any(item is _BAD for item in items):
             return _BAD
         if kind == "array":
@@ -81,25 +91,28 @@ def _shape(x) -> str:
     return "None" if x is None else "a number"
 
 
-def _difference(want, got, tolerance, where="") -> str | None:
-    """None if `got` matches `want`, else where the first difference is (indices) and what it is."""
-    if want is None or got is None:
-        if want is None and got is None:
-            return None
-        return f"at {where or 'the top'}: expected {_shape(want)}, got {_shape(got)}"
-    if isinstance(want, list) or isinstance(got, list):
-        if not (isinstance(want, list) and isinstance(got, list)):
-            return f"at {where or 'the top'}: expected {_shape(want)}, got {_shape(got)}"
+def differences(want, got, close, masked_below=None, where=""):
+    """Every place where `got` differs from `want` (nested lists), in order: (where, kind, detail).
+
+    `where` is the indices ("[2][0]", "" for the top). `kind` is "structure" (`detail` says
+    what was expected; the parts below are not compared), "masked" (the reference is at or
+    below `masked_below`, `got` is not) or "value" (`close(want, got)` is false).
+    """
+    if want is None and got is None:
+        return
+    if isinstance(want, list) and isinstance(got, list):
         if len(want) != len(got):
-            return f"at {where or 'the top'}: expected {len(want)} entries, got {len(got)}"
+            yield where, "structure", f"expected {len(want)} entries, got {len(got)}"
+            return
         for i, (w, g) in enumerate(zip(want, got, strict=True)):
-            problem = _difference(w, g, tolerance, f"{where}[{i}]")
-            if problem:
-                return problem
-        return None
-    if math.isclose(float(want), float(got), rel_tol=tolerance, abs_tol=tolerance):
-        return None
-    return f"the value at {where or 'the top'} is not right"
+            yield from differences(w, g, close, masked_below, f"{where}[{i}]")
+    elif want is None or got is None or isinstance(want, list) or isinstance(got, list):
+        yield where, "structure", f"expected {_shape(want)}, got {_shape(got)}"
+    elif masked_below is not None and want <= masked_below:
+        if not got <= masked_below:
+            yield where, "masked", ""
+    elif not close(want, got):
+        yield where, "value", ""
 
 
 @dataclass(frozen=True)
@@ -107,19 +120,36 @@ class PlainCode(Code):
     """A function returning nested lists/arrays of numbers, bools or None, compared structurally."""
 
     tolerance: float = 1e-6
+    masked_below: float | None = None
+
+    def reference_results(self) -> list:
+        """The reference's result for every case, as it returns them, computed in this process."""
+        module, _, attr = self.reference.partition(":")
+        function = getattr(importlib.import_module(module), attr)
+        return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
 
     @cached_property
     def expected(self) -> tuple:
-        module, _, attr = self.reference.partition(":")
-        function = getattr(importlib.import_module(module), attr)
-        return tuple(to_python(function(*c.args, **dict(c.kwargs))) for c in self.cases)
+        return tuple(to_python(result) for result in self.reference_results())
+
+    def close(self, want, got) -> bool:
+        """Two numbers agree within `tolerance`, absolute or relative to the larger (math.isclose)."""
+        return math.isclose(want, got, rel_tol=self.tolerance, abs_tol=self.tolerance)
 
     def _problem(self, want, got) -> str | None:
+        """None if the case is right, else where the first difference is and what it is."""
         value = got.get("ok") if isinstance(got, dict) else None
         plain = from_plain(value)
         if plain is _BAD:
             return f"returned {_describe(value)}, which cannot be compared; return lists, tuples or an array"
-        return _difference(want, plain, self.tolerance)
+        for where, kind, detail in differences(want, plain, self.close, self.masked_below):
+            place = where or "the top"
+            if kind == "structure":
+                return f"at {place}: {detail}"
+            if kind == "masked":
+                return f"the value at {place} should be masked (at most {self.masked_below:g})"
+            return f"the value at {place} is not right"
+        return None
 
     def score(self, record):
         if _missing(record):
@@ -151,11 +181,15 @@ class PlainCode(Code):
             message += f" Also: {self._explain_case(*first_error)}"
         return self.outcome(PARTIAL if right else INCORRECT, Fraction(right, total), message)
 
-    def _explain_case(self, case: Case, want, got) -> str:
-        """One sentence about a failed case, named by its call (short arguments) or its topic."""
+    def _case_name(self, case: Case) -> str:
+        """How a message names a case: by its call if the arguments are short, else by number; and topic."""
         call = case.call_text(self.name)
         name = call if len(call) <= 80 else f"case {self.cases.index(case) + 1}"
-        where = f"{name} ({case.topic})" if case.topic else name
+        return f"{name} ({case.topic})" if case.topic else name
+
+    def _explain_case(self, case: Case, want, got) -> str:
+        """One sentence about a failed case."""
+        where = self._case_name(case)
         if not isinstance(got, dict):
             return f"{where}: no result."
         if got.get("timeout"):

@@ -23,7 +23,8 @@ from ..buckets import bucket_config
 from ..scores import attention_scores, causal_mask, softmax
 from ..toy_heads import HEAD_NAMES, toy_bias_table
 from .base import Explorer, Param, register
-from .raster import BlitRender, freeze
+from .raster import freeze
+from .render import BlitRender
 
 MAX_LEN = 64
 D_HEAD = 16  # size of the random q and k vectors

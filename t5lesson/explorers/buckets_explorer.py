@@ -22,7 +22,8 @@ from matplotlib.transforms import blended_transform_factory
 from .._checks import ArgumentError
 from ..buckets import bucket_ranges, relative_position_bucket
 from .base import Explorer, Param, register
-from .raster import BlitRender, GlyphAtlas, freeze
+from .raster import GlyphAtlas, freeze
+from .render import BlitRender
 
 ROWS_PER_COLUMN = 16
 MAX_COLUMNS = 3  # so at most 48 buckets: the table must stay legible in a small figure

@@ -19,13 +19,14 @@ import numpy as np
 
 from ..scores import softmax
 from .base import Explorer, Param, register
-from .scaling import D_MAX, SCALED, UNSCALED, FastRender, no_minor_ticks
+from .render import BlitRender
+from .scaling import D_MAX, SCALED, UNSCALED, no_minor_ticks
 
 __all__ = ["BiasScale", "training_figure"]
 
 
 @register
-class BiasScale(FastRender, Explorer):
+class BiasScale(BlitRender, Explorer):
     """q.k + u (T5) against (q.k + u)/sqrt(d) (bias inside the scaling), for one row of keys."""
 
     params = (Param("d", 64, 2, D_MAX, 1, label="d (= d_kv)"),

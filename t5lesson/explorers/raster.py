@@ -3,20 +3,16 @@
 Drawing text is what makes a matplotlib figure slow: every glyph of every `Text` is laid out and
 rasterised again on each render. Measured here on the bucket explorer (CPU time per update):
 the 32-row boundary table cost about 20 ms and the legend about 13 ms, against a 50 ms budget.
-Three remedies; the first two are pixel-exact because they are shown with `Figure.figimage`
-(no resampling):
+Two remedies, both pixel-exact because they are shown with `Figure.figimage` (no resampling):
 
 - `GlyphAtlas`: a monospace font rendered once, one cell per character; a block of text is then
   assembled with one NumPy fancy-indexing step (well under a millisecond for a whole table);
 - `freeze`: artists that never change (a legend, a colour bar with fixed limits) are drawn
-  once and replaced by their pixels;
-- `BlitRender`: an explorer mixin that keeps the rest of the figure (axes, ticks, labels) as a
-  bitmap for each set of axes limits it has seen, and draws only the artists that move on top.
+  once and replaced by their pixels.
+
+The rest of the figure (axes, ticks, labels) is kept as a bitmap by `render.BlitRender`.
 """
 from __future__ import annotations
-
-import io
-from collections import OrderedDict
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -25,7 +21,7 @@ from matplotlib.figure import Figure
 
 from .._checks import ArgumentError
 
-__all__ = ["GlyphAtlas", "freeze", "BlitRender"]
+__all__ = ["GlyphAtlas", "freeze"]
 
 _CHARS = "".join(chr(c) for c in range(32, 127))
 
@@ -107,51 +103,3 @@ def freeze(fig, artists, pad=1):
     for a in artists:
         a.set_visible(False)
     return [fig.figimage(crop, xo=x0, yo=y0, origin="upper", zorder=3) for crop, x0, y0 in crops]
-
-
-class BlitRender:
-    """Explorer mixin: redraw only the artists that move, over a cached background bitmap.
-
-    Tick labels and axis labels are most of the cost of a render (each text costs about a
-    millisecond to lay out and rasterise). They only change when axes limits do, so the
-    figure without its moving artists is kept as a bitmap per set of limits (a few, least
-    recently used first out: sliders go back and forth). A PNG is then that bitmap plus the
-    moving artists, drawn in the order `moving_artists()` lists them, which must be the
-    order a full draw would use (list spines last if moving artists touch the frame).
-    PNGs use light compression: they are made on every move, so encoding time counts more
-    than a few kilobytes.
-    """
-
-    background_cache_size = 8
-
-    def moving_artists(self) -> list:
-        """The artists `draw` changes, in drawing order; everything else is background."""
-        raise NotImplementedError
-
-    def _background_key(self):
-        return tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.fig.axes)
-
-    def to_png(self) -> bytes:
-        from PIL import Image
-
-        canvas = self.fig.canvas
-        moving = self.moving_artists()
-        if not getattr(self, "_blit_ready", False):
-            for artist in moving:
-                artist.set_animated(True)  # a full draw now leaves them out
-            self._backgrounds, self._blit_ready = OrderedDict(), True
-        key = self._background_key()
-        if key in self._backgrounds:
-            self._backgrounds.move_to_end(key)
-            canvas.restore_region(self._backgrounds[key])
-        else:
-            canvas.draw()
-            self._backgrounds[key] = canvas.copy_from_bbox(self.fig.bbox)
-            if len(self._backgrounds) > self.background_cache_size:
-                self._backgrounds.popitem(last=False)
-        for artist in moving:
-            if artist.get_visible():
-                self.fig.draw_artist(artist)
-        buffer = io.BytesIO()
-        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()

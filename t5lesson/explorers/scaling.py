@@ -21,64 +21,12 @@ from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_
 from ..scaling import normal_pdf, prefix_dot_products
 from ..scores import softmax
 from .base import Explorer, Param, register
+from .render import BlitRender
 
-__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "as_image", "FastRender", "no_minor_ticks",
-           "D_MAX"]
+__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "as_image", "no_minor_ticks", "D_MAX"]
 
 D_MAX = 1024
 UNSCALED, SCALED = "tab:orange", "tab:blue"  # one colour per score everywhere in lessons 1-2
-
-
-class FastRender:
-    """Mixin for an Explorer: lay the figure out once, then redraw only what moves (blitting).
-
-    Rendering everything on every move cost 60-80 ms here, most of it measuring and drawing
-    tick labels and titles that never change. So:
-    - the constrained layout runs once, in the state whose labels take the most room
-      (`widest`: parameter values), and is then switched off;
-    - axes limits are fixed in `build`, so the axes, ticks, labels and legends form a static
-      background, rendered once and kept as a bitmap;
-    - the artists listed by `moving_artists()` are marked animated: each PNG is the background
-      plus those artists drawn on top. If any axes limits do change, the background is redrawn.
-    A from-scratch render of the same state gives the same pixels (tests check this).
-    PNGs use light compression: the image is rebuilt on every move, so encode time matters
-    more than a few kB.
-    """
-
-    widest: dict = {}
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        self.draw(**{**self.values, **self.widest})
-        self.fig.draw_without_rendering()
-        self.fig.set_layout_engine("none")
-        self.draw(**self.values)
-        for artist in self.moving_artists():
-            artist.set_animated(True)
-        self._background = self._background_key = None
-
-    def moving_artists(self) -> list:
-        """The artists `draw` changes; everything else is background."""
-        raise NotImplementedError
-
-    def _limits(self):
-        return tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.fig.axes)
-
-    def to_png(self) -> bytes:
-        from PIL import Image
-
-        canvas = self.fig.canvas
-        if self._background is None or self._background_key != self._limits():
-            canvas.draw()  # animated artists are left out of this
-            self._background = canvas.copy_from_bbox(self.fig.bbox)
-            self._background_key = self._limits()
-        else:
-            canvas.restore_region(self._background)
-        for artist in self.moving_artists():
-            artist.axes.draw_artist(artist)
-        buffer = io.BytesIO()
-        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()
 
 
 def as_image(fig):
@@ -100,7 +48,7 @@ def no_minor_ticks(*axes):
 
 
 @register
-class DotProductSpread(FastRender, Explorer):
+class DotProductSpread(BlitRender, Explorer):
     """Histogram of q.k (left) and q.k/sqrt(d) (right) over many random pairs, for one d."""
 
     params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)"),)
@@ -163,7 +111,7 @@ class DotProductSpread(FastRender, Explorer):
 
 
 @register
-class AttentionRow(FastRender, Explorer):
+class AttentionRow(BlitRender, Explorer):
     """One query against a row of keys: logits (left) and softmax weights (right), both scorings."""
 
     params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)"),
