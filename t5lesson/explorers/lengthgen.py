@@ -1,0 +1,126 @@
+"""Lesson 5: how T5's max_distance decides whether a model reads sequences longer than its training.
+
+Every position of the slider (max_distance = 2^4 .. 2^9) is a tiny model trained on copy-k at
+length 64 with T5 buckets (16, causal) and that max_distance; all of them are trained once when
+the explorer is created (a few seconds, see `t5lesson.lengthgen.variants`) and cached, so
+moving the slider only redraws.
+
+Left: accuracy (or the attention weight on the right key) against the evaluation length, for
+the chosen max_distance and for the experiment's setting (max_distance 32) as a grey reference.
+Right: the learned bias of each head against the offset d = i - j (how far back the key is),
+with the offsets never seen in training shaded and the start of the last bucket marked.
+
+Rendering: axes, ticks, labels and legends never change, so `to_png` draws them once (per
+left-panel choice), keeps the pixels, and on each update only redraws the few changing artists
+on top (matplotlib's blitting). `fig.savefig` still draws everything the ordinary way.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from PIL import Image
+
+from ..lengthgen.run import Config
+from ..lengthgen.variants import t5_variants
+from .base import Explorer, Param, register
+
+MAX_DISTANCES = tuple(2 ** k for k in range(4, 10))  # 16 .. 512, one trained model each
+REFERENCE = 32
+HEAD_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+SHOW = {"accuracy": ("accuracy", "accuracy"), "weight on right key": ("weight_on_key", "attention on the right key")}
+
+
+@register
+class LengthGeneralisationExplorer(Explorer):
+    # A slider over the exponent: max_distance = 2 ** k moves through the cached powers of two.
+    params = (
+        Param("log2_max_distance", 5, 4, 9, 1, label="T5 max_distance = 2 ^"),
+        Param("show", "accuracy", options=tuple(SHOW), label="left panel"),
+    )
+    task, seed = "copy-k", 0
+
+    def build(self, fig):
+        self.config = Config()
+        self.variants = t5_variants(MAX_DISTANCES, self.task, self.seed, self.config)  # trains what is not cached
+        lengths = np.array(self.config.eval_lens)
+        train_len = self.config.train_len
+        # Fixed axes positions: constrained layout would re-measure every label on each draw.
+        fig.set_layout_engine("none")
+        left = self.ax_acc = fig.add_axes((0.08, 0.2, 0.34, 0.7))
+        right = self.ax_bias = fig.add_axes((0.53, 0.2, 0.45, 0.7))
+
+        left.set_xscale("log", base=2)
+        left.set_xticks(lengths, [f"{n}\n({n // train_len}L)" for n in lengths])
+        left.minorticks_off()
+        left.set_xlim(lengths[0] / 1.15, lengths[-1] * 1.15)
+        left.set_xlabel(f"evaluation length (trained on L = {train_len})")
+        left.set_ylim(0, 1.33)  # the space above 1 holds the legend, clear of the curves
+        left.set_yticks(np.linspace(0, 1, 6))
+        left.grid(True, alpha=0.3)
+        (self.reference_line,) = left.plot(lengths, lengths * 0.0, "--", color="0.55", marker="s", ms=4,
+                                           label=f"max_distance {REFERENCE} (the experiment's)")
+        (self.line,) = left.plot(lengths, lengths * 0.0, color="tab:red", marker="o", lw=2,
+                                 label="chosen max_distance")
+        self.left_legend = left.legend(loc="upper center", fontsize=8)
+        self.title = fig.text(0.25, 0.97, "", fontsize=9, ha="center", va="top")
+
+        self.offsets = np.arange(max(lengths))
+        right.set_xscale("symlog", linthresh=4, linscale=0.5)
+        right.set_xlim(0, max(lengths))
+        ticks = [0, 1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512]
+        right.set_xticks(ticks, [str(t) for t in ticks])
+        right.minorticks_off()
+        right.axvspan(train_len, max(lengths), color="0.88", zorder=0, label=f"d ≥ {train_len}: never in training")
+        right.axhline(0, color="0.4", lw=0.8)
+        self.head_lines = [right.plot(self.offsets, self.offsets * 0.0, color=c, lw=1.2, label=f"head {h}")[0]
+                           for h, c in enumerate(HEAD_COLORS)]
+        self.last_bucket = right.axvline(1, color="black", ls=":", lw=1.2, label="last bucket starts")
+        right.set_xlabel("offset d = i − j (key d steps back; code's j − i = −d)")
+        right.set_ylabel("learned bias (logit units)")
+        right.set_title("learned bias of each head (start value 0)", fontsize=9)
+        right.grid(True, alpha=0.3)
+        self.right_legend = right.legend(loc="upper right", fontsize=7, ncols=2, framealpha=0.9)
+        biases = np.concatenate([v.bias.ravel() for v in self.variants.values()])
+        pad = 0.1 * (biases.max() - biases.min())
+        right.set_ylim(biases.min() - pad, biases.max() + 4 * pad)  # room for the legend
+        # Drawn on top of the stored background at each update, legends last so they stay in front.
+        self._dynamic = [self.reference_line, self.line, self.title, *self.head_lines, self.last_bucket,
+                         self.left_legend, self.right_legend]
+        self._backgrounds = {}
+
+    def draw(self, log2_max_distance, show):
+        max_distance = 2 ** log2_max_distance
+        chosen, reference = self.variants[max_distance], self.variants[REFERENCE]
+        column, label = SHOW[show]
+        self.line.set_ydata(getattr(chosen, column))
+        self.reference_line.set_ydata(getattr(reference, column))
+        self.ax_acc.set_ylabel(label)
+        self.title.set_text(f"{self.task}, seed {self.seed}: T5 max_distance {max_distance}")
+        for line, values in zip(self.head_lines, chosen.bias, strict=True):
+            line.set_ydata(values)
+        self.last_bucket.set_xdata([chosen.last_bucket_start] * 2)
+
+    def to_png(self) -> bytes:
+        canvas = self.fig.canvas
+        key = self.values["show"]  # the only choice that changes a static part (the left y label)
+        if key not in self._backgrounds:
+            for artist in self._dynamic:
+                artist.set_visible(False)
+            canvas.draw()
+            self._backgrounds[key] = canvas.copy_from_bbox(self.fig.bbox)
+            for artist in self._dynamic:
+                artist.set_visible(True)
+        canvas.restore_region(self._backgrounds[key])
+        for artist in self._dynamic:
+            self.fig.draw_artist(artist)
+        buffer = io.BytesIO()
+        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png")
+        return buffer.getvalue()
+
+    def readout(self):
+        v = self.variants[2 ** self.values["log2_max_distance"]]
+        return (f"max_distance = {v.max_distance}: the last bucket starts at d = {v.last_bucket_start}; "
+                f"{v.untrained_buckets} of 16 buckets hold only offsets >= {self.config.train_len} and were never "
+                f"trained. At {v.lengths[-1]} tokens: accuracy {v.accuracy[-1]:.2f}, "
+                f"attention on the right key {v.weight_on_key[-1]:.2f}.")

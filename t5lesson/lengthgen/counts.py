@@ -1,0 +1,44 @@
+"""How much training signal each bias parameter gets: counting (query, key) pairs.
+
+In a causal sequence of length L, query i sees keys j <= i. The pairs with offset d = i - j are
+(d, 0), (d + 1, 1), ..., (L - 1, L - 1 - d): there are L - d of them. So offset 0 occurs L
+times per sequence and offset L - 1 once. A parameter that serves a single large offset is
+trained by a handful of pairs; a bucket pools the pairs of all its offsets.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import check_int
+from .schemes import get_scheme
+
+__all__ = ["offset_counts", "pairs_per_parameter", "training_pairs_behind_offset"]
+
+
+def offset_counts(length) -> np.ndarray:
+    """[length] number of causal (query, key) pairs with offset d = i - j, for d = 0..length-1: L - d."""
+    length = check_int("length", length, minimum=1)
+    return length - np.arange(length)
+
+
+def pairs_per_parameter(scheme, train_len) -> np.ndarray:
+    """For each learned parameter of `scheme`, how many pairs per training sequence use it."""
+    scheme = get_scheme(scheme)
+    train_len = check_int("train_len", train_len, minimum=2)
+    index = scheme.parameter_of_offset(train_len, train_len)
+    used = index >= 0
+    size = {"t5": scheme.num_buckets}.get(scheme.kind, int(index.max()) + 1 if used.any() else 0)
+    return np.bincount(index[used], weights=offset_counts(train_len)[used], minlength=size).astype(np.int64)
+
+
+def training_pairs_behind_offset(scheme, n, train_len) -> np.ndarray:
+    """[n] for each offset d = 0..n-1 (n may exceed train_len): the number of pairs per training
+    sequence that trained the parameter whose value is used at d (0 where none was trained)."""
+    scheme = get_scheme(scheme)
+    n = check_int("n", n, minimum=1)
+    train_len = check_int("train_len", train_len, minimum=2)
+    index = scheme.parameter_of_offset(n, train_len)
+    per_parameter = pairs_per_parameter(scheme, train_len)
+    if per_parameter.size == 0:
+        return np.zeros(n, dtype=np.int64)
+    return np.where(index >= 0, per_parameter[np.maximum(index, 0)], 0)

@@ -1,0 +1,183 @@
+"""The figures of lesson 5, each a function of results, so the notebook cells stay one line.
+
+All figures are plain matplotlib `Figure`s (no pyplot, nothing global); `as_image(fig)` turns
+one into the PNG a notebook cell displays.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from .._checks import ArgumentError, check_int
+from .counts import training_pairs_behind_offset
+from .run import Results
+from .schemes import get_scheme
+
+__all__ = ["SCHEME_COLORS", "as_image", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
+
+SMALL_OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 512)  # for narrow panels: no crowded 128, 256
+LINE_STYLES = {"per-offset-0": (0, (4, 2)), "t5-far": (0, (1, 1))}  # so lines that coincide stay visible
+SCHEME_COLORS = {"t5": "tab:blue", "per-offset-A": "tab:orange", "per-offset-0": "tab:red",
+                 "per-offset-32": "tab:green", "alibi": "tab:purple", "none": "0.5", "t5-far": "tab:brown"}
+HEAD_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512)
+DPI = 80
+
+
+def _figure(width, height):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def as_image(fig):
+    """The figure as an IPython PNG image (what a notebook cell shows)."""
+    from IPython.display import Image
+
+    buffer = io.BytesIO()
+    fig.canvas.print_png(buffer)
+    return Image(buffer.getvalue())
+
+
+def _offset_axis(ax, n, train_len, ticks=OFFSET_TICKS):
+    """Offsets d on a symmetric-log axis (0 and the exact region visible), unseen offsets shaded."""
+    ax.set_xscale("symlog", linthresh=4, linscale=0.5)
+    ax.set_xlim(0, n)
+    ticks = [t for t in ticks if t <= n]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.axvspan(train_len, n, color="0.9", zorder=0, lw=0)
+    ax.grid(True, alpha=0.3)
+
+
+def _check_results(results):
+    if not isinstance(results, Results):
+        raise ArgumentError(f"results must be a lengthgen Results, got {type(results).__name__}")
+    return results
+
+
+def _color(scheme):
+    return SCHEME_COLORS.get(scheme, "black")
+
+
+def pairs_figure(schemes, train_len=64, n=512):
+    """Training pairs per sequence behind the bias used at each offset, one line per scheme."""
+    train_len = check_int("train_len", train_len, minimum=2)
+    n = check_int("n", n, minimum=train_len)
+    fig = _figure(8, 3.2)
+    ax = fig.add_subplot()
+    d = np.arange(n)
+    for scheme in schemes:
+        scheme = get_scheme(scheme)
+        pairs = training_pairs_behind_offset(scheme, n, train_len)
+        ax.plot(d, pairs, color=_color(scheme.name), lw=1.8, ls=LINE_STYLES.get(scheme.name, "-"),
+                label=scheme.label, drawstyle="steps-post")
+    _offset_axis(ax, n, train_len)
+    ax.set_yscale("symlog", linthresh=1, linscale=0.3)
+    ax.set_ylim(-0.1, 3000)
+    ax.set_xlabel(f"offset d = i − j at test time (shaded: d ≥ L = {train_len}, in no training sequence)")
+    ax.set_ylabel("pairs per training sequence\nthat train this bias")
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="outside right center")
+    return fig
+
+
+def accuracy_figure(panels, task, schemes=None, column="accuracy"):
+    """Accuracy (or attention on the right key) against evaluation length, one panel per entry.
+
+    panels: a Results, or a list of (title, Results) or (title, Results, task) entries; `task`
+    is used where an entry names none. Each scheme: mean over seeds (line) and each seed (dots).
+    """
+    if isinstance(panels, Results):
+        panels = [("", panels)]
+    if not isinstance(panels, (list, tuple)) or not panels:
+        raise ArgumentError("panels must be a Results or a non-empty list of (title, Results[, task])")
+    if column not in ("accuracy", "weight_on_key"):
+        raise ArgumentError(f'column must be "accuracy" or "weight_on_key", got {column!r}')
+    fig = _figure(3.3 * len(panels) + 2.6, 3.2)
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    for ax, entry in zip(axes, panels, strict=True):
+        if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
+            raise ArgumentError(f"each panel must be (title, Results) or (title, Results, task), got {entry!r}")
+        title, results, panel_task = (*entry, task) if len(entry) == 2 else entry
+        results = _check_results(results)
+        lengths = np.array(results.lengths())
+        shown = [s for s in (schemes or results.schemes()) if results.select(scheme=s, task=panel_task)]
+        for k, scheme in enumerate(shown):
+            color = _color(scheme)
+            means = [results.mean(scheme, panel_task, n, column) for n in lengths]
+            # The first scheme is drawn wider, so a later line on top of it still shows its edges.
+            ax.plot(lengths, means, color=color, lw=4 if k == 0 else 2, marker="o", ms=4,
+                    ls=LINE_STYLES.get(scheme, "-"), label=results.labels.get(scheme, scheme))
+            nudge = 1 + 0.025 * (k - (len(shown) - 1) / 2)  # spread the seeds' dots so they do not hide each other
+            for n in lengths:
+                seeds = results.values(scheme, panel_task, n, column)
+                ax.plot([n * nudge] * len(seeds), seeds, ".", color=color, ms=5, alpha=0.6)
+        ax.set_xscale("log", base=2)
+        train_len = lengths[0]
+        ax.set_xticks(lengths, [f"{n}\n({n // train_len}L)" for n in lengths])
+        ax.minorticks_off()
+        ax.set_xlabel("evaluation length")
+        ax.set_ylim(0, 1.02)
+        ax.grid(True, alpha=0.3)
+        ax.set_title(title or panel_task, fontsize=10)
+    axes[0].set_ylabel("accuracy" if column == "accuracy" else "attention on the right key")
+    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="outside right center",
+               title="line: mean of seeds\ndots: each seed", title_fontsize=8)
+    return fig
+
+
+def bias_figure(results, task, schemes, seed=0, train_len=64):
+    """Small multiples: the learned bias of each head against the offset, one panel per scheme."""
+    results = _check_results(results)
+    train_len = check_int("train_len", train_len, minimum=2)
+    if not schemes:
+        raise ArgumentError("schemes must list at least one scheme")
+    columns = min(3, len(schemes))
+    rows = -(-len(schemes) // columns)
+    legend_outside = len(schemes) == columns * rows  # no empty slot to hold the legend
+    fig = _figure(3.1 * columns + (1.9 if legend_outside else 0), 2.5 * rows + 0.3)
+    axes = fig.subplots(rows, columns, sharey=True, squeeze=False)
+    for ax in axes.flat[len(schemes):]:
+        ax.axis("off")
+    for ax, scheme in zip(axes.flat, schemes, strict=False):  # more slots than schemes
+        key = (scheme, task, seed)
+        if key not in results.biases:
+            raise ArgumentError(f"no learned bias for scheme={scheme!r}, task={task!r}, seed={seed}")
+        curve = results.biases[key]
+        d = np.arange(curve.shape[1])
+        for h, values in enumerate(curve):
+            ax.plot(d, values, color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=1.1, label=f"head {h}")
+        ax.axhline(0, color="0.3", lw=0.8)
+        _offset_axis(ax, curve.shape[1], train_len, SMALL_OFFSET_TICKS)
+        ax.set_title(results.labels.get(scheme, scheme), fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("offset d = i − j")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("bias (logit units)")
+    spare = axes.flat[-1] if len(schemes) < axes.size else None
+    note = f"grey: offsets d ≥ {train_len},\nin no training sequence\nstart value of every bias: 0"
+    if spare is not None:  # the empty slot holds the legend
+        spare.legend(*axes.flat[0].get_legend_handles_labels(), loc="center", fontsize=9, title=note,
+                     title_fontsize=8)
+    else:
+        fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right center", fontsize=8, title=note,
+                   title_fontsize=7)
+    return fig
+
+
+def mean_table_text(results, task, column="accuracy"):
+    """A text table: the mean over seeds at each length, and the range over seeds at the longest."""
+    results = _check_results(results)
+    lengths = results.lengths()
+    width = max(len(results.labels.get(s, s)) for s in results.schemes())
+    head = f"{task}: {column.replace('_', ' ')}, mean of seeds {results.seeds()}"
+    lines = [head, f"{'scheme':<{width}}  " + "  ".join(f"{n:>5}" for n in lengths) + f"   seeds at {lengths[-1]}"]
+    for scheme, means in results.mean_table(task, column):
+        seeds = results.values(scheme, task, lengths[-1], column)
+        lines.append(f"{results.labels.get(scheme, scheme):<{width}}  " + "  ".join(f"{m:5.2f}" for m in means)
+                     + "   " + " ".join(f"{v:.2f}" for v in seeds))
+    return "\n".join(lines)

@@ -1,0 +1,206 @@
+"""Position schemes: how a tiny causal model turns "the key is d steps back" into a logit bias.
+
+Offsets here are d = i - j >= 0 (query i, key j, causal so j <= i): how many steps back the key
+is. In the package's convention (relative_position = key - query = j - i) that is -d; T5's
+bucket function is called with -d and bidirectional=False.
+
+Every learned table starts at zero, so each offset starts with the same bias and only training
+can tell them apart. The schemes:
+
+t5              T5 buckets: 16 causal buckets, max_distance 32 (exact for d < 8, then
+                logarithmic; every d >= the last bucket's start shares one parameter)
+per-offset-A    one parameter per offset 0..L-1 (L = training length); longer offsets reuse the
+                parameter of offset L-1, the largest trained one ("Model A")
+per-offset-0    one parameter per offset 0..L-1; offsets >= L keep their start value 0 because
+                they never occurred in training, so they were never trained
+per-offset-32   one parameter per offset 0..32; every d >= 32 shares the offset-32 parameter,
+                which is clipping *inside* the training length
+alibi           no learned bias: head h adds -m_h * d with fixed slopes m_h = 2^(-8 (h+1) / H)
+                (Press et al., 2022)
+none            no position information at all
+t5-far          T5 buckets with max_distance 256 = 4x the training length: the last buckets
+                cover only offsets that never occur in training
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._checks import ArgumentError, check_int
+from ..buckets import bucket_config, relative_position_bucket
+from ..layer import RelativePositionBias
+
+__all__ = ["Scheme", "SCHEMES", "get_scheme", "t5_scheme", "PositionBias", "alibi_slopes"]
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A position scheme. kind: "t5", "per-offset", "alibi" or "none".
+
+    t5:         num_buckets, max_distance (causal buckets, as T5's decoder).
+    per-offset: clip = the last offset with its own parameter (None: L - 1, the largest offset
+                seen in training); unseen = "clip" (longer offsets reuse the clip parameter) or
+                "zero" (offsets >= L were never trained and keep the start value 0).
+    """
+
+    name: str
+    label: str
+    kind: str
+    num_buckets: int = 16
+    max_distance: int = 32
+    clip: int | None = None
+    unseen: str = "clip"
+
+    def __post_init__(self):
+        for field_name in ("name", "label"):
+            if not isinstance(getattr(self, field_name), str):
+                raise ArgumentError(f"{field_name} must be a string, got {getattr(self, field_name)!r}")
+        if self.kind not in ("t5", "per-offset", "alibi", "none"):
+            raise ArgumentError(f'kind must be "t5", "per-offset", "alibi" or "none", got {self.kind!r}')
+        if self.kind == "t5":
+            bucket_config(False, self.num_buckets, self.max_distance)
+        if self.kind == "per-offset":
+            if self.unseen not in ("clip", "zero"):
+                raise ArgumentError(f'unseen must be "clip" or "zero", got {self.unseen!r}')
+            if self.clip is not None:
+                check_int("clip", self.clip, minimum=0)
+
+
+    def parameter_of_offset(self, n, train_len) -> np.ndarray:
+        """For offsets d = 0..n-1, the index of the learned parameter that gives their bias.
+
+        -1 where no learned parameter is used: offsets a "zero" table never trained, and every
+        offset of "alibi" and "none". T5 indices are bucket ids (relative_position = -d).
+        """
+        n = check_int("n", n, minimum=1)
+        train_len = check_int("train_len", train_len, minimum=2)
+        d = np.arange(n)
+        if self.kind == "t5":
+            return relative_position_bucket(-d, False, self.num_buckets, self.max_distance)
+        if self.kind == "per-offset":
+            last = self.last_own_offset(train_len)
+            index = np.minimum(d, last)
+            return np.where(d <= last, d, -1) if self.unseen == "zero" else index
+        return np.full(n, -1)
+
+    def last_own_offset(self, train_len) -> int:
+        """per-offset schemes: the largest offset with its own parameter (train_len - 1 unless clipped)."""
+        train_len = check_int("train_len", train_len, minimum=2)
+        if self.kind != "per-offset":
+            raise ArgumentError(f"last_own_offset is defined for per-offset schemes only, not {self.kind!r}")
+        if self.clip is None:
+            return train_len - 1
+        if self.clip > train_len - 1:
+            raise ArgumentError(f"clip must be <= train_len - 1 = {train_len - 1} (the largest trained offset), "
+                                f"got {self.clip}")
+        return self.clip
+
+
+def t5_scheme(max_distance=32, num_buckets=16) -> Scheme:
+    """T5 causal buckets with the given max_distance (name "t5-md<max_distance>")."""
+    bucket_config(False, num_buckets, max_distance)
+    return Scheme(f"t5-md{max_distance}", f"T5 buckets, max_distance {max_distance}", "t5",
+                  num_buckets=num_buckets, max_distance=max_distance)
+
+
+SCHEMES = {s.name: s for s in (
+    Scheme("t5", "T5 buckets (16, max_distance 32)", "t5"),
+    Scheme("per-offset-A", "per-offset, clipped at L-1 (Model A)", "per-offset", clip=None, unseen="clip"),
+    Scheme("per-offset-0", "per-offset, unseen offsets never trained", "per-offset", clip=None, unseen="zero"),
+    Scheme("per-offset-32", "per-offset, clipped at 32 (inside L)", "per-offset", clip=32),
+    Scheme("alibi", "ALiBi (fixed slopes)", "alibi"),
+    Scheme("none", "no position information", "none"),
+    Scheme("t5-far", "T5 buckets, max_distance 256 (4L)", "t5", max_distance=256),
+)}
+
+
+def get_scheme(scheme) -> Scheme:
+    """A Scheme, given one or the name of one in SCHEMES."""
+    if isinstance(scheme, Scheme):
+        return scheme
+    if scheme not in SCHEMES:
+        raise ArgumentError(f"scheme must be a Scheme or one of {list(SCHEMES)}, got {scheme!r}")
+    return SCHEMES[scheme]
+
+
+def alibi_slopes(num_heads) -> np.ndarray:
+    """ALiBi's fixed per-head slopes 2^(-8 (h+1) / H), h = 0..H-1 (Press et al., 2022, section 3)."""
+    num_heads = check_int("num_heads", num_heads, minimum=1)
+    return 2.0 ** (-8.0 * np.arange(1, num_heads + 1) / num_heads)
+
+
+class PositionBias(nn.Module):
+    """The bias of one scheme for `models` independent models at once: [models, heads, L, L].
+
+    Entry (m, h, i, j) depends only on d = i - j. The models (one per seed) share nothing: their
+    tables are the columns of one [parameters, models * heads] table, model-major, so T5's
+    `RelativePositionBias` serves them all as if they were models * heads heads. Entries above
+    the diagonal (future keys) get the bias of offset 0; the causal mask removes them.
+    """
+
+    def __init__(self, scheme, num_heads, train_len, models=1):
+        super().__init__()
+        self.scheme = get_scheme(scheme)
+        self.num_heads = check_int("num_heads", num_heads, minimum=1)
+        self.train_len = check_int("train_len", train_len, minimum=2)
+        self.models = check_int("models", models, minimum=1)
+        columns = self.models * self.num_heads
+        s = self.scheme
+        if s.kind == "t5":
+            # T5's own module and bucket function, causal, started at zero.
+            self.t5 = RelativePositionBias(columns, num_buckets=s.num_buckets, max_distance=s.max_distance,
+                                           bidirectional=False, init="zeros")
+        elif s.kind == "per-offset":
+            self.last_own = s.last_own_offset(self.train_len)  # offsets beyond share or lack a parameter
+            self.table = nn.Parameter(torch.zeros(self.last_own + 1, columns))
+        elif s.kind == "alibi":
+            slopes = np.tile(alibi_slopes(self.num_heads), self.models)
+            self.register_buffer("slopes", torch.tensor(slopes, dtype=torch.float32))
+        self._offsets = {}
+
+    def _offset_matrix(self, length):
+        """[L, L] long tensor of d = max(i - j, 0), cached per length."""
+        if length not in self._offsets:
+            i = torch.arange(length)
+            self._offsets[length] = (i[:, None] - i[None, :]).clamp(min=0)
+        return self._offsets[length]
+
+    def per_offset(self, n):
+        """Bias at offsets d = 0..n-1, a differentiable tensor [models * heads, n] (None for "none")."""
+        n = check_int("n", n, minimum=1)
+        s = self.scheme
+        d = torch.arange(n)
+        if s.kind == "t5":
+            return self.t5.table[relative_position_bucket(-d, False, s.num_buckets, s.max_distance)].t()
+        if s.kind == "per-offset":
+            values = self.table[d.clamp(max=self.last_own)].t()
+            if s.unseen == "zero":  # never trained: the start value, 0, and no gradient
+                values = torch.where(d[None, :] <= self.last_own, values, torch.zeros(()))
+            return values
+        if s.kind == "alibi":
+            return -self.slopes[:, None] * d[None, :].float()
+        return None
+
+    def forward(self, length):
+        """[models, heads, L, L] bias for a sequence of `length` tokens, or None for "none"."""
+        length = check_int("length", length, minimum=1)
+        if self.scheme.kind == "t5":
+            bias = self.t5(length, length)[0]  # t5lesson.RelativePositionBias: [1, M*H, L, L] -> [M*H, L, L]
+        else:
+            values = self.per_offset(length)
+            if values is None:
+                return None
+            bias = values[:, self._offset_matrix(length)]
+        return bias.view(self.models, self.num_heads, length, length)
+
+    def curve(self, n) -> np.ndarray:
+        """The bias against offset d = 0..n-1, a NumPy array [models, heads, n] (zeros for "none")."""
+        n = check_int("n", n, minimum=1)
+        with torch.no_grad():
+            values = self.per_offset(n)
+        if values is None:
+            return np.zeros((self.models, self.num_heads, n))
+        return values.double().numpy().reshape(self.models, self.num_heads, n)
