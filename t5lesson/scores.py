@@ -142,6 +142,10 @@ def attention_scores(q, k, bias=None, mask=None, scale=1.0):
         _check_broadcast("bias", bias, shape)
         scores = scores + bias
     if mask is not None:
+        if is_torch(scores) and not is_torch(mask):
+            mask = _torch().from_numpy(np.asarray(mask)).to(scores.device)  # a NumPy mask for torch scores
+        elif not is_torch(scores) and is_torch(mask):
+            raise ArgumentError("mask is a torch tensor but q and k are NumPy arrays: pass a NumPy mask")
         _check_broadcast("mask", mask, shape)
         is_bool = mask.dtype == _torch().bool if is_torch(mask) else np.asarray(mask).dtype == bool
         scores = scores + (additive_mask(mask, scores.dtype) if is_bool else mask)

@@ -100,3 +100,12 @@ def test_softmax_is_stable_and_float32_for_half():
 def test_errors(call, message):
     with pytest.raises(ArgumentError, match=message):
         call()
+
+
+def test_numpy_mask_with_torch_scores_and_the_reverse():
+    q, k = torch.randn(3, 4), torch.randn(5, 4)
+    allowed = causal_mask(3, 5, query_offset=2)
+    expected = attention_scores(q, k, mask=torch.from_numpy(allowed))
+    torch.testing.assert_close(attention_scores(q, k, mask=allowed), expected)
+    with pytest.raises(ArgumentError, match="mask is a torch tensor but q and k are NumPy arrays"):
+        attention_scores(q.numpy(), k.numpy(), mask=torch.from_numpy(allowed))
