@@ -17,3 +17,10 @@ def test_weights_follow_the_gap():
 def test_bad_gap():
     with pytest.raises(ArgumentError, match="gap must be between 0.0 and 10.0"):
         SoftmaxOfTwo(gap=11.0)
+
+
+def test_blitted_frames_equal_a_fresh_render():
+    moved = SoftmaxOfTwo()
+    for gap in (5.0, 0.5, 10.0, 2.5):
+        moved.update(gap=gap)
+    assert moved.to_png() == SoftmaxOfTwo(gap=2.5).to_png()

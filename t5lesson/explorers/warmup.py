@@ -9,13 +9,16 @@ import numpy as np
 
 from ..scores import softmax
 from .base import Explorer, Param, register
+from .render import BlitRender
 
 __all__ = ["SoftmaxOfTwo"]
 
 
 @register
-class SoftmaxOfTwo(Explorer):
+class SoftmaxOfTwo(BlitRender, Explorer):
     """Two keys with scores 0 and `gap`: the weights softmax gives them."""
+
+    widest = {"gap": 9.5}  # the longest title, for the one layout pass
 
     params = (Param("gap", 1.0, 0.0, 10.0, 0.5, label="score gap"),)
     figsize = (5.0, 2.6)
@@ -36,6 +39,9 @@ class SoftmaxOfTwo(Explorer):
             label.set_position((label.get_position()[0], w + 0.02))
             label.set_text(f"{w:.3f}")
         self.ax.set_title(f"scores 0 and {gap:g}")
+
+    def moving_artists(self):
+        return [*self.bars, *self.labels, self.ax.title]
 
     def readout(self):
         return f"gap {self.values['gap']:g}: key B gets weight {self.weights()[1]:.3f}"
