@@ -20,3 +20,11 @@ def test_exactly_two_commands_and_ci_runs_the_second():
 def test_requirements_pin_torch_cpu_build():
     lines = (ROOT / "requirements.txt").read_text().splitlines()
     assert "torch==2.13.0" in lines
+
+
+def test_first_command_opens_the_start_notebook_with_the_repository_as_root():
+    # A file path as jupyter lab's argument would make its folder (notebooks/) the root, hiding
+    # exercises/ from the file browser; default_url opens the notebook and keeps the root here.
+    first = readme_commands()[0]
+    assert first.endswith("jupyter lab --allow-root --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb")
+    assert (ROOT / "notebooks" / "00_start_here.ipynb").exists()
