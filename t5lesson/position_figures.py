@@ -8,7 +8,6 @@ Sign convention: offset = key - query (j - i); negative = the key is to the left
 """
 from __future__ import annotations
 
-import io
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from ._checks import ArgumentError, check_bool, check_int
 from .bias import relative_bias
 from .buckets import bucket_config, bucket_ranges, relative_position_bucket
 from .pair_counts import bucket_pair_counts, offset_pair_counts
+from .figures import as_image, new_figure
 
 __all__ = ["as_image", "offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]
 
@@ -23,21 +23,7 @@ DPI = 90
 
 
 def _figure(width, height):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def as_image(fig):
-    """The figure as an IPython PNG image (what a notebook cell shows)."""
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    fig.canvas.print_png(buffer)
-    return Image(buffer.getvalue())
+    return new_figure(width, height, DPI)
 
 
 def _annotated_matrix(ax, values, cmap, title, vmin, vmax, masked=None):

@@ -12,7 +12,6 @@ moving the slider costs a histogram or a softmax, not a new draw.
 """
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
@@ -22,20 +21,12 @@ from ..scaling import normal_pdf, prefix_dot_products
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
+from ..figures import as_image
 
 __all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "as_image", "no_minor_ticks", "D_MAX"]
 
 D_MAX = 1024
 UNSCALED, SCALED = "tab:orange", "tab:blue"  # one colour per score everywhere in lessons 1-2
-
-
-def as_image(fig):
-    """A static figure as an IPython PNG image, so a notebook shows it without pyplot."""
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    fig.canvas.print_png(buffer)
-    return Image(buffer.getvalue())
 
 
 def no_minor_ticks(*axes):

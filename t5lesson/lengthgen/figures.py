@@ -5,7 +5,6 @@ one into the PNG a notebook cell displays.
 """
 from __future__ import annotations
 
-import io
 
 import numpy as np
 
@@ -13,6 +12,7 @@ from .._checks import ArgumentError, check_int
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
+from ..figures import as_image, new_figure
 
 __all__ = ["SCHEME_COLORS", "as_image", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
 
@@ -26,21 +26,7 @@ DPI = 80
 
 
 def _figure(width, height):
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def as_image(fig):
-    """The figure as an IPython PNG image (what a notebook cell shows)."""
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    fig.canvas.print_png(buffer)
-    return Image(buffer.getvalue())
+    return new_figure(width, height, DPI)
 
 
 def _offset_axis(ax, n, train_len, ticks=OFFSET_TICKS):
