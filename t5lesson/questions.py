@@ -328,24 +328,35 @@ class Code(Question):
             message += f" Also: {self._explain(*first_error)}"
         return self.outcome(status, Fraction(right, total), message)
 
-    def _explain(self, case: Case, got) -> str:
+    def _case_name(self, case: Case) -> str:
+        """How a message names a case: the call, and what the case exercises."""
         call = case.call_text(self.name)
-        topic = f" ({case.topic})" if case.topic else ""
+        return f"{call} ({case.topic})" if case.topic else call
+
+    def _run_failure(self, where: str, got) -> str | None:
+        """The sentence for a case that produced no value (no result, timeout, exception), else None."""
         if not isinstance(got, dict):
-            return f"{call}{topic}: no result."
+            return f"{where}: no result."
         if got.get("timeout"):
-            return f"{call}{topic} took longer than {self.case_timeout:g} s."
+            return f"{where} took longer than {self.case_timeout:g} s."
         if got.get("skipped"):
-            return f"{call}{topic} was not run: earlier cases were too slow."
+            return f"{where} was not run: earlier cases were too slow."
         if got.get("not_implemented"):
-            return f"{call}{topic} raised NotImplementedError."
+            return f"{where} raised NotImplementedError."
         if "error" in got:
-            where = f" (in {got['where']})" if got.get("where") else ""
-            return f"{call}{topic} raised {got['error']}{where}."
+            place = f" (in {got['where']})" if got.get("where") else ""
+            return f"{where} raised {got['error']}{place}."
+        return None
+
+    def _explain(self, case: Case, got) -> str:
+        where = self._case_name(case)
+        failure = self._run_failure(where, got)
+        if failure is not None:
+            return failure
         value = got.get("ok")
         if isinstance(value, dict) and value.get("t") == "int":
-            return f"{call}{topic} returned {value['v']}, which is not right. Hint: {self.first_hint()}"
-        return f"{call}{topic} returned {_describe(value)}; it should return an int."
+            return f"{where} returned {value['v']}, which is not right. Hint: {self.first_hint()}"
+        return f"{where} returned {_describe(value)}; it should return an int."
 
 
 @dataclass(frozen=True)

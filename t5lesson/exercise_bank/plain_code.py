@@ -182,7 +182,7 @@ class PlainCode(Code):
         return self.outcome(PARTIAL if right else INCORRECT, Fraction(right, total), message)
 
     def _case_name(self, case: Case) -> str:
-        """How a message names a case: by its call if the arguments are short, else by number; and topic."""
+        """By its call if the arguments are short, else by number; and its topic."""
         call = case.call_text(self.name)
         name = call if len(call) <= 80 else f"case {self.cases.index(case) + 1}"
         return f"{name} ({case.topic})" if case.topic else name
@@ -190,15 +190,7 @@ class PlainCode(Code):
     def _explain_case(self, case: Case, want, got) -> str:
         """One sentence about a failed case."""
         where = self._case_name(case)
-        if not isinstance(got, dict):
-            return f"{where}: no result."
-        if got.get("timeout"):
-            return f"{where} took longer than {self.case_timeout:g} s."
-        if got.get("skipped"):
-            return f"{where} was not run: earlier cases were too slow."
-        if got.get("not_implemented"):
-            return f"{where} raised NotImplementedError."
-        if "error" in got:
-            place = f" in {got['where']}" if got.get("where") else ""
-            return f"{where} raised {got['error']}{place}."
+        failure = self._run_failure(where, got)
+        if failure is not None:
+            return failure
         return f"{where}: {self._problem(want, got)}. Hint: {self.first_hint()}"
