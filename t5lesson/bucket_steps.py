@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._checks import ArgumentError, check_int
-from .buckets import bucket_config, relative_position_bucket
+from .buckets import _exact_ties, bucket_config, relative_position_bucket
 
 __all__ = ["BucketSteps", "bucket_steps"]
 
@@ -36,6 +36,7 @@ class BucketSteps:
     region: str  # "exact", "log" or "clamped"
     log_value: float | None  # log(n/max_exact) / log(max_distance/max_exact) * (per_direction - max_exact)
     bucket: int
+    tie: bool = False  # the log formula is exactly an integer here (see `t5lesson.buckets`)
 
     def lines(self) -> list[str]:
         kind = "encoder (bidirectional)" if self.bidirectional else "decoder (causal)"
@@ -55,7 +56,8 @@ class BucketSteps:
             unclamped = self.max_exact + math.trunc(self.log_value)
             out.append(f"3. n = {self.n} >= max_exact: log region, value "
                        f"log({self.n}/{self.max_exact}) / log({self.max_distance}/{self.max_exact}) "
-                       f"* {self.per_direction - self.max_exact} = {self.log_value:.3f}, "
+                       f"* {self.per_direction - self.max_exact} = {self.log_value:.3f}"
+                       f"{' exactly (a tie)' if self.tie else ''}, "
                        f"so {self.max_exact} + {math.trunc(self.log_value)} = {unclamped}")
             if self.region == "clamped":
                 out.append(f"4. clamp: {unclamped} > {self.per_direction - 1}, "
@@ -67,12 +69,16 @@ class BucketSteps:
         return "\n".join(self.lines())
 
 
-def _log_value(n: int, per_direction: int, max_exact: int, max_distance: int) -> float:
-    """The log formula before truncation, in float32 as the reference computes it."""
+def _log_value(n: int, per_direction: int, max_exact: int, max_distance: int) -> tuple[float, bool]:
+    """The log formula before truncation, in float32 as the reference computes it, and whether
+    it is a tie; at a tie, the exact integer (see `t5lesson.buckets`), which the package returns."""
+    tie_n, tie_k = _exact_ties(np.array([n]), per_direction, max_exact, max_distance)
+    if tie_n:
+        return float(tie_k[0]), True
     ratio = np.float32(n) / np.float32(max_exact)
     log_ratio = np.float32(math.log(float(ratio)))
     scaled = log_ratio / np.float32(math.log(max_distance / max_exact))
-    return float(np.float32(scaled) * np.float32(per_direction - max_exact))
+    return float(np.float32(scaled) * np.float32(per_direction - max_exact)), False
 
 
 def bucket_steps(offset, bidirectional=True, num_buckets=32, max_distance=128) -> BucketSteps:
@@ -92,9 +98,9 @@ def bucket_steps(offset, bidirectional=True, num_buckets=32, max_distance=128) -
         half_start, n = 0, max(-offset, 0)
     bucket = relative_position_bucket(offset, bidirectional, num_buckets, max_distance)
     if n < max_exact:
-        region, log_value = "exact", None
+        region, log_value, tie = "exact", None, False
     else:
-        log_value = _log_value(n, per_direction, max_exact, max_distance)
+        log_value, tie = _log_value(n, per_direction, max_exact, max_distance)
         region = "clamped" if max_exact + math.trunc(log_value) > per_direction - 1 else "log"
     return BucketSteps(offset, bidirectional, int(num_buckets), int(max_distance), per_direction,
-                       half_start, n, max_exact, region, log_value, bucket)
+                       half_start, n, max_exact, region, log_value, bucket, tie)

@@ -4,9 +4,10 @@ Sign convention used everywhere in this package (and in the reference code):
 
     relative_position = key_position - query_position          (j - i)
 
-so a key *before* the query has a negative offset. The T5 paper and our seed cards write the
-bias as u_{b(i - j)}; that is the same bucket with the opposite sign of the argument. We keep
-the code's convention, j - i, so our numbers can be compared with transformers, Mesh TF and T5X.
+so a key *before* the query has a negative offset. The T5 paper (section 2.1) writes no formula
+for it; it speaks of "the offset between the 'key' and 'query' being compared". We take the
+sign the reference code takes, j - i, so our numbers can be compared with transformers, Mesh TF
+and T5X.
 
 The bucket of an offset (transformers `T5Attention._relative_position_bucket`, itself a port of
 Mesh TF `_relative_position_bucket`):
@@ -19,7 +20,16 @@ Mesh TF `_relative_position_bucket`):
        max_exact + trunc( log(n / max_exact) / log(max_distance / max_exact) * (num_buckets - max_exact) )
    clamped to num_buckets - 1, so every n beyond the last boundary shares one bucket.
 
-The reference evaluates step 3 in float32; so do we (see `_log_bucket_numpy`).
+The reference evaluates step 3 in float32; so do we (see `_log_bucket_numpy`), with one
+deliberate difference, at *ties*. For some offsets the real number in step 3 is exactly an
+integer k: for T5's default encoder (32 buckets, max_distance 128) that happens at |offset| =
+16, 32 and 64, where it is exactly 2, 4 and 6. In float32 the quotient of two rounded
+logarithms may then land on k or just below it, and which one depends on the log
+implementation: torch's vectorised float32 log is not correctly rounded and differs between
+CPUs, so at a tie the reference itself can give k on one machine and k - 1 on another. This
+package returns the exact mathematical bucket at every tie (found with integer arithmetic, so
+no rounding is involved), and the reference's float32 result everywhere else. So: equal to the
+reference at every offset that is not a tie; at a tie, equal to the reference or one above it.
 """
 from __future__ import annotations
 
@@ -74,7 +84,34 @@ def _log_bucket_numpy(n: np.ndarray, per_direction: int, max_exact: int, max_dis
     scaled = log_ratio / np.float32(math.log(max_distance / max_exact))
     scaled = scaled * np.float32(per_direction - max_exact)
     bucket = max_exact + scaled.astype(np.int64)  # truncation toward zero, as torch's .to(long)
+    tie_n, tie_k = _exact_ties(n, per_direction, max_exact, max_distance)
+    for value, k in zip(tie_n, tie_k, strict=True):
+        bucket = np.where(n == value, max_exact + k, bucket)  # the exact bucket, whatever float32 made of it
     return np.minimum(bucket, per_direction - 1)
+
+
+def _exact_ties(n: np.ndarray, per_direction: int, max_exact: int, max_distance: int):
+    """The n (>= max_exact) at which log(n / m) / log(D / m) * (B - m) is exactly an integer k.
+
+    With m = max_exact, D = max_distance, B = per_direction, that equation says
+    (n / m) ** (B - m) == (D / m) ** k, that is n ** (B - m) * m ** k == D ** k * m ** (B - m),
+    which Python's integers decide exactly. Float64 only picks the candidates. Ties at or above
+    the clamp (m + k >= B - 1 with nothing left to move) are skipped: there the clamp decides.
+    Returns two lists: the tied n values and their k.
+    """
+    width = per_direction - max_exact
+    values = np.unique(n[(n > max_exact) & (n < max_distance)])
+    if values.size == 0:
+        return [], []
+    real = np.log(values / max_exact) / math.log(max_distance / max_exact) * width
+    k = np.rint(real)
+    near = (np.abs(real - k) < 1e-9 * np.maximum(1.0, k)) & (k >= 1) & (k <= width - 1)
+    tie_n, tie_k = [], []
+    for value, ki in zip(values[near].tolist(), k[near].astype(int).tolist(), strict=True):
+        if value ** width * max_exact ** ki == max_distance ** ki * max_exact ** width:
+            tie_n.append(value)
+            tie_k.append(ki)
+    return tie_n, tie_k
 
 
 def _bucket_numpy(rel: np.ndarray, bidirectional, per_direction, max_exact, max_distance) -> np.ndarray:
@@ -91,20 +128,11 @@ def _bucket_numpy(rel: np.ndarray, bidirectional, per_direction, max_exact, max_
 
 
 def _bucket_torch(rel, bidirectional, per_direction, max_exact, max_distance):
+    """Through the NumPy path, so the answer does not depend on the CPU's float32 log (see ties)."""
     import torch
 
-    rel = rel.to(torch.long)
-    if bidirectional:
-        offset = (rel > 0).to(torch.long) * per_direction
-        n = rel.abs()
-    else:
-        offset = 0
-        n = (-rel).clamp(min=0)
-    # Same float32 operations, in the same order, as transformers' T5Attention.
-    ratio = n.clamp(min=max_exact).float() / max_exact
-    scaled = torch.log(ratio) / math.log(max_distance / max_exact) * (per_direction - max_exact)
-    large = (max_exact + scaled.to(torch.long)).clamp(max=per_direction - 1)
-    return offset + torch.where(n < max_exact, n, large)
+    result = _bucket_numpy(rel.detach().cpu().numpy(), bidirectional, per_direction, max_exact, max_distance)
+    return torch.from_numpy(result).to(rel.device)
 
 
 def relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -113,9 +141,12 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
     relative_position: a Python int, a NumPy integer array/scalar, or a torch integer tensor.
     Returns the same kind: an int, an int64 array, or a long tensor on the same device.
 
-    Bit-exact with `transformers.models.t5.modeling_t5.T5Attention._relative_position_bucket` on
-    CPU for every configuration that function accepts; configurations where it breaks raise
-    `ArgumentError` (a ValueError) here instead.
+    Equal to `transformers.models.t5.modeling_t5.T5Attention._relative_position_bucket` at every
+    offset that is not a tie (see the module docstring); at a tie, where the formula's real value
+    is exactly an integer, this returns that exact bucket, and the reference returns it or the
+    one below, depending on the CPU. Configurations where the reference breaks raise
+    `ArgumentError` (a ValueError) here instead. NumPy and torch inputs give the same answer on
+    every machine.
 
     >>> relative_position_bucket(-10)           # encoder: 10 tokens to the left
     8
@@ -181,6 +212,7 @@ class BucketTable:
     ranges: tuple[BucketRange, ...]  # one per used bucket, in bucket order
     unused: tuple[int, ...]  # buckets that no offset maps to
     last_bucket_start: int  # smallest |offset| in the last (open-ended) bucket
+    ties: tuple[int, ...] = ()  # offsets where the log formula is exactly an integer (see the module docstring)
 
     def __getitem__(self, bucket: int) -> BucketRange | None:
         """The range of `bucket`, or None if no offset maps to it."""
@@ -228,6 +260,9 @@ def bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128) -> Bucke
     n = np.arange(reach + 1)
     last = relative_position_bucket(-n, bidirectional, num_buckets, max_distance)
     last_bucket_start = int(n[last == last.max()].min())
+    tie_n, _ = _exact_ties(n, per_direction, per_direction // 2, max_distance)
+    ties = sorted([-t for t in tie_n] + (list(tie_n) if bidirectional else []))
     return BucketTable(
-        bool(bidirectional), int(num_buckets), int(max_distance), tuple(ranges), unused, last_bucket_start
+        bool(bidirectional), int(num_buckets), int(max_distance), tuple(ranges), unused, last_bucket_start,
+        tuple(ties),
     )

@@ -41,3 +41,10 @@ def test_text_of_the_trace():
 def test_bad_arguments(args, message):
     with pytest.raises(ArgumentError, match=message):
         bucket_steps(*args)
+
+
+def test_a_tie_is_shown_as_exact_and_agrees_with_the_bucket():
+    steps = bucket_steps(-30, bidirectional=False, num_buckets=36, max_distance=50)
+    assert steps.tie and steps.log_value == 9.0 and steps.bucket == 27
+    assert "= 9.000 exactly (a tie), so 18 + 9 = 27" in str(steps)
+    assert not bucket_steps(-8).tie and not bucket_steps(-20).tie
