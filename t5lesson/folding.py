@@ -27,11 +27,12 @@ import torch
 from torch import nn
 
 from ._checks import ArgumentError, check_int, is_torch
+from .determinism import perturb_
 from .layer import T5SelfAttention
 from .saturation import softmax_entropy
 
 __all__ = ["initial_logit_std", "fold_query_scale", "RecallTask", "RecallAttention", "TrainingTrace",
-           "train_recall", "VARIANTS", "OPTIMIZERS", "DEFAULT_LR"]
+           "train_recall", "describe_runs", "reached_by", "VARIANTS", "OPTIMIZERS", "DEFAULT_LR"]
 
 VARIANTS = ("folded", "scaled", "unfolded")
 OPTIMIZERS = ("adam", "adafactor")
@@ -192,7 +193,7 @@ def train_recall(variant, optimizer="adam", *, lr=None, steps=200, eval_every=20
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model = RecallAttention(d_model, d_kv, n_symbols, variant)
+            model = perturb_(RecallAttention(d_model, d_kv, n_symbols, variant))
             opt = _make_optimizer(optimizer, model.parameters(), float(lr))
             data = torch.Generator().manual_seed(seed + 2)
             held_out = task.batch(eval_size, torch.Generator().manual_seed(seed + 3))
@@ -220,3 +221,41 @@ def _evaluate(model, held_out):
     return (float(logits.std(dim=-1).mean()), float(logits.abs().max()),
             float(softmax_entropy(weights.double().numpy()).mean()),
             float((answer_logits.argmax(-1) == answer).float().mean()))
+
+
+# What a lesson prints about a training run must come out the same on every CPU, and training
+# amplifies rounding (see `t5lesson.determinism`): a 1e-6 nudge of the initial weights moves the
+# final logit std of the less stable runs by up to a factor of two (53 to 122 for Adam at lr
+# 1e-2, folded). So a run is described in bands whose edges sit far from every value measured
+# under such nudges; the curves themselves are in the figure, and the tests check the bands.
+SPREAD_BANDS = ((5.0, "under 5"), (30.0, "5 to 30"), (math.inf, "over 30"))
+LARGEST_BANDS = ((20.0, "under 20"), (200.0, "20 to 200"), (math.inf, "over 200"))
+MILESTONES = (60, 100, 200)
+
+
+def _band(value: float, bands) -> str:
+    return next(label for edge, label in bands if value < edge)
+
+
+def reached_by(trace: TrainingTrace, target: float = 0.95) -> int | None:
+    """The first milestone step (60, 100, 200) by which accuracy reached `target`, or None."""
+    reached = trace.step[trace.accuracy >= target]
+    if not len(reached):
+        return None
+    return next((m for m in MILESTONES if reached[0] <= m), None)
+
+
+def describe_runs(traces) -> str:
+    """A table of runs, one row each, in bands that survive a tiny change of the starting weights."""
+    traces = list(traces) if not isinstance(traces, TrainingTrace) else [traces]
+    for trace in traces:
+        if not isinstance(trace, TrainingTrace):
+            raise ArgumentError(f"traces must be TrainingTraces from train_recall, got {type(trace).__name__}")
+    rows = [f"{'optimizer':<9}  {'lr':<6} {'variant':<8}  {'logit std':<16} {'max |logit|':<11}  95% accuracy"]
+    for t in traces:
+        by = reached_by(t)
+        when = f"by step {by}" if by is not None else f"not in {int(t.step[-1])} steps"
+        spread = f"{t.logit_std[0]:.2f} -> {_band(t.logit_std[-1], SPREAD_BANDS)}"
+        rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {spread:<16} "
+                    f"{_band(t.max_logit[-1], LARGEST_BANDS):<11}  {when}")
+    return "\n".join(rows)

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from ._checks import ArgumentError, check_int
+from .determinism import perturb_
 from .layer import T5SelfAttention
 
 __all__ = ["LagModel", "lag_batch", "train_tiny_model", "TrainedLagModel"]
@@ -106,7 +107,7 @@ def train_tiny_model(lags=(1, 4), *, steps=100, seq_len=32, batch_size=32, vocab
     try:
         torch.manual_seed(seed)
         generator = torch.Generator().manual_seed(seed)
-        model = LagModel(vocab=vocab, num_lags=len(lags))
+        model = perturb_(LagModel(vocab=vocab, num_lags=len(lags)))
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
         loss_fn = nn.CrossEntropyLoss(ignore_index=-100)
         losses = []

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .determinism import perturbation
+
 __all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_bias_layer", "reference_mask",
            "report_match"]
 
@@ -17,6 +19,33 @@ def _t5():
     from transformers import T5Config
     from transformers.models.t5.modeling_t5 import T5Attention
     return T5Config, T5Attention
+
+
+def _bucket_function():
+    """transformers' bucket function, or, when `T5LESSON_PERTURB` is set, a stand-in for a CPU
+    whose float32 log lands just below every tie (see `t5lesson.buckets`): the reference's bucket
+    minus one at each tied offset. A lesson that prints a comparison with the reference at a tie
+    then prints something else, and the perturbation run of the notebooks catches it."""
+    _, T5Attention = _t5()
+    original = T5Attention._relative_position_bucket
+    if perturbation()[0] == 0.0:
+        return original
+
+    def below_at_ties(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+        from .buckets import bucket_ranges, relative_position_bucket
+
+        theirs = original(relative_position, bidirectional, num_buckets, max_distance)
+        ties = torch.tensor(bucket_ranges(bidirectional, num_buckets, max_distance).ties, dtype=torch.long)
+        at_tie = torch.isin(relative_position, ties.to(relative_position.device))
+        return torch.where(at_tie, relative_position_bucket(relative_position, bidirectional, num_buckets,
+                                                             max_distance) - 1, theirs)
+
+    return below_at_ties
+
+
+def _with_bucket_function(ref):
+    ref._relative_position_bucket = _bucket_function()  # an instance attribute shadows the staticmethod
+    return ref
 
 
 def reference_attention(layer):
@@ -34,14 +63,13 @@ def reference_attention(layer):
     if layer.relative_bias is not None:
         state["relative_attention_bias.weight"] = layer.relative_bias.table.detach()
     ref.load_state_dict(state)
-    return ref.eval()
+    return _with_bucket_function(ref).eval()
 
 
 def reference_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     """transformers' `_relative_position_bucket` on a NumPy array; returns a NumPy array."""
-    _, T5Attention = _t5()
     rel = torch.as_tensor(np.asarray(relative_position, dtype=np.int64))
-    return T5Attention._relative_position_bucket(rel, bidirectional, num_buckets, max_distance).numpy()
+    return _bucket_function()(rel, bidirectional, num_buckets, max_distance).numpy()
 
 
 def reference_bias_layer(table, bidirectional=True, max_distance=128):
@@ -54,7 +82,7 @@ def reference_bias_layer(table, bidirectional=True, max_distance=128):
     ref = T5Attention(config, has_relative_attention_bias=True, layer_idx=0)
     with torch.no_grad():
         ref.relative_attention_bias.weight.copy_(table)
-    return ref
+    return _with_bucket_function(ref)
 
 
 def reference_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128, query_offset=0):

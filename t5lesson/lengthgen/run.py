@@ -20,6 +20,7 @@ import torch
 from torch.nn import functional as F
 
 from .._checks import ArgumentError, check_int
+from ..determinism import perturb_
 from .model import TinyAttentionModel
 from .schemes import get_scheme
 from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch
@@ -134,8 +135,8 @@ def train(scheme, task, seeds, config=Config()):
     seeds = _check_seeds(seeds)
     config = _check_config(config)
     with _OneThread():
-        model = TinyAttentionModel(task.vocab_size, config.d_model, config.num_heads, scheme, config.train_len,
-                                   seeds=seeds)
+        model = perturb_(TinyAttentionModel(task.vocab_size, config.d_model, config.num_heads, scheme,
+                                            config.train_len, seeds=seeds))
         table = [p for name, p in model.named_parameters() if name.startswith("position.")]
         rest = [p for name, p in model.named_parameters() if not name.startswith("position.")]
         groups = [{"params": rest, "lr": config.lr}]
