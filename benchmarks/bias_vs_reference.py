@@ -18,7 +18,7 @@ import sys
 import torch
 
 from t5lesson import relative_bias
-from t5lesson.costs import bias_timings
+from t5lesson.lessons.bias_timing import bias_timings
 from t5lesson.reference import reference_bias, reference_bias_layer
 
 

@@ -1,8 +1,8 @@
 """Time the class grader on 50 ordinary submissions: `python benchmarks/grade_class.py [--count N]`.
 
 The submissions are the exercise-01 solution, a partly right one and a blank one, in turn
-(tests/synthetic_class.py makes them). The grader runs exactly as an instructor would run it,
-`python -m t5lesson.grade`, with its default limits and one job per core. Target: under two
+(tests/grading/synthetic_class.py makes them). The grader runs exactly as an instructor would run it,
+`python -m t5lesson.grading.grade`, with its default limits and one job per core. Target: under two
 minutes for 50 submissions on 2 cores.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "grading"))
 
 from synthetic_class import copies  # noqa: E402
 
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
         folder, out = Path(tmp) / "submissions", Path(tmp) / "report"
         copies(folder, args.count)
         start = time.monotonic()
-        result = subprocess.run([sys.executable, "-m", "t5lesson.grade", str(folder), "--out", str(out)],
+        result = subprocess.run([sys.executable, "-m", "t5lesson.grading.grade", str(folder), "--out", str(out)],
                                 cwd=ROOT, capture_output=True, text=True)
         seconds = time.monotonic() - start
         if result.returncode != 0:

@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from ._checks import ArgumentError, check_int, is_torch
+from ._validate import ArgumentError, check_int, is_torch
 from .buckets import bucket_config, relative_position_bucket
 
 __all__ = ["relative_bias", "distinct_offsets"]

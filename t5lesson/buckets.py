@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import ArgumentError, check_bool, check_int, is_torch
+from ._validate import ArgumentError, check_bool, check_int, is_torch
 
 __all__ = ["relative_position_bucket", "bucket_ranges", "BucketRange", "BucketTable", "bucket_config"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 
-from ._checks import ArgumentError
+from ._validate import ArgumentError
 
 __all__ = ["PERTURB_ENV", "PERTURB_SEED_ENV", "perturbation", "perturb_"]
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ._checks import ArgumentError, check_bool, check_int
+from ._validate import ArgumentError, check_bool, check_int
 from .scores import attention, causal_mask, combine_masks, padding_mask
 from .bias import relative_bias
 from .buckets import bucket_config

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import ArgumentError, check_int
+from ._validate import ArgumentError, check_int
 from .scores import resolve_scale, softmax
 
 __all__ = ["softmax_entropy", "max_weight", "softmax_jacobian_norm", "random_logits",

@@ -25,7 +25,7 @@ import sys
 
 import numpy as np
 
-from ._checks import ArgumentError, check_array, check_int, is_torch
+from ._validate import ArgumentError, check_array, check_int, is_torch
 
 
 def _torch():

@@ -24,7 +24,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import ArgumentError
+from .._validate import ArgumentError
 
 REGISTRY: dict[str, type] = {}
 

@@ -9,7 +9,7 @@ Three panels for one head of a bias table [num_buckets, heads]:
 Queries sit at positions query_offset .. seq_len - 1: decoding with a cache of query_offset
 tokens computes only those last rows of the full bias, and attends to all seq_len keys.
 
-The default tables are the hand-made heads of `t5lesson.toy_heads`; pass `tables=` to show
+The default tables are the hand-made heads of `t5lesson.lessons.toy_heads`; pass `tables=` to show
 others (a learned table, say).
 """
 from __future__ import annotations
@@ -17,11 +17,11 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from .._checks import ArgumentError
+from .._validate import ArgumentError
 from ..bias import relative_bias
 from ..buckets import bucket_config
 from ..scores import attention_scores, causal_mask, softmax
-from ..toy_heads import HEAD_NAMES, toy_bias_table
+from ..lessons.toy_heads import HEAD_NAMES, toy_bias_table
 from .base import Explorer, Param, register
 from .raster import freeze
 from .render import BlitRender

@@ -19,7 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from .._checks import ArgumentError
+from .._validate import ArgumentError
 
 __all__ = ["GlyphAtlas", "freeze"]
 

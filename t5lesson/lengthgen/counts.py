@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import check_int
+from .._validate import check_int
 from .schemes import get_scheme
 
 __all__ = ["offset_counts", "pairs_per_parameter", "training_pairs_behind_offset"]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import ArgumentError, check_int
+from .._validate import ArgumentError, check_int
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
-from ..figures import as_image, new_figure
+from ..lessons.figures import as_image, new_figure
 
 __all__ = ["SCHEME_COLORS", "as_image", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
 

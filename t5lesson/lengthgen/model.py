@@ -22,7 +22,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .._checks import ArgumentError, check_int
+from .._validate import ArgumentError, check_int
 from ..scores import additive_mask, attention_scores, causal_mask
 from .schemes import PositionBias
 

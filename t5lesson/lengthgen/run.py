@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from .._checks import ArgumentError, check_int
+from .._validate import ArgumentError, check_int
 from ..determinism import perturb_
 from .model import TinyAttentionModel
 from .schemes import get_scheme

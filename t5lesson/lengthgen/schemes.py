@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .._checks import ArgumentError, check_int
+from .._validate import ArgumentError, check_int
 from ..buckets import bucket_config, relative_position_bucket
 from ..layer import RelativePositionBias
 

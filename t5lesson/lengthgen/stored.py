@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .._checks import ArgumentError
+from .._validate import ArgumentError
 from .run import Config, Results, run_experiment
 from .schemes import SCHEMES
 

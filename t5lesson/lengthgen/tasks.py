@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import ArgumentError, check_int
+from .._validate import ArgumentError, check_int
 
 __all__ = ["IGNORE", "Task", "TASKS", "get_task", "make_batch"]
 

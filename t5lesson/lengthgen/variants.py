@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import ArgumentError, check_int
+from .._validate import ArgumentError, check_int
 from ..buckets import bucket_ranges
 from .counts import pairs_per_parameter
 from .run import Config, _check_config, evaluate, train

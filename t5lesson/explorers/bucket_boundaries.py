@@ -1,0 +1,179 @@
+"""Lesson 3: the bucket-boundary explorer.
+
+Left: the bucket of every offset (key - query, j - i) in a chosen range, as a step plot on a
+symmetric-log axis (so the exact region near 0 and the offsets in the thousands both show),
+with max_exact, max_distance and the start of the last bucket marked, and buckets no offset
+ever reaches drawn as red lines. Right: the boundary table of `bucket_ranges` (unused rows in
+red) and the legend.
+
+A degenerate setting (max_distance <= max_exact) is not a bad slider value but a lesson: the
+figure then shows the package's error message instead of a plot.
+"""
+from __future__ import annotations
+
+import math
+import textwrap
+
+import numpy as np
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import FuncFormatter
+from matplotlib.transforms import blended_transform_factory
+
+from .._validate import ArgumentError
+from ..buckets import bucket_ranges, relative_position_bucket
+from .base import Explorer, Param, register
+from .raster import GlyphAtlas, freeze
+from .render import BlitRender
+
+ROWS_PER_COLUMN = 16
+MAX_COLUMNS = 3  # so at most 48 buckets: the table must stay legible in a small figure
+UNUSED_COLOR = "tab:red"
+_ATLAS = {}
+
+
+def table_columns(table, rows_per_column=ROWS_PER_COLUMN):
+    """The boundary table as columns of (text, never used?) rows, `rows_per_column` rows each."""
+    rows = table.rows()
+    width = max(len(text) for _, text in rows)
+    return [[(f"{b:>2}  {text:<{width}}", text == "never used") for b, text in rows[start:start + rows_per_column]]
+            for start in range(0, len(rows), rows_per_column)]
+
+
+def table_pixels(table, dpi) -> np.ndarray:
+    """RGB image of the boundary table, columns side by side, unused buckets in red."""
+    if dpi not in _ATLAS:  # built once per process: about 30 ms
+        _ATLAS[dpi] = GlyphAtlas(cell_width_px=5, dpi=dpi)
+    atlas = _ATLAS[dpi]
+    blocks = []
+    for column in table_columns(table):
+        lines = ["bkt offsets j-i"] + [text for text, _ in column]
+        colors = ["0.35"] + [UNUSED_COLOR if unused else "black" for _, unused in column]
+        blocks.append(atlas.render(lines, colors))
+    height = max(block.shape[0] for block in blocks)
+    gap = np.ones((height, 3 * atlas.cell[1], 3), dtype=np.float32)
+    padded = [np.pad(b, ((0, height - b.shape[0]), (0, 0), (0, 0)), constant_values=1.0) for b in blocks]
+    return np.concatenate([part for block in padded for part in (block, gap)][:-1], axis=1)
+
+
+@register
+class BucketBoundaryExplorer(BlitRender, Explorer):
+    """Bucket against offset, with the boundary table, for any bucketing configuration."""
+
+    params = (
+        Param("num_buckets", 32, 4, 48, 1, label="num_buckets"),
+        Param("max_distance", 128, 8, 1024, 1, label="max_distance"),
+        Param("attention", "encoder", options=("encoder", "decoder"), label="attention"),
+        Param("offset_range", 256, 16, 4096, 16, label="show offsets up to ±"),
+    )
+
+    def build(self, fig):
+        # Fixed axes positions, wide enough for the longest tick labels: constrained layout
+        # would cost about as much as drawing everything else.
+        fig.set_layout_engine("none")
+        ax = self.ax = fig.add_axes((0.075, 0.14, 0.47, 0.83))
+
+        ax.set_xscale("symlog", linthresh=1, linscale=0.4)
+        ax.set_xlabel("offset j − i  (key − query; negative = key to the left)")
+        ax.set_ylabel("bucket")
+        # Fixed label places: placing them automatically measures every tick label on each draw.
+        ax.xaxis.set_label_coords(0.5, -0.1)
+        ax.yaxis.set_label_coords(-0.1, 0.5)
+        ax.grid(True, alpha=0.25)
+        ax.set_axisbelow(True)  # grid under the shaded bands, whether drawn in full or blitted
+        for spine in ax.spines.values():  # frame over the tick marks, as when blitted (moving_artists)
+            spine.set_zorder(2.6)
+        band = blended_transform_factory(ax.transData, ax.transAxes)  # x in offsets, y in axes
+        self.exact_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="tab:green", alpha=0.12,
+                                                 label="exact region (n < max_exact)", lw=0))
+        self.masked_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="0.5", alpha=0.25,
+                                                  hatch="//", label="masked in the decoder", lw=0))
+        (self.steps,) = ax.plot([], [], drawstyle="steps-mid", color="tab:blue", lw=1.4, label="bucket(offset)")
+        (self.unused_lines,) = ax.plot([], [], color="tab:red", ls="--", lw=1.2, label="bucket never used")
+        (self.max_distance_lines,) = ax.plot([], [], color="0.3", ls=":", lw=1.2, label="± max_distance")
+        (self.last_start_marks,) = ax.plot([], [], "o", color="tab:orange", ms=5, label="last bucket starts")
+        self.error_text = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
+                                  fontsize=9, color="tab:red")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        # The table and the legend are drawn as prepared pixels (see raster.py): as matplotlib
+        # text they cost more than the whole rest of the figure. The legend goes under the table.
+        legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower left", bbox_to_anchor=(0.585, 0.01),
+                            fontsize=7, frameon=False, ncols=2, borderaxespad=0, handlelength=1.6, columnspacing=1.0)
+        freeze(fig, [legend])
+
+        self.title = fig.text(0.585, 0.985, "", fontsize=8, va="top")
+        self.table_image = fig.figimage(np.ones((1, 1, 3)), xo=int(0.585 * fig.bbox.width), yo=0, zorder=3)
+        self.table = None
+        self.error = None
+
+    def draw(self, num_buckets, max_distance, attention, offset_range):
+        bidirectional = attention == "encoder"
+        try:
+            self.table = bucket_ranges(bidirectional, num_buckets, max_distance)
+            self.error = None
+        except ArgumentError as error:
+            self.table, self.error = None, str(error)
+        if self.error is not None:
+            self._show_error(attention)
+            self._set_limits(num_buckets, offset_range)  # the same axes as a valid setting would get
+            return
+        self.error_text.set_text("")
+        table = self.table
+        per_direction = num_buckets // 2 if bidirectional else num_buckets
+        max_exact = per_direction // 2
+
+        offsets = np.arange(-offset_range, offset_range + 1)
+        self.steps.set_data(offsets, relative_position_bucket(offsets, bidirectional, num_buckets, max_distance))
+        # Encoder: |offset| < max_exact on both sides; decoder: the left side only (the right is bucket 0).
+        self.exact_band.set_bounds(-(max_exact - 0.5), 0, (2 * max_exact - 1) if bidirectional else max_exact, 1)
+        self.masked_band.set_bounds(0.5, 0, 0 if bidirectional else offset_range, 1)
+
+        lines = [(x, y) for b in table.unused for x, y in ((-offset_range, b), (offset_range, b), (np.nan, np.nan))]
+        self.unused_lines.set_data(*(zip(*lines, strict=True) if lines else ([], [])))
+        top = num_buckets - 0.5
+        sides = (-1, 1) if bidirectional else (-1,)
+        xs = [x for s in sides for x in (s * max_distance, s * max_distance, np.nan)]
+        ys = [y for _ in sides for y in (-0.5, top, np.nan)]
+        self.max_distance_lines.set_data(xs, ys)
+        start = table.last_bucket_start
+        marks = [(-start, relative_position_bucket(-start, bidirectional, num_buckets, max_distance))]
+        if bidirectional:
+            marks.append((start, relative_position_bucket(start, True, num_buckets, max_distance)))
+        self.last_start_marks.set_data(*zip(*marks, strict=True))
+
+        self._set_limits(num_buckets, offset_range)
+        self._show_table()
+
+    def _set_limits(self, num_buckets, offset_range):
+        self.ax.set_xlim(-offset_range * 1.05, offset_range * 1.05)
+        self.ax.set_ylim(-0.5, num_buckets - 0.5)
+        self.ax.set_yticks(range(0, num_buckets, max(1, math.ceil(num_buckets / 8))))
+
+    def _show_table(self):
+        table = self.table
+        self.title.set_text(f"bucket_ranges({table.bidirectional}, {table.num_buckets}, {table.max_distance})")
+        pixels = table_pixels(table, self.dpi)
+        self.table_image.set_data(pixels)
+        self.table_image.oy = int(self.fig.bbox.height * 0.92) - pixels.shape[0]  # hang it under the title
+
+    def _show_error(self, attention):
+        for line in (self.steps, self.unused_lines, self.max_distance_lines, self.last_start_marks):
+            line.set_data([], [])
+        for band in (self.exact_band, self.masked_band):
+            band.set_width(0)
+        self.error_text.set_text("No buckets for this setting:\n" + textwrap.fill(self.error, 48))
+        self.title.set_text(f"bucket_ranges: {attention}: error")
+        self.table_image.set_data(np.ones((1, 1, 3)))
+
+    def moving_artists(self):
+        return [self.exact_band, self.masked_band, self.steps, self.unused_lines, self.max_distance_lines,
+                self.last_start_marks, self.error_text, *self.ax.spines.values(), self.title, self.table_image]
+
+    def readout(self):
+        if self.error is not None:
+            return f"ArgumentError: {self.error}"
+        t = self.table
+        per_direction = t.num_buckets // 2 if t.bidirectional else t.num_buckets
+        unused = ", ".join(map(str, t.unused)) or "none"
+        return (f"max_exact = {per_direction // 2}; the last bucket starts at |offset| = {t.last_bucket_start} "
+                f"(max_distance = {t.max_distance}); buckets never used: {unused}")
+

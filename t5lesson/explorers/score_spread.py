@@ -1,0 +1,201 @@
+"""Lesson 1's explorers: how q.k spreads with d, and what the spread does to a softmax row.
+
+- `DotProductSpread`: histograms of q.k and q.k/sqrt(d) for random unit-variance vectors, with
+  the normal curves they should follow (variance d and 1).
+- `AttentionRow`: one query's logits and attention weights over a row of keys, scaled and
+  unscaled, as d grows; the readout gives the saturation statistics of `t5lesson.saturation`.
+- `saturation_figure`: a static figure of mean entropy, max weight and softmax-Jacobian norm
+  against d, from `t5lesson.saturation_curve`.
+
+All random vectors are drawn once at the largest d and truncated (see `t5lesson.lessons.dot_products`), so
+moving the slider costs a histogram or a softmax, not a new draw.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
+from ..lessons.dot_products import normal_pdf, prefix_dot_products
+from ..scores import softmax
+from .base import Explorer, Param, register
+from .render import BlitRender
+from ..lessons.figures import as_image
+
+__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "as_image", "no_minor_ticks", "D_MAX"]
+
+D_MAX = 1024
+UNSCALED, SCALED = "tab:orange", "tab:blue"  # one colour per score everywhere in lessons 1-2
+
+
+def no_minor_ticks(*axes):
+    """Log axes draw many minor ticks, each measured on every render; we do not need them."""
+    from matplotlib.ticker import NullLocator
+
+    for ax in axes:
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_locator(NullLocator())
+
+
+@register
+class DotProductSpread(BlitRender, Explorer):
+    """Histogram of q.k (left) and q.k/sqrt(d) (right) over many random pairs, for one d."""
+
+    params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)"),)
+    n_pairs = 4000
+    # Fixed axes, so the widening with d is visible (and the background never changes).
+    unscaled_range, unscaled_top = 100.0, 0.08  # 3 std at d = 1024 is 96; peak at d = 32 is 0.07
+    scaled_range, scaled_top = 5.0, 0.7  # the sampled peak is highest at d = 2: 0.63
+
+    def build(self, fig):
+        self.table = prefix_dot_products(self.n_pairs, D_MAX, seed=0)
+        self.ax_raw, self.ax_scaled = fig.subplots(1, 2)
+        self.edges_raw = np.linspace(-self.unscaled_range, self.unscaled_range, 101)
+        self.edges_scaled = np.linspace(-self.scaled_range, self.scaled_range, 51)
+        self.x_raw = np.linspace(-self.unscaled_range, self.unscaled_range, 400)
+        x_scaled = np.linspace(-self.scaled_range, self.scaled_range, 200)
+        self.hist_raw = self.ax_raw.stairs(np.zeros(100), self.edges_raw, fill=True, color=UNSCALED,
+                                           alpha=0.6, label="sampled")
+        (self.curve_raw,) = self.ax_raw.plot(self.x_raw, self.x_raw * 0, color="black", lw=1.2,
+                                             label="normal, variance d")
+        self.hist_scaled = self.ax_scaled.stairs(np.zeros(50), self.edges_scaled, fill=True, color=SCALED,
+                                                 alpha=0.6, label="sampled")
+        self.ax_scaled.plot(x_scaled, normal_pdf(x_scaled), color="black", lw=1.2, label="normal, variance 1")
+        self.ax_raw.set(xlabel="q·k", ylabel="density", xlim=self.edges_raw[[0, -1]],
+                        ylim=(0, self.unscaled_top), title="T5: q·k, no scaling")
+        self.ax_scaled.set(xlabel="q·k / √d", xlim=self.edges_scaled[[0, -1]], ylim=(0, self.scaled_top),
+                           title="standard: q·k / √d")
+        self.note_raw = self.ax_raw.text(0.03, 0.95, "", transform=self.ax_raw.transAxes, va="top", fontsize=9)
+        self.note_scaled = self.ax_scaled.text(0.03, 0.95, "", transform=self.ax_scaled.transAxes, va="top",
+                                               fontsize=9)
+        for ax in (self.ax_raw, self.ax_scaled):
+            ax.legend(loc="upper right", fontsize=8, frameon=False)
+
+    def moving_artists(self):
+        return [self.hist_raw, self.curve_raw, self.hist_scaled, self.note_raw, self.note_scaled]
+
+    def stats(self, d):
+        """(sample variance of q.k, of q.k/sqrt(d)) over the pairs, at this d."""
+        raw = self.table[:, d - 1].astype(np.float64)
+        return float(raw.var()), float((raw / math.sqrt(d)).var())
+
+    def draw(self, d):
+        raw = self.table[:, d - 1]
+        counts_raw, _ = np.histogram(raw, self.edges_raw, density=True)
+        # For small d, q.k is not yet normal (a sum of few products is peaked): the histogram shows it.
+        counts_scaled, _ = np.histogram(raw / math.sqrt(d), self.edges_scaled, density=True)
+        self.hist_raw.set_data(counts_raw)
+        self.hist_scaled.set_data(counts_scaled)
+        self.curve_raw.set_ydata(normal_pdf(self.x_raw, math.sqrt(d)))
+        var_raw, var_scaled = self.stats(d)
+        peak = counts_raw.max()
+        off_scale = f"\n(peak {peak:.2f}, off the top)" if peak > self.unscaled_top else ""
+        self.note_raw.set_text(f"d = {d}\nvariance {var_raw:.1f}\n(theory {d}){off_scale}")
+        self.note_scaled.set_text(f"d = {d}\nvariance {var_scaled:.2f}\n(theory 1)")
+
+    def readout(self):
+        d = self.values["d"]
+        var_raw, var_scaled = self.stats(d)
+        return (f"d = {d}: std of q·k = {math.sqrt(var_raw):.1f} (√d = {math.sqrt(d):.1f}); "
+                f"std of q·k/√d = {math.sqrt(var_scaled):.2f}")
+
+
+@register
+class AttentionRow(BlitRender, Explorer):
+    """One query against a row of keys: logits (left) and softmax weights (right), both scorings."""
+
+    params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)"),
+              Param("query", 0, 0, 19, 1, label="random query #"))
+    n_keys = 16
+    logit_range = 120.0  # fixed; about 3.7 std at d = 1024, larger values are pinned to the edge
+
+    def build(self, fig):
+        # [query, key, d]: the logits of 20 random queries, each against its own 16 keys.
+        self.table = prefix_dot_products(20, D_MAX, n_keys=self.n_keys, seed=1)
+        self.ax_logits, self.ax_weights = fig.subplots(1, 2)
+        keys = np.arange(self.n_keys)
+        self.ax_logits.axhline(0, color="0.7", lw=0.8)
+        (self.pts_raw,) = self.ax_logits.plot(keys, keys * 0.0, "o", color=UNSCALED, label="q·k  (T5)")
+        (self.pts_scaled,) = self.ax_logits.plot(keys, keys * 0.0, "s", color=SCALED, ms=5,
+                                                 label="q·k / √d  (standard)")
+        # Head room above the data for the legend, so points never cover it.
+        self.ax_logits.set(xlabel="key j", ylabel="logit", title="scores of one query",
+                           ylim=(-self.logit_range, 1.45 * self.logit_range), yticks=np.arange(-100, 101, 50))
+        width = 0.4
+        self.bars_raw = self.ax_weights.bar(keys - width / 2, keys * 0.0, width, color=UNSCALED, label="T5 (unscaled)")
+        self.bars_scaled = self.ax_weights.bar(keys + width / 2, keys * 0.0, width, color=SCALED,
+                                               label="standard (scaled)")
+        self.ax_weights.set(xlabel="key j", ylabel="attention weight", ylim=(0, 1.3),
+                            yticks=np.linspace(0, 1, 6), title="softmax over the 16 keys")
+        for ax in (self.ax_logits, self.ax_weights):
+            ax.set_xticks(keys[::3])
+            ax.set_xlim(-0.7, self.n_keys - 0.3)
+            ax.legend(loc="upper left", fontsize=8, frameon=False)
+        # The state in words, inside the figure: readers without a kernel see it, and every
+        # slider step changes the picture even where the data move by less than a pixel.
+        self.note = self.ax_weights.text(0.98, 0.97, "", transform=self.ax_weights.transAxes, ha="right",
+                                         va="top", fontsize=9)
+
+    def moving_artists(self):
+        return [self.pts_raw, self.pts_scaled, *self.bars_raw, *self.bars_scaled, self.note]
+
+    def row(self, d, query):
+        """(unscaled logits, scaled logits, unscaled weights, scaled weights) for this row."""
+        raw = self.table[query, :, d - 1].astype(np.float64)
+        scaled = raw / math.sqrt(d)
+        return raw, scaled, softmax(raw), softmax(scaled)
+
+    def draw(self, d, query):
+        raw, scaled, w_raw, w_scaled = self.row(d, query)
+        edge = 0.96 * self.logit_range
+        self.pts_raw.set_ydata(np.clip(raw, -edge, edge))
+        self.pts_scaled.set_ydata(scaled)
+        for bar, h in zip(self.bars_raw, w_raw, strict=True):
+            bar.set_height(h)
+        for bar, h in zip(self.bars_scaled, w_scaled, strict=True):
+            bar.set_height(h)
+        self.note.set_text(f"d = {d}, query #{query}")
+
+    def readout(self):
+        _, _, w_raw, w_scaled = self.row(self.values["d"], self.values["query"])
+        parts = []
+        for name, w in (("T5 (unscaled)", w_raw), ("standard", w_scaled)):
+            parts.append(f"{name}: entropy {float(softmax_entropy(w)):.2f} nats, "
+                         f"max weight {float(max_weight(w)):.2f}, ‖J‖ {float(softmax_jacobian_norm(w)):.3f}")
+        head = f"d = {self.values['d']}, query #{self.values['query']}. "
+        return head + "; ".join(parts) + f" (uniform: entropy {math.log(self.n_keys):.2f})"
+
+
+def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64, n_queries=256, seed=0):
+    """Mean entropy, max weight and softmax-Jacobian norm against d, unscaled vs scaled.
+
+    Returns (figure, {"unscaled": SaturationCurve, "scaled": SaturationCurve}) so a lesson can
+    quote the numbers it plots.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    curves = {"unscaled": saturation_curve(dims, 1.0, n_queries, n_keys, seed),
+              "scaled": saturation_curve(dims, "sqrt_d", n_queries, n_keys, seed)}
+    fig = Figure(figsize=(9.0, 3.2), dpi=80, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3)
+    panels = (("entropy", "entropy (nats)"), ("max_weight", "max weight"),
+              ("jacobian_norm", "‖softmax Jacobian‖ (Frobenius)"))
+    for ax, (field, label) in zip(axes, panels, strict=True):
+        for name, colour, marker in (("unscaled", UNSCALED, "o"), ("scaled", SCALED, "s")):
+            c = curves[name]
+            ax.plot(c.d, getattr(c, field), marker=marker, ms=4, color=colour,
+                    label="q·k (T5)" if name == "unscaled" else "q·k/√d")
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="d", ylabel=label)
+        ax.grid(alpha=0.3)
+    axes[0].axhline(curves["scaled"].uniform_entropy, color="0.5", ls=":", lw=1)
+    axes[0].annotate(f"uniform over {n_keys} keys", (dims[0], curves["scaled"].uniform_entropy),
+                     xytext=(0, -12), textcoords="offset points", fontsize=8, color="0.4")
+    axes[1].set_ylim(0, 1.02)
+    axes[2].set_ylim(bottom=0)
+    axes[0].legend(fontsize=8, frameon=False, loc="lower left")
+    fig.suptitle(f"softmax of random logits, mean over {n_queries} queries × {n_keys} keys", fontsize=10)
+    return fig, curves

@@ -1,0 +1,137 @@
+"""Exercise 03: buckets of offsets by hand, the boundary table, and `bucket_ranges` from scratch.
+
+Notebook: solutions/03_relative_position_buckets.ipynb (source), exercises/03_... (generated).
+Keys are salted hashes (`t5lesson.grading.questions.answer_hash`); recompute one with
+`python -m t5lesson.grading.questions hash QUESTION ANSWER`. tests/grading/test_exercises_03_04.py checks every
+key against the package, so a key cannot silently drift from what lesson 3 computes.
+
+The code question returns a table, not one int, so it uses `PlainCode` (plain_code.py). Its
+cases are configurations chosen to cover: the default encoder and decoder, an odd number of
+buckets (two unused), skipped buckets (max_distance small for the number of buckets), offsets
+far beyond max_distance, and the smallest legal tables.
+"""
+from __future__ import annotations
+
+from ...buckets import bucket_ranges
+from ..questions import Case, FreeText, MultipleChoice, Numeric
+from . import Exercise
+from .plain_code import PlainCode
+
+__all__ = ["EXERCISE", "reference_ranges"]
+
+
+def reference_ranges(bidirectional=True, num_buckets=32, max_distance=128):
+    """The boundary table as the question asks for it: per bucket None (unused) or (lo, hi)."""
+    table = bucket_ranges(bidirectional, num_buckets, max_distance)
+    return [None if table[b] is None else (table[b].lo, table[b].hi) for b in range(num_buckets)]
+
+
+_CONFIGS = [
+    ((), "T5's default encoder table"),
+    ((("bidirectional", False),), "T5's default decoder table"),
+    ((("num_buckets", 33),), "an odd number of buckets"),
+    ((("num_buckets", 48), ("max_distance", 20)), "max_distance small for the number of buckets"),
+    ((("bidirectional", False), ("num_buckets", 16), ("max_distance", 32)), "a small decoder table"),
+    ((("bidirectional", False), ("num_buckets", 40), ("max_distance", 30)), "a decoder table that skips buckets"),
+    ((("num_buckets", 4), ("max_distance", 3)), "the smallest encoder table"),
+    ((("bidirectional", False), ("num_buckets", 2), ("max_distance", 2)), "the smallest decoder table"),
+    ((("num_buckets", 12), ("max_distance", 1000)), "a long logarithmic range"),
+]
+
+EXERCISE = Exercise(
+    id="03_relative_position_buckets",
+    title="Exercise 3: relative positions and their buckets",
+    questions=(
+        Numeric(
+            id="q1", points=1, name="answer_q1", title="Bucket of an offset, encoder",
+            key="d10c02600fcc067274c80c6d",
+            hints=(
+                "the offset is key position minus query position; a key before the query is negative.",
+                "with 16 buckets per side, max_exact is 8; from there the bucket grows with log(n).",
+                "compute log(n / 8) / log(128 / 8) * 8, truncate, add 8.",
+            ),
+            feedback={
+                "a5714edbaaa71f5e759d32c1": "that is the bucket of the opposite offset: the key comes before "
+                                            "the query, so it uses the lower half.",
+                "8c2143f48bd0a63d5cc42919": "that is the decoder's bucket; the encoder splits its buckets "
+                                            "in two halves.",
+            },
+        ),
+        Numeric(
+            id="q2", points=1, name="answer_q2", title="Bucket of a key after the query, encoder",
+            key="d01070a8fdcfa95013ef98ce",
+            hints=(
+                "a key after the query uses the upper half of the encoder's buckets.",
+                "compute the bucket of the distance n as on the left side, then add the number of buckets per side.",
+            ),
+            feedback={
+                "e4122e320c60c94b8e55aac5": "right distance, wrong half: keys after the query use the upper half.",
+            },
+        ),
+        Numeric(
+            id="q3", points=1, name="answer_q3", title="Bucket of an offset, decoder",
+            key="8c2143f48bd0a63d5cc42919",
+            hints=(
+                "the decoder does not halve: all 32 buckets serve keys at or before the query.",
+                "so max_exact is 16 and the logarithmic formula uses 32 - 16 buckets between 16 and 128.",
+            ),
+            feedback={
+                "d10c02600fcc067274c80c6d": "that is the encoder's bucket; the decoder uses all its buckets "
+                                            "for one side.",
+            },
+        ),
+        Numeric(
+            id="q4", points=1, name="answer_q4", title="The first offset of a bucket",
+            key="b93b3f77efb1f7d1a634643e",
+            hints=(
+                "bucket_ranges(bidirectional=False) lists the offsets of every bucket.",
+                "the offset nearest to the query is the one with the smallest distance.",
+            ),
+            feedback={
+                "47a768f4cdc6877f60a726b6": "mind the sign: a decoder key is before the query, so its "
+                                            "offset is negative.",
+                "b78970c046da7465f1c60eec": "that is the end of the bucket farthest from the query.",
+            },
+        ),
+        Numeric(
+            id="q5", points=1, name="answer_q5", title="Unused buckets of a configuration",
+            key="2aff7fa15240ded2c4757d95",
+            hints=(
+                "a bucket is unused when no offset at all maps to it.",
+                "look at the `unused` field of bucket_ranges(...), or count the buckets the log formula jumps over.",
+            ),
+        ),
+        MultipleChoice(
+            id="q6", points=1, name="answer_q6", title="A bucket of their own for offsets +64..+90",
+            options="ABCDE", key="25fca1507f14dff1c2e3cac5",
+            hints=(
+                "for each configuration, compute the buckets of +63, +64, +90 and +91.",
+                "a bucket of their own means: 64 and 90 in the same bucket, 63 and 91 in others.",
+            ),
+            feedback={
+                "3bce20ab5cb274b5d794d08d": "in a decoder every key after the query falls in bucket 0, together "
+                                            "with offset 0 and every other future key.",
+                "febcab2be17ca05a68e6419b": "there the offsets 64..90 are split over more than one bucket.",
+                "eb4ab4e085d058ce69af0c6a": "they do share a bucket there, but it holds other offsets too.",
+                "a4df2d7758cb4c33a37c786d": "there the offsets 64..90 are split over more than one bucket.",
+            },
+        ),
+        PlainCode(
+            id="q7", points=4, name="my_bucket_ranges", title="bucket_ranges from scratch",
+            reference="t5lesson.grading.bank.ex03_relative_position_buckets:reference_ranges",
+            cases=tuple(Case((), kwargs, topic) for kwargs, topic in _CONFIGS), case_timeout=2.0,
+            blocked=("t5lesson.buckets:bucket_ranges", "t5lesson.lessons.toy_heads:bucket_representatives",
+                     "t5lesson.grading.bank.ex03_relative_position_buckets:reference_ranges",
+                     "t5lesson.lessons.pair_counts:bucket_offset_counts"),
+            hints=(
+                "each bucket covers one contiguous range of offsets on one side, so scan the offsets "
+                "in order and note where the bucket changes.",
+                "every offset beyond max_distance is in the same bucket as max_distance itself: scanning "
+                "-max_distance..max_distance finds every used bucket.",
+                "a range that reaches -max_distance or +max_distance is open-ended: use None for that end.",
+            ),
+        ),
+        FreeText(id="q8", points=2, name="q8-answer",
+                 title="Why buckets grow logarithmically (marked by your instructor)"),
+    ),
+)

@@ -1,0 +1,88 @@
+"""Instant feedback in the notebook: `check("q4")` prints one line, `hint("q4")` one hint.
+
+    from t5lesson.check import checker
+    check, hint = checker("01_unscaled_scores")
+
+    check("q1")               # reads answer_q1 from the notebook
+    check("q1", "B")          # or checks the value given
+    hint("q1")                # hint level 1; call again for level 2, and so on
+
+`check` scores exactly as the class grader does (same `t5lesson.grading.questions` code, same plain
+records from `t5lesson.grading.harvest`), so "Correct" here means full marks there. It never raises:
+a wrong type, a missing variable or a function that crashes all get a one-line answer. It is
+feedback, not grading; nothing it prints or returns is used by the grader, which runs the
+submission again in a fresh kernel and scores the answers outside it.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import harvest
+from .bank import get
+from .questions import FreeText, Outcome
+
+__all__ = ["checker", "Checker"]
+
+
+class Checker:
+    """check() and hint() for one exercise; keeps how many hints each question has shown."""
+
+    def __init__(self, exercise_id: str):
+        self.exercise = get(exercise_id)
+        self._hints_shown: dict[str, int] = {}
+
+    def _question(self, question_id):
+        try:
+            return self.exercise[question_id]
+        except KeyError:
+            print(f"{question_id!r} is not a question here; the questions are {', '.join(self.exercise.ids)}.")
+            return None
+
+    def outcome(self, question_id: str, *value, namespace=None) -> Outcome | None:
+        """The Outcome for a question (what check prints), or None for an unknown id."""
+        question = self._question(question_id)
+        if question is None:
+            return None
+        if isinstance(question, FreeText):
+            return question.score({"text": "(read by your instructor)"})
+        if value:
+            namespace = {question.name: value[0]}
+        record = harvest.collect(question.harvest_spec(), namespace if namespace is not None else {})
+        return question.score(record)
+
+    def check(self, question_id: str, *value) -> None:
+        """Print one line: Correct, Partly correct, Incorrect (with a hint), Not attempted, or Error."""
+        if len(value) > 1:
+            print("check takes the question id and at most one answer, e.g. check(\"q1\", \"B\").")
+            return
+        namespace = sys._getframe(1).f_globals
+        try:
+            result = self.outcome(question_id, *value, namespace=namespace)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # check must never drown the learner in a traceback
+            error, _ = harvest.describe_error(exc)
+            print(f"{question_id}: check could not run ({error}). Please tell your instructor.")
+            return
+        if result is not None:
+            print(result.line())
+
+    def hint(self, question_id: str) -> None:
+        """Print the next hint for a question: level 1 first, then 2, ...; the last one repeats."""
+        question = self._question(question_id)
+        if question is None:
+            return
+        if not question.hints:
+            print(f"{question_id}: there are no hints for this question.")
+            return
+        level = min(self._hints_shown.get(question_id, 0) + 1, len(question.hints))
+        self._hints_shown[question_id] = level
+        more = "" if level < len(question.hints) else " (that was the last hint)"
+        print(f"{question_id} hint {level}/{len(question.hints)}: {question.hints[level - 1]}{more}")
+
+
+def checker(exercise_id: str):
+    """(check, hint) bound to one exercise, for the notebook's setup cell."""
+    instance = Checker(exercise_id)
+    return instance.check, instance.hint
+

@@ -1,0 +1,91 @@
+"""Make exercises/ from solutions/: `python -m t5lesson.grading.generate [--check] [--execute]`.
+
+    python -m t5lesson.grading.generate              # rewrite exercises/ from solutions/
+    python -m t5lesson.grading.generate --check      # exit 1 if exercises/ is stale (CI runs this)
+    python -m t5lesson.grading.generate --execute    # first re-run every solution notebook in place
+
+Nobody edits exercises/ by hand: every file there is a function of one file in solutions/
+(see `t5lesson.grading.notebook_format`). `--check` also fails on a file in exercises/ that has no
+source, and on a solution notebook that breaks the format. Solution notebooks are stored
+executed, so a reader sees the expected outputs; `--execute` refreshes them (fresh kernel,
+cells in order, an error stops it).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import nbformat
+
+from . import bank
+from .notebook_format import SourceError, dumps, exercise_id_of, make_exercise
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def build(solution: Path) -> str:
+    """The text of the exercise notebook generated from one solution notebook."""
+    nb = nbformat.read(solution, as_version=4)
+    exercise_id = exercise_id_of(nb)
+    if exercise_id is None:
+        raise SourceError(f"{solution}: metadata.t5lesson.exercise is missing")
+    return dumps(make_exercise(nb, bank.get(exercise_id), where=solution.name))
+
+
+def execute(solution: Path, timeout: int = 300) -> None:
+    """Run a solution notebook in a fresh kernel and store it with its outputs."""
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(solution, as_version=4)
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   resources={"metadata": {"path": str(solution.parent)}}).execute()
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    solution.write_text(nbformat.writes(nb), encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.generate", description=__doc__.split("\n")[0])
+    parser.add_argument("--solutions", type=Path, default=REPO / "solutions")
+    parser.add_argument("--exercises", type=Path, default=REPO / "exercises")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
+    parser.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
+    args = parser.parse_args(argv)
+
+    sources = sorted(args.solutions.glob("[0-9]*.ipynb"))
+    if not sources:
+        print(f"no solution notebooks in {args.solutions}", file=sys.stderr)
+        return 1
+    problems = []
+    for solution in sources:
+        if args.execute and not args.check:
+            print(f"executing {solution.name}")
+            execute(solution)
+        target = args.exercises / solution.name
+        try:
+            text = build(solution)
+        except (SourceError, KeyError) as exc:
+            problems.append(str(exc))
+            continue
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if current == text:
+            continue
+        if args.check:
+            problems.append(f"{target} is {'missing' if current is None else 'stale'}")
+        else:
+            args.exercises.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {target}")
+    names = {s.name for s in sources}
+    orphans = [p for p in sorted(args.exercises.glob("*.ipynb")) if p.name not in names]
+    problems += [f"{p} has no source in {args.solutions}" for p in orphans]
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems and args.check:
+        print("run `python -m t5lesson.grading.generate` and commit exercises/", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,211 @@
+"""Read the learner's answers out of their namespace as plain records (JSON-able data).
+
+This module runs *inside the learner's kernel*: `check()` imports it, and the class grader
+injects its source text into the student's kernel after their cells have run (so it does not
+depend on anything the student could have replaced in `t5lesson`). Only plain data leaves the
+kernel: None, bools, ints, floats, strings, and lists/arrays of those, each tagged with its
+kind. Anything else is described by its type name only. A subclass of int is *not* an int here:
+an object whose `__eq__` always says True is reported as "a FakeInt object", never as a number.
+
+Whatever this code reports is only ever the student's own answer. If a submission tampers with
+it, it can spoil its own answers, nothing more: scoring happens on the reported plain values,
+in `t5lesson.grading.questions`, in the grader's process.
+
+The module must stay self-contained (standard library only, no relative imports), because the
+grader runs its source with `exec` in a fresh namespace.
+"""
+import json
+import math
+import signal
+import sys
+import threading
+
+MIME = "text/x-t5lesson-harvest"
+MAX_ITEMS = 1000
+MAX_TEXT = 5000
+MAX_SLOW_CASES = 3
+
+
+class _CaseTimeout(BaseException):
+    """Raised by the alarm when one call of the learner's function runs too long."""
+
+
+def to_plain(x, depth=0):
+    """A tagged plain value: {"t": "int", "v": 3}, {"t": "list", "v": [...]}, {"t": "other", ...}."""
+    kind = type(x)
+    if x is None or x is Ellipsis:
+        return {"t": "none"}
+    if kind is bool:
+        return {"t": "bool", "v": x}
+    if kind is int:
+        return {"t": "int", "v": x} if abs(x) < 10 ** 18 else {"t": "other", "type": "huge int"}
+    if kind is float:
+        return {"t": "float", "v": x if math.isfinite(x) else repr(x)}
+    if kind is str:
+        return {"t": "str", "v": x[:MAX_TEXT]}
+    if kind in (list, tuple, set, frozenset):
+        if depth > 3 or len(x) > MAX_ITEMS:
+            return {"t": "other", "type": f"{kind.__name__} (too large or too deep)"}
+        items = [to_plain(item, depth + 1) for item in x]
+        if kind in (set, frozenset):
+            items.sort(key=lambda item: json.dumps(item, sort_keys=True))
+        return {"t": "list", "v": items}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(x, numpy.generic):
+        if isinstance(x, numpy.bool_):
+            return {"t": "bool", "v": bool(x)}
+        if isinstance(x, numpy.integer):
+            return to_plain(int(x))
+        if isinstance(x, numpy.floating):
+            return to_plain(float(x))
+    if numpy is not None and isinstance(x, numpy.ndarray):
+        return _array(x.shape, x.size, lambda: x.ravel().tolist(), str(x.dtype))
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _array(tuple(x.shape), x.numel(), lambda: x.detach().cpu().reshape(-1).tolist(), str(x.dtype))
+    return {"t": "other", "type": str(getattr(kind, "__name__", "unknown"))[:60]}
+
+
+def _array(shape, size, flat, dtype):
+    if size > MAX_ITEMS:
+        return {"t": "other", "type": f"array of {size} entries (too large)"}
+    return {"t": "array", "shape": [int(n) for n in shape], "dtype": dtype[:20],
+            "v": [to_plain(item, 4) for item in flat()]}
+
+
+def _user_frame(tb):
+    """The deepest traceback frame in the learner's code (not the library, not this module)."""
+    library = tuple(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
+    frames = []
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    for entry in reversed(frames):
+        filename = entry.tb_frame.f_code.co_filename
+        if filename in ("<t5lesson-harvest>", globals().get("__file__")) or filename.startswith("<frozen"):
+            continue
+        if filename.startswith(library) or "/t5lesson/" in filename:
+            continue
+        return entry
+    return frames[-1] if frames else None
+
+
+def describe_error(exc):
+    """("ZeroDivisionError: division by zero", "my_bucket, line 9"), robust to odd exceptions."""
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose __str__ raises still gets a verdict
+        text = ""
+    name = type(exc).__name__
+    head = f"{name}: {text[:200]}" if text else name
+    entry = _user_frame(exc.__traceback__)
+    if entry is None:
+        return head, ""
+    code = entry.tb_frame.f_code
+    place = "your cell" if code.co_name == "<module>" else code.co_name
+    return head, f"{place}, line {entry.tb_lineno}"
+
+
+def _alarm(signum, frame):
+    raise _CaseTimeout()
+
+
+def call_cases(function, cases, timeout):
+    """Call `function` on every case; one result record per case, never raising.
+
+    Each call gets `timeout` seconds (an alarm signal, where the kernel runs code in the main
+    thread). After MAX_SLOW_CASES timeouts the remaining cases are skipped, so a function that
+    hangs costs a few seconds, not one timeout per case.
+    """
+    use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    results, slow = [], 0
+    for case in cases:
+        if slow >= MAX_SLOW_CASES:
+            results.append({"skipped": True})
+            continue
+        args, kwargs = json.loads(json.dumps(case["args"])), json.loads(json.dumps(case["kwargs"]))
+        previous = None
+        try:
+            if use_alarm:
+                previous = signal.signal(signal.SIGALRM, _alarm)
+                signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                results.append({"ok": to_plain(function(*args, **kwargs))})
+            finally:
+                if use_alarm:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                    signal.signal(signal.SIGALRM, previous)
+        except _CaseTimeout:
+            slow += 1
+            results.append({"timeout": True})
+        except NotImplementedError:
+            results.append({"not_implemented": True})
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit and friends from the learner's code are errors too
+            error, where = describe_error(exc)
+            results.append({"error": error, "where": where})
+    return results
+
+
+def _refuse(*args, **kwargs):
+    raise RuntimeError("the reference implementation is not available while your function is graded")
+
+
+def blocking(targets):
+    """Make the reference implementations unusable; return a function that undoes it.
+
+    A loaded function gets `_refuse`'s code object (so every name bound to it, anywhere, now
+    raises); a module not loaded yet cannot be imported ("module:" targets). Deterrence: a
+    learner who copied the code object beforehand gets around it, and that is no accident.
+    """
+    undo = []
+    for target in targets:
+        module_name, _, path = target.partition(":")
+        if module_name not in sys.modules:
+            sys.modules[module_name] = None
+            undo.append(lambda name=module_name: sys.modules.pop(name, None))
+            continue
+        obj = sys.modules[module_name]
+        for part in filter(None, path.split(".")):
+            obj = getattr(obj, part, None)
+        function = getattr(obj, "__func__", obj) if path else None
+        code = getattr(function, "__code__", None)
+        if code is not None and not code.co_freevars:
+            function.__code__ = _refuse.__code__
+            undo.append(lambda f=function, c=code: setattr(f, "__code__", c))
+
+    def restore():
+        for step in reversed(undo):
+            step()
+    return restore
+
+
+def collect(spec, namespace):
+    """The record for one question (see t5lesson.grading.questions): read a variable or run a function."""
+    name = spec["name"]
+    if name not in namespace:
+        return {"status": "missing"}
+    value = namespace[name]
+    if spec["kind"] == "code":
+        if not callable(value):
+            return {"status": "not_callable", "value": to_plain(value)}
+        restore = blocking(spec.get("blocked", ()))
+        try:
+            return {"status": "ran", "cases": call_cases(value, spec["cases"], spec["timeout"])}
+        finally:
+            restore()
+    try:
+        return {"status": "value", "value": to_plain(value)}
+    except Exception as exc:  # a hostile object that raises while being read
+        described = {"t": "other", "type": type(value).__name__, "error": describe_error(exc)[0]}
+        return {"status": "value", "value": described}
+
+
+def emit(nonce, spec, namespace):
+    """Publish one question's record as display data, tagged with the grader's nonce."""
+    from IPython.display import publish_display_data
+
+    record = collect(spec, namespace)
+    payload = json.dumps({"nonce": nonce, "id": spec["id"], "record": record}, allow_nan=False)
+    publish_display_data({MIME: payload})

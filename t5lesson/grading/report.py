@@ -1,0 +1,130 @@
+"""The grader's outputs: gradebook CSV, one feedback file per student, the free-text sheet.
+
+Everything here is a pure function of the verdicts (no clock, no paths of the machine), so
+grading the same folder twice gives the same files. Files are written atomically (a
+temporary file in the same folder, then a rename), and only by the grader's own process,
+after every submission has run.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .bank import Exercise
+from .questions import Outcome, format_points
+
+__all__ = ["Graded", "write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "safe_name"]
+
+
+@dataclass
+class Graded:
+    """The verdict on one submission."""
+
+    student: str
+    file: str
+    status: str  # graded, unreadable, too large, time limit, stuck, kernel died, runner error
+    outcomes: list[Outcome]
+    notes: list[str] = field(default_factory=list)
+    free_text: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return round(sum(o.points for o in self.outcomes), 2)
+
+
+def safe_name(student: str) -> str:
+    """A file name for a student id: letters, digits, dot, dash, underscore only."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", student.replace("/", "__")).strip("._") or "student"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def gradebook_text(exercise: Exercise, graded: list[Graded]) -> str:
+    """One row per student, one column per question (points; empty for free text), total, status."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", *exercise.ids, "total", "status"])
+    for g in sorted(graded, key=lambda g: g.student):
+        points = {o.question: format_points(o.points) for o in g.outcomes if exercise[o.question].auto_scored}
+        writer.writerow([g.student, *(points.get(q, "") for q in exercise.ids), format_points(g.total), g.status])
+    return buffer.getvalue()
+
+
+def free_text_sheet(exercise: Exercise, graded: list[Graded]) -> str:
+    """The free-text answers, one row per student and question, with an empty points column."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "question", "max_points", "points", "answer"])
+    questions = [q for q in exercise.questions if not q.auto_scored]
+    for g in sorted(graded, key=lambda g: g.student):
+        for q in questions:
+            answer = g.free_text.get(q.id, "")
+            if answer.strip() == getattr(q, "placeholder", "").strip():
+                answer = ""
+            writer.writerow([g.student, q.id, format_points(q.points), "", answer.strip()])
+    return buffer.getvalue()
+
+
+def feedback_text(exercise: Exercise, g: Graded) -> str:
+    """A student's feedback in Markdown: total, one line per question, then notes on the run."""
+    manual = [q for q in exercise.questions if not q.auto_scored]
+    lines = [f"# {exercise.title}", "", f"Feedback for **{g.student}** (`{g.file}`).", "",
+             f"**Total: {format_points(g.total)} / {format_points(exercise.auto_points)}** "
+             "automatically graded points."]
+    if manual:
+        names = ", ".join(f"{q.id} ({format_points(q.points)} points)" for q in manual)
+        lines.append(f"Free-text answers are marked by your instructor: {names}.")
+    lines += ["", "## Questions", ""]
+    lines += [f"- {o.line()}" for o in g.outcomes]
+    if g.notes:
+        lines += ["", "## About your notebook", ""]
+        lines += [f"- {note}" for note in g.notes]
+    return "\n".join(lines) + "\n"
+
+
+def summary_text(exercise: Exercise, graded: list[Graded], settings: dict) -> str:
+    counts: dict[str, int] = {}
+    for g in graded:
+        counts[g.status] = counts.get(g.status, 0) + 1
+    lines = [f"# Grading summary: {exercise.title}", "", f"- submissions: {len(graded)}"]
+    lines += [f"- {status}: {n}" for status, n in sorted(counts.items())]
+    lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in sorted(settings.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings: dict) -> list[Path]:
+    """Write gradebook.csv, free_text.csv, summary.md and feedback/<student>.md under `out`."""
+    written = []
+
+    def put(path: Path, text: str):
+        _atomic_write(path, text)
+        written.append(path)
+
+    put(out / "gradebook.csv", gradebook_text(exercise, graded))
+    put(out / "free_text.csv", free_text_sheet(exercise, graded))
+    put(out / "summary.md", summary_text(exercise, graded, settings))
+    names: dict[str, int] = {}
+    for g in sorted(graded, key=lambda g: g.student):
+        name = safe_name(g.student)
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:
+            name = f"{name}-{names[name]}"
+        put(out / "feedback" / f"{name}.md", feedback_text(exercise, g))
+    return written

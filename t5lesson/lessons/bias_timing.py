@@ -1,0 +1,47 @@
+"""What the bias costs: this package's Toeplitz construction vs transformers' compute_bias.
+
+Shared by `benchmarks/bias_vs_reference.py` and lesson 6. Both are timed side by side in one
+process, alternating, on the same table, and their outputs are checked equal first.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+
+from .._validate import check_bool, check_int
+
+__all__ = ["bias_timings"]
+
+
+def bias_timings(lengths, heads=8, repeats=3, bidirectional=True, seed=0):
+    """One row per length L (q_len = k_len = L): median seconds for ours and for the reference.
+
+    Rows are dicts: length, ours_s, reference_s, speedup, equal (outputs identical).
+    """
+    import torch
+
+    from ..bias import relative_bias
+    from ..reference import reference_bias_layer
+
+    lengths = [check_int("length", n, minimum=1) for n in lengths]
+    heads = check_int("heads", heads, minimum=1)
+    repeats = check_int("repeats", repeats, minimum=1)
+    bidirectional = check_bool("bidirectional", bidirectional)
+    table = torch.randn(32, heads, generator=torch.Generator().manual_seed(seed))
+    ref = reference_bias_layer(table, bidirectional)
+    rows = []
+    with torch.no_grad():
+        for n in lengths:
+            ours = lambda n=n: relative_bias(table, n, n, bidirectional=bidirectional)
+            theirs = lambda n=n: ref.compute_bias(n, n)[0]
+            equal = bool(torch.equal(ours(), theirs()))
+            times = {ours: [], theirs: []}
+            for _ in range(repeats):
+                for fn in (ours, theirs):
+                    start = time.perf_counter()
+                    fn()
+                    times[fn].append(time.perf_counter() - start)
+            ours_s, ref_s = statistics.median(times[ours]), statistics.median(times[theirs])
+            rows.append({"length": n, "ours_s": ours_s, "reference_s": ref_s, "speedup": ref_s / ours_s,
+                         "equal": equal})
+    return rows

@@ -1,0 +1,106 @@
+"""The bucket of one offset, step by step, for lesson 3.
+
+`relative_position_bucket` gives the answer; `bucket_steps` also shows how it is reached:
+which half, which n, which region (exact, logarithmic, clamped) and the value of the log
+formula before truncation. The final bucket is always taken from `relative_position_bucket`,
+so the trace can never disagree with the package (the tests check that the region and the
+intermediate value lead to that same bucket).
+
+Sign convention: offset = key - query (j - i); negative = the key is to the left of the query.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validate import ArgumentError, check_int
+from ..buckets import _exact_ties, bucket_config, relative_position_bucket
+
+__all__ = ["BucketSteps", "bucket_steps"]
+
+
+@dataclass(frozen=True)
+class BucketSteps:
+    """Every intermediate value of one bucket computation (see `bucket_steps`)."""
+
+    offset: int
+    bidirectional: bool
+    num_buckets: int
+    max_distance: int
+    per_direction: int  # buckets per side: num_buckets // 2 (encoder) or num_buckets (decoder)
+    half_start: int  # 0, or per_direction for a key to the right in the encoder
+    n: int  # the distance the formula sees: |offset| (encoder) or max(-offset, 0) (decoder)
+    max_exact: int
+    region: str  # "exact", "log" or "clamped"
+    log_value: float | None  # log(n/max_exact) / log(max_distance/max_exact) * (per_direction - max_exact)
+    bucket: int
+    tie: bool = False  # the log formula is exactly an integer here (see `t5lesson.buckets`)
+
+    def lines(self) -> list[str]:
+        kind = "encoder (bidirectional)" if self.bidirectional else "decoder (causal)"
+        out = [f"offset j - i = {self.offset}, {kind}, num_buckets={self.num_buckets}, "
+               f"max_distance={self.max_distance}"]
+        if self.bidirectional:
+            side = "right: upper half" if self.offset > 0 else "left or same token: lower half"
+            out.append(f"1. halve: {self.per_direction} buckets per side; key on the {side}, "
+                       f"starting at bucket {self.half_start}; n = |offset| = {self.n}")
+        else:
+            out.append(f"1. causal: one side of {self.per_direction} buckets; n = max(-offset, 0) = {self.n}"
+                       + ("  (a future key: bucket 0, removed by the causal mask)" if self.offset > 0 else ""))
+        out.append(f"2. max_exact = {self.per_direction} // 2 = {self.max_exact}")
+        if self.region == "exact":
+            out.append(f"3. n = {self.n} < max_exact: exact region, bucket n = {self.n}")
+        else:
+            unclamped = self.max_exact + math.trunc(self.log_value)
+            out.append(f"3. n = {self.n} >= max_exact: log region, value "
+                       f"log({self.n}/{self.max_exact}) / log({self.max_distance}/{self.max_exact}) "
+                       f"* {self.per_direction - self.max_exact} = {self.log_value:.3f}"
+                       f"{' exactly (a tie)' if self.tie else ''}, "
+                       f"so {self.max_exact} + {math.trunc(self.log_value)} = {unclamped}")
+            if self.region == "clamped":
+                out.append(f"4. clamp: {unclamped} > {self.per_direction - 1}, "
+                           f"so it becomes {self.per_direction - 1}")
+        out.append(f"bucket = {self.half_start} + {self.bucket - self.half_start} = {self.bucket}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _log_value(n: int, per_direction: int, max_exact: int, max_distance: int) -> tuple[float, bool]:
+    """The log formula before truncation, in float32 as the reference computes it, and whether
+    it is a tie; at a tie, the exact integer (see `t5lesson.buckets`), which the package returns."""
+    tie_n, tie_k = _exact_ties(np.array([n]), per_direction, max_exact, max_distance)
+    if tie_n:
+        return float(tie_k[0]), True
+    ratio = np.float32(n) / np.float32(max_exact)
+    log_ratio = np.float32(math.log(float(ratio)))
+    scaled = log_ratio / np.float32(math.log(max_distance / max_exact))
+    return float(np.float32(scaled) * np.float32(per_direction - max_exact)), False
+
+
+def bucket_steps(offset, bidirectional=True, num_buckets=32, max_distance=128) -> BucketSteps:
+    """Trace the bucket of `offset` (key - query) through halving, exact/log region and clamp.
+
+    >>> print(bucket_steps(-100).bucket, bucket_steps(-100).region)
+    15 clamped
+    """
+    if isinstance(offset, bool):
+        raise ArgumentError(f"offset must be an integer (key - query), got the bool {offset!r}")
+    offset = check_int("offset", offset)
+    per_direction, max_exact = bucket_config(bidirectional, num_buckets, max_distance)
+    bidirectional = bool(bidirectional)
+    if bidirectional:
+        half_start, n = (per_direction if offset > 0 else 0), abs(offset)
+    else:
+        half_start, n = 0, max(-offset, 0)
+    bucket = relative_position_bucket(offset, bidirectional, num_buckets, max_distance)
+    if n < max_exact:
+        region, log_value, tie = "exact", None, False
+    else:
+        log_value, tie = _log_value(n, per_direction, max_exact, max_distance)
+        region = "clamped" if max_exact + math.trunc(log_value) > per_direction - 1 else "log"
+    return BucketSteps(offset, bidirectional, int(num_buckets), int(max_distance), per_direction,
+                       half_start, n, max_exact, region, log_value, bucket, tie)

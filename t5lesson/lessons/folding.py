@@ -1,0 +1,261 @@
+"""Lesson 2's numbers: where T5's 1/sqrt(d_kv) went, and what training does with it.
+
+T5 computes unscaled scores q.k but draws the query projection with std (d_model * d_kv)^-1/2
+instead of d_model^-1/2 (transformers `T5PreTrainedModel._init_weights`; Mesh TF
+`fold_scaling_into_initializer=True`). Since q = x W_q is linear in W_q, that is the same
+network as scaled attention with the usual W_q: the 1/sqrt(d_kv) is *folded* into the weights.
+
+- `initial_logit_std` measures the spread of the first logits with and without the fold.
+- `fold_query_scale` is the identity itself: W_q / sqrt(d_kv).
+- `train_recall` trains one attention head on a small recall task and records how the logits
+  grow, for three parameterisations that start out as the same or similar networks:
+
+      "folded"    unscaled scores, W_q std (d_model d_kv)^-1/2     (T5)
+      "scaled"    scores / sqrt(d_kv), W_q std d_model^-1/2         (standard attention)
+      "unfolded"  unscaled scores, W_q std d_model^-1/2             (sqrt(d) simply dropped)
+
+  With the same seed, "folded" and "scaled" are the same function at step 0. Whether they stay
+  the same depends on the optimizer; that is what the lesson measures.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from .._validate import ArgumentError, check_int, is_torch
+from ..determinism import perturb_
+from ..layer import T5SelfAttention
+from ..saturation import softmax_entropy
+
+__all__ = ["initial_logit_std", "fold_query_scale", "RecallTask", "RecallAttention", "TrainingTrace",
+           "train_recall", "describe_runs", "reached_by", "VARIANTS", "OPTIMIZERS", "DEFAULT_LR"]
+
+VARIANTS = ("folded", "scaled", "unfolded")
+OPTIMIZERS = ("adam", "adafactor")
+# Adam's lr is an absolute step size; torch's Adafactor uses lr as the cap of its *relative*
+# step (the update is proportional to the parameter's RMS), so the two numbers differ in kind.
+DEFAULT_LR = {"adam": 3e-3, "adafactor": 1e-2}
+
+
+def _check_choice(name, value, allowed):
+    if value not in allowed:
+        raise ArgumentError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+def initial_logit_std(d_model, d_kv, *, folded=True, n_tokens=512, seed=0) -> float:
+    """Standard deviation of the logits q.k of a freshly initialised T5 attention head.
+
+    The layer is `t5lesson.T5SelfAttention` with T5's initialisation. folded=False multiplies
+    W_q by sqrt(d_kv), i.e. draws it with std d_model^-1/2 as if nothing had been folded in.
+    Queries and keys come from two independent sets of `n_tokens` inputs with N(0, 1) entries,
+    which is about what T5's RMS layer norm hands the attention at initialisation (its weight
+    starts at 1). The global torch random state is left untouched.
+    """
+    d_model = check_int("d_model", d_model, minimum=1)
+    d_kv = check_int("d_kv", d_kv, minimum=1)
+    n_tokens = check_int("n_tokens", n_tokens, minimum=2)
+    if not isinstance(folded, bool):
+        raise ArgumentError(f"folded must be True or False, got {folded!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        layer = T5SelfAttention(d_model, 1, d_kv, has_relative_bias=False)
+        if not folded:
+            with torch.no_grad():
+                layer.q.weight.mul_(math.sqrt(d_kv))
+        x_query = torch.randn(n_tokens, d_model)
+        x_key = torch.randn(n_tokens, d_model)
+        with torch.no_grad():
+            logits = layer.q(x_query) @ layer.k(x_key).T
+    return float(logits.std())
+
+
+def fold_query_scale(w_q, d_kv):
+    """W_q / sqrt(d_kv): unscaled attention with this equals scaled attention with W_q.
+
+    Works on a NumPy array or a torch tensor (returned as the same kind). When sqrt(d_kv) is a
+    power of two (d_kv = 4, 16, 64, 256, ...) the division is exact in floating point, so the
+    two attentions agree bit for bit; otherwise they agree to rounding error.
+    """
+    if not (isinstance(w_q, np.ndarray) or is_torch(w_q)):
+        raise ArgumentError(f"w_q must be a NumPy array or a torch tensor, got {type(w_q).__name__}")
+    d_kv = check_int("d_kv", d_kv, minimum=1)
+    return w_q / math.sqrt(d_kv)
+
+
+class RecallTask:
+    """Associative recall: find the value stored under the query's key.
+
+    Each example is a memory of `n_memory` slots, each holding a (key symbol, value symbol)
+    pair with all keys distinct, and a query symbol equal to one of the keys. The answer is
+    the value stored with it. One attention head solves it by attending from the query to the
+    slot whose key matches, and it has to attend sharply to be right, so training makes the
+    logits grow: which is what we want to watch.
+
+    Symbols are fixed random N(0, 1) embeddings (not trained), so only the attention learns.
+    A slot's input is (key + value) / sqrt(2), which keeps unit-variance entries.
+    """
+
+    def __init__(self, n_symbols=16, n_memory=16, d_model=64, seed=0):
+        self.n_symbols = check_int("n_symbols", n_symbols, minimum=2)
+        self.n_memory = check_int("n_memory", n_memory, minimum=2, maximum=self.n_symbols)
+        self.d_model = check_int("d_model", d_model, minimum=1)
+        g = torch.Generator().manual_seed(seed)
+        self.key_embedding = torch.randn(self.n_symbols, self.d_model, generator=g)
+        self.value_embedding = torch.randn(self.n_symbols, self.d_model, generator=g)
+
+    def batch(self, size, generator):
+        """(query input [size, d_model], memory inputs [size, n_memory, d_model], answers [size])."""
+        size = check_int("size", size, minimum=1)
+        keys = torch.argsort(torch.rand(size, self.n_symbols, generator=generator), dim=1)[:, :self.n_memory]
+        values = torch.randint(0, self.n_symbols, (size, self.n_memory), generator=generator)
+        slot = torch.randint(0, self.n_memory, (size,), generator=generator)
+        rows = torch.arange(size)
+        memory = (self.key_embedding[keys] + self.value_embedding[values]) / math.sqrt(2)
+        return self.key_embedding[keys[rows, slot]], memory, values[rows, slot]
+
+
+class RecallAttention(nn.Module):
+    """One attention head from the query to the memory, then a linear read-out of the answer.
+
+    No bias table: position plays no part in this task, so the logits are pure content, q.k.
+    W_k, W_v use T5's std d_model^-1/2; W_q depends on the variant (module docstring).
+    """
+
+    def __init__(self, d_model, d_kv, n_symbols, variant):
+        super().__init__()
+        d_model = check_int("d_model", d_model, minimum=1)
+        self.d_kv = check_int("d_kv", d_kv, minimum=1)
+        self.variant = _check_choice("variant", variant, VARIANTS)
+        self.q = nn.Linear(d_model, self.d_kv, bias=False)
+        self.k = nn.Linear(d_model, self.d_kv, bias=False)
+        self.v = nn.Linear(d_model, self.d_kv, bias=False)
+        self.readout = nn.Linear(self.d_kv, check_int("n_symbols", n_symbols, minimum=2), bias=False)
+        with torch.no_grad():
+            # The same draw for every variant; only a deterministic factor differs.
+            self.q.weight.normal_(0.0, d_model ** -0.5)
+            if variant == "folded":
+                self.q.weight.div_(math.sqrt(self.d_kv))
+            for lin in (self.k, self.v):
+                lin.weight.normal_(0.0, d_model ** -0.5)
+            self.readout.weight.normal_(0.0, self.d_kv ** -0.5)
+        self.multiplier = 1.0 / math.sqrt(self.d_kv) if variant == "scaled" else 1.0
+
+    def forward(self, query, memory):
+        """(answer logits [b, n_symbols], attention logits [b, n_memory], weights [b, n_memory])."""
+        logits = torch.einsum("bd,bmd->bm", self.q(query), self.k(memory)) * self.multiplier
+        weights = logits.softmax(-1)
+        read = torch.einsum("bm,bmd->bd", weights, self.v(memory))
+        return self.readout(read), logits, weights
+
+
+class TrainingTrace(NamedTuple):
+    variant: str
+    optimizer: str
+    lr: float
+    step: np.ndarray  # the steps at which we measured
+    logit_std: np.ndarray  # spread of each query's logits over the memory, mean over queries
+    max_logit: np.ndarray  # largest |logit| anywhere in the evaluation batch
+    entropy: np.ndarray  # attention entropy in nats, mean over queries (log n_memory = uniform)
+    accuracy: np.ndarray  # fraction of evaluation queries answered right
+
+
+def _make_optimizer(name, params, lr):
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    return torch.optim.Adafactor(params, lr=lr)
+
+
+def train_recall(variant, optimizer="adam", *, lr=None, steps=200, eval_every=20, d_model=64, d_kv=64,
+                 n_symbols=16, n_memory=16, batch=64, eval_size=256, seed=0) -> TrainingTrace:
+    """Train `RecallAttention` on `RecallTask` and record the logit scale as training goes.
+
+    Everything is seeded (model, data, evaluation batch), and the run uses one CPU thread, so
+    the trace is the same on every run on a given machine. The global torch random state and
+    thread count are restored afterwards. About 0.5-1 s for the defaults here.
+    """
+    _check_choice("variant", variant, VARIANTS)
+    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    lr = DEFAULT_LR[optimizer] if lr is None else lr
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not (0 < lr < math.inf):
+        raise ArgumentError(f"lr must be a positive number, got {lr!r}")
+    steps = check_int("steps", steps, minimum=0)
+    eval_every = check_int("eval_every", eval_every, minimum=1)
+    batch = check_int("batch", batch, minimum=1)
+    eval_size = check_int("eval_size", eval_size, minimum=1)
+    task = RecallTask(n_symbols, n_memory, d_model, seed=seed + 1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = perturb_(RecallAttention(d_model, d_kv, n_symbols, variant))
+            opt = _make_optimizer(optimizer, model.parameters(), float(lr))
+            data = torch.Generator().manual_seed(seed + 2)
+            held_out = task.batch(eval_size, torch.Generator().manual_seed(seed + 3))
+            rows = []
+            for step in range(steps + 1):
+                if step % eval_every == 0 or step == steps:
+                    rows.append((step, *_evaluate(model, held_out)))
+                if step == steps:
+                    break
+                query, memory, answer = task.batch(batch, data)
+                loss = nn.functional.cross_entropy(model(query, memory)[0], answer)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+    finally:
+        torch.set_num_threads(threads)
+    columns = [np.array(c) for c in zip(*rows, strict=True)]
+    return TrainingTrace(variant, optimizer, float(lr), columns[0].astype(int), *columns[1:])
+
+
+def _evaluate(model, held_out):
+    query, memory, answer = held_out
+    with torch.no_grad():
+        answer_logits, logits, weights = model(query, memory)
+    return (float(logits.std(dim=-1).mean()), float(logits.abs().max()),
+            float(softmax_entropy(weights.double().numpy()).mean()),
+            float((answer_logits.argmax(-1) == answer).float().mean()))
+
+
+# What a lesson prints about a training run must come out the same on every CPU, and training
+# amplifies rounding (see `t5lesson.determinism`): a 1e-6 nudge of the initial weights moves the
+# final logit std of the less stable runs by up to a factor of two (53 to 122 for Adam at lr
+# 1e-2, folded). So a run is described in bands whose edges sit far from every value measured
+# under such nudges; the curves themselves are in the figure, and the tests check the bands.
+SPREAD_BANDS = ((5.0, "under 5"), (30.0, "5 to 30"), (math.inf, "over 30"))
+LARGEST_BANDS = ((20.0, "under 20"), (200.0, "20 to 200"), (math.inf, "over 200"))
+MILESTONES = (60, 100, 200)
+
+
+def _band(value: float, bands) -> str:
+    return next(label for edge, label in bands if value < edge)
+
+
+def reached_by(trace: TrainingTrace, target: float = 0.95) -> int | None:
+    """The first milestone step (60, 100, 200) by which accuracy reached `target`, or None."""
+    reached = trace.step[trace.accuracy >= target]
+    if not len(reached):
+        return None
+    return next((m for m in MILESTONES if reached[0] <= m), None)
+
+
+def describe_runs(traces) -> str:
+    """A table of runs, one row each, in bands that survive a tiny change of the starting weights."""
+    traces = list(traces) if not isinstance(traces, TrainingTrace) else [traces]
+    for trace in traces:
+        if not isinstance(trace, TrainingTrace):
+            raise ArgumentError(f"traces must be TrainingTraces from train_recall, got {type(trace).__name__}")
+    rows = [f"{'optimizer':<9}  {'lr':<6} {'variant':<8}  {'logit std':<16} {'max |logit|':<11}  95% accuracy"]
+    for t in traces:
+        by = reached_by(t)
+        when = f"by step {by}" if by is not None else f"not in {int(t.step[-1])} steps"
+        spread = f"{t.logit_std[0]:.2f} -> {_band(t.logit_std[-1], SPREAD_BANDS)}"
+        rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {spread:<16} "
+                    f"{_band(t.max_logit[-1], LARGEST_BANDS):<11}  {when}")
+    return "\n".join(rows)

@@ -1,0 +1,147 @@
+"""Static figures of lessons 3 and 4 (relative positions, buckets, pair counts, bias tables).
+
+Each function returns a matplotlib `Figure` built without pyplot (no global state, nothing shown
+by accident); `as_image(fig)` turns it into a PNG the notebook displays. All numbers drawn come
+from the package: `relative_position_bucket`, `relative_bias`, `t5lesson.lessons.pair_counts`.
+
+Sign convention: offset = key - query (j - i); negative = the key is to the left.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+from .._validate import ArgumentError, check_bool, check_int
+from ..bias import relative_bias
+from ..buckets import bucket_config, bucket_ranges, relative_position_bucket
+from .pair_counts import bucket_pair_counts, offset_pair_counts
+from .figures import as_image, new_figure
+
+__all__ = ["as_image", "offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]
+
+DPI = 90
+
+
+def _figure(width, height):
+    return new_figure(width, height, DPI)
+
+
+def _annotated_matrix(ax, values, cmap, title, vmin, vmax, masked=None):
+    from matplotlib import colormaps
+    from matplotlib.colors import Normalize
+
+    colours = colormaps[cmap].with_extremes(bad="0.85")
+    shown = values.astype(float) if masked is None else np.where(masked, np.nan, values.astype(float))
+    ax.imshow(shown, cmap=colours, vmin=vmin, vmax=vmax)
+    norm = Normalize(vmin, vmax)
+    for (i, j), v in np.ndenumerate(values):
+        if masked is not None and masked[i, j]:
+            colour = "0.45"
+        else:  # white on dark cells, black on light ones
+            r, g, b, _ = colours(norm(v))
+            colour = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
+        ax.text(j, i, str(v), ha="center", va="center", fontsize=8, color=colour)
+    n = values.shape[0]
+    ax.set(xticks=range(n), yticks=range(n), xlabel="key position j", ylabel="query position i", title=title)
+    ax.title.set_fontsize(10)
+
+
+def offset_matrix_figure(seq_len=8, num_buckets=32, max_distance=128):
+    """Three annotated matrices for a short sequence: j - i, its encoder bucket, its decoder bucket.
+
+    In the decoder panel the pairs the causal mask removes are greyed out.
+    """
+    seq_len = check_int("seq_len", seq_len, minimum=2, maximum=16)
+    bucket_config(True, num_buckets, max_distance)
+    bucket_config(False, num_buckets, max_distance)
+    positions = np.arange(seq_len)
+    offsets = positions[None, :] - positions[:, None]  # [i, j] -> j - i
+    fig = _figure(9.6, 3.5)
+    axes = fig.subplots(1, 3)
+    limit = seq_len - 1
+    _annotated_matrix(axes[0], offsets, "RdBu_r", "offset j − i", -limit, limit)
+    encoder = relative_position_bucket(offsets, True, num_buckets, max_distance)
+    decoder = relative_position_bucket(offsets, False, num_buckets, max_distance)
+    _annotated_matrix(axes[1], encoder, "viridis", "encoder bucket(j − i)", 0, num_buckets - 1)
+    _annotated_matrix(axes[2], decoder, "viridis", "decoder bucket(j − i), mask in grey", 0, num_buckets - 1,
+                      masked=offsets > 0)
+    return fig
+
+
+def pair_count_figure(seq_len=512, compare_len=64, bidirectional=True, num_buckets=32, max_distance=128):
+    """Left: pairs per offset (L - |d|) with bucket boundaries. Right: pairs per bucket, two lengths."""
+    seq_len = check_int("seq_len", seq_len, minimum=2, maximum=100_000)
+    compare_len = check_int("compare_len", compare_len, minimum=2, maximum=100_000)
+    bidirectional = check_bool("bidirectional", bidirectional)
+    bucket_config(bidirectional, num_buckets, max_distance)
+    fig = _figure(9.6, 3.4)
+    left, right = fig.subplots(1, 2, width_ratios=(1.1, 1.0))
+
+    offsets, counts = offset_pair_counts(seq_len, causal=not bidirectional)
+    table = bucket_ranges(bidirectional, num_buckets, max_distance)
+    left.plot(offsets, counts, color="tab:blue", lw=1.5)
+    start = table.last_bucket_start
+    left.axvspan(-seq_len, -start + 0.5, color="tab:orange", alpha=0.2, lw=0,
+                 label=f"last bucket: offsets <= {-start}" + (f" or >= {start}" if bidirectional else ""))
+    if bidirectional:
+        left.axvspan(start - 0.5, seq_len, color="tab:orange", alpha=0.2, lw=0)
+    left.set(xlabel="offset j − i", ylabel="(query, key) pairs per sequence", xlim=(offsets[0], offsets[-1]),
+             title=f"pairs per offset: L − |j − i|, for L = {seq_len}")
+    left.title.set_fontsize(10)
+    left.legend(fontsize=8, loc="upper left")
+
+    width = 0.4
+    index = np.arange(num_buckets)
+    for shift, length, colour in ((-width / 2, compare_len, "tab:orange"), (width / 2, seq_len, "tab:blue")):
+        pairs = bucket_pair_counts(length, bidirectional, num_buckets, max_distance)
+        right.bar(index + shift, np.where(pairs > 0, pairs, np.nan), width, color=colour, label=f"L = {length}")
+    for b in table.unused:
+        right.text(b, 1.2, "never used", rotation=90, ha="center", va="bottom", fontsize=8, color="tab:red")
+    right.set(yscale="log", xlabel="bucket", ylabel="pairs per sequence (log scale)", ylim=(0.8, None),
+              title="pairs per bucket")
+    right.title.set_fontsize(10)
+    right.set_xticks(range(0, num_buckets, 4))
+    right.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def bias_by_offset(table, max_offset, *, bidirectional=True, max_distance=128):
+    """(offsets, bias [heads, offsets]): the bias a table gives every offset -max_offset..max_offset.
+
+    Read off `relative_bias` for one query sitting at position max_offset among 2*max_offset + 1 keys.
+    """
+    max_offset = check_int("max_offset", max_offset, minimum=1)
+    row = relative_bias(table, 1, 2 * max_offset + 1, bidirectional=bidirectional, max_distance=max_distance,
+                        query_offset=max_offset)
+    return np.arange(-max_offset, max_offset + 1), np.asarray(row)[:, 0, :]
+
+
+def bias_table_figure(table, head_names, *, bidirectional=True, max_distance=128, max_offset=40, title=""):
+    """Left: the table [num_buckets, heads] as a heatmap. Right: each head's bias over the offsets."""
+    table = np.asarray(table, dtype=np.float64)
+    if table.ndim != 2 or len(head_names) != table.shape[1]:
+        raise ArgumentError(f"need a table [num_buckets, heads] and one name per head, got shape {table.shape} "
+                            f"and {len(head_names)} names")
+    bucket_config(bidirectional, table.shape[0], max_distance)
+    fig = _figure(9.6, 3.6)
+    left, right = fig.subplots(1, 2, width_ratios=(0.8, 1.2))
+    limit = float(np.abs(table).max()) or 1.0
+    image = left.imshow(table, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
+    left.set(xticks=range(table.shape[1]), xlabel="head (names in the legend)", ylabel="bucket",
+             title="bias table u[bucket, head], in logits")
+    left.title.set_fontsize(10)
+    fig.colorbar(image, ax=left)
+
+    offsets, bias = bias_by_offset(table, max_offset, bidirectional=bidirectional, max_distance=max_distance)
+    if not bidirectional:
+        keep = offsets <= 0  # the decoder never uses the bias of a future key: the mask removes it
+        offsets, bias = offsets[keep], bias[:, keep]
+    for h, (values, name) in enumerate(zip(bias, head_names, strict=True)):
+        right.plot(offsets, values, drawstyle="steps-mid", lw=1.6, label=f"{h}: {name}")
+    right.axhline(0, color="0.6", lw=0.6)
+    right.set(xlabel="offset j − i", ylabel="bias (logit units)",
+              title=title or ("bias per offset (encoder)" if bidirectional else "bias per offset (decoder)"))
+    right.title.set_fontsize(10)
+    right.grid(alpha=0.3)
+    right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: it never hides a line
+    return fig

@@ -1,0 +1,81 @@
+"""Lesson 5's explorer: cached variants, in-place updates, values that match the package."""
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from t5lesson import ArgumentError, bucket_ranges
+from t5lesson.explorers.length_generalisation import MAX_DISTANCES, REFERENCE, LengthGeneralisationExplorer
+from t5lesson.lengthgen import t5_variants
+from t5lesson.lengthgen.variants import cached_variant_count
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return LengthGeneralisationExplorer()  # trains the six variants once (a few seconds), then cached
+
+
+def _pixels(png):
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).astype(int)
+
+
+def test_update_changes_the_png_and_never_retrains(explorer):
+    trained = cached_variant_count()
+    before = explorer.update(log2_max_distance=5, show="accuracy").to_png()
+    after = explorer.update(log2_max_distance=8).to_png()
+    assert before != after and after.startswith(b"\x89PNG")
+    assert explorer.update(show="weight on right key").to_png() != after
+    LengthGeneralisationExplorer(log2_max_distance=9)  # a second explorer reuses the cache
+    assert cached_variant_count() == trained
+
+
+def test_fast_png_equals_a_full_draw(explorer):
+    """to_png redraws only the changing artists over stored pixels; it must look like a full draw."""
+    for values in (dict(log2_max_distance=7, show="accuracy"), dict(log2_max_distance=4, show="weight on right key")):
+        fast = _pixels(explorer.update(**values).to_png())
+        buffer = io.BytesIO()
+        explorer.fig.savefig(buffer, format="png")
+        full = _pixels(buffer.getvalue())
+        assert fast.shape == full.shape
+        assert (np.abs(fast - full).sum(-1) > 60).mean() < 0.002  # a few antialiased edge pixels at most
+
+
+def test_drawn_values_come_from_the_trained_variants(explorer):
+    variants = t5_variants(MAX_DISTANCES)
+    for max_distance in (16, 256):
+        explorer.update(log2_max_distance=int(np.log2(max_distance)), show="accuracy")
+        chosen = variants[max_distance]
+        np.testing.assert_array_equal(explorer.line.get_ydata(), chosen.accuracy)
+        np.testing.assert_array_equal(explorer.reference_line.get_ydata(), variants[REFERENCE].accuracy)
+        for line, values in zip(explorer.head_lines, chosen.bias, strict=True):
+            np.testing.assert_array_equal(line.get_ydata(), values)
+        start = bucket_ranges(False, 16, max_distance).last_bucket_start
+        assert explorer.last_bucket.get_xdata()[0] == start == chosen.last_bucket_start
+        text = explorer.readout()
+        assert text.startswith(f"max_distance = {max_distance}:") and f"starts at d = {start};" in text
+        assert f"accuracy {chosen.accuracy[-1]:.2f}" in text
+    explorer.update(show="weight on right key")
+    np.testing.assert_array_equal(explorer.line.get_ydata(), variants[256].weight_on_key)
+    assert variants[256].untrained_buckets == 3 and variants[32].untrained_buckets == 0
+
+
+@pytest.mark.parametrize("params, message", [
+    (dict(log2_max_distance=10), "log2_max_distance must be between 4 and 9"),
+    (dict(log2_max_distance=5.5), "log2_max_distance must be an integer"),
+    (dict(max_distance=32), "has no parameter max_distance"),
+    (dict(show="loss"), "show must be one of"),
+    (dict(steps=10), "has no parameter steps"),
+])
+def test_bad_parameters(explorer, params, message):
+    with pytest.raises(ArgumentError, match=message):
+        explorer.update(**params)
+
+
+def test_variants_check_their_arguments():
+    with pytest.raises(ArgumentError, match="max_distance must be >= 9"):
+        t5_variants([8])
+    with pytest.raises(ArgumentError, match="at least one value"):
+        t5_variants([])
+    with pytest.raises(ArgumentError, match="task must be one of"):
+        t5_variants([32], task="copy")

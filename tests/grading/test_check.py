@@ -1,0 +1,196 @@
+"""check() and hint() in the notebook: one line per call, never a traceback, hints in levels."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from t5lesson.grading.check import Checker, checker
+from t5lesson.grading.bank import exercise_ids, get
+from t5lesson.grading.questions import FreeText, MultipleChoice, Numeric, answer_hash, clean_record
+
+check, hint = checker("01_unscaled_scores")
+
+
+def solution_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    bucket = 0
+    if bidirectional:
+        num_buckets //= 2
+        if relative_position > 0:
+            bucket = num_buckets
+        n = abs(relative_position)
+    else:
+        n = max(-relative_position, 0)
+    max_exact = num_buckets // 2
+    if n < max_exact:
+        return bucket + n
+    spread = math.log(n / max_exact) / math.log(max_distance / max_exact)
+    return bucket + min(max_exact + int(spread * (num_buckets - max_exact)), num_buckets - 1)
+
+
+def line(capsys, *args) -> str:
+    check(*args)
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1, out  # exactly one line, whatever happens
+    return out.strip()
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+class EqualInt(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+@pytest.mark.parametrize("answer, start", [
+    ("B", "q1: Correct"), ("b", "q1: Correct"), ("(B)", "q1: Correct"), (" B ", "q1: Correct"),
+    ("A", "q1: Incorrect: that score still divides"), (["B", "C"], "q1: Incorrect: choose exactly one"),
+    (2, "q1: Incorrect: answer_q1 should be a letter"), ("G", "q1: Incorrect: G is not an option"),
+    ("the second one", "q1: Incorrect: answer_q1 should be option letters"), (None, "q1: Not attempted"),
+    (AlwaysEqual(), "q1: Incorrect: answer_q1 should be a letter"),
+])
+def test_multiple_choice_single(capsys, answer, start):
+    assert line(capsys, "q1", answer).startswith(start)
+
+
+@pytest.mark.parametrize("answer, start", [
+    (["A", "B"], "q2: Correct"), (("b", "a"), "q2: Correct"), ({"A", "B"}, "q2: Correct"), ("A, B", "q2: Correct"),
+    ("A and B", "q2: Correct"), (["A"], "q2: Incorrect: one change is missing"),
+    (["A", "B", "C"], "q2: Incorrect"), ([1, 2], "q2: Incorrect: answer_q2 should hold letters"),
+])
+def test_multiple_choice_several(capsys, answer, start):
+    assert line(capsys, "q2", answer).startswith(start)
+
+
+@pytest.mark.parametrize("answer, start", [
+    (1.35, "q4: Correct"), (1.35004, "q4: Correct"), (np.float32(1.35), "q4: Correct"), (np.array(1.35), "q4: Correct"),
+    (1.3504, "q4: Incorrect"), (0.475, "q4: Incorrect: you divided q.k by sqrt(d)"),
+    (2.05, "q4: Incorrect: you used the bias of the opposite offset"),
+    ("1.35", "q4: Incorrect: answer_q4 should be a number, not the string"),
+    (float("nan"), "q4: Incorrect: answer_q4 is nan"),
+    (np.array([1.35, 2.0]), "q4: Incorrect: answer_q4 should be a number"),
+    (EqualInt(1), "q4: Incorrect: answer_q4 should be a number, but it is an EqualInt object"),
+])
+def test_numeric_float(capsys, answer, start):
+    assert line(capsys, "q4", answer).startswith(start)
+
+
+@pytest.mark.parametrize("answer, start", [
+    (12, "q5: Correct"), (12.0, "q5: Correct"), (np.int64(12), "q5: Correct"),
+    (12.5, "q5: Incorrect: the answer is a whole"), (28, "q5: Incorrect: that is the bucket of the opposite offset"),
+    (True, "q5: Incorrect: answer_q5 should be a number"),
+    (EqualInt(12), "q5: Incorrect"), (AlwaysEqual(), "q5: Incorrect"),
+])
+def test_numeric_int(capsys, answer, start):
+    assert line(capsys, "q5", answer).startswith(start)
+
+
+def test_reads_the_notebook_variable(capsys):
+    global answer_q6
+    answer_q6 = 23
+    assert line(capsys, "q6") == "q6: Correct [1/1]"
+    del answer_q6
+    assert line(capsys, "q6").startswith("q6: Not attempted: set answer_q6")
+
+
+def test_code_correct_partial_error_and_not_attempted(capsys):
+    assert line(capsys, "q7", solution_bucket) == "q7: Correct: all 91 cases right. [4/4]"
+
+    def no_clamp(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+        return min(solution_bucket(relative_position, bidirectional, num_buckets, max_distance), 100) if abs(
+            relative_position) < 128 else 99
+
+    text = line(capsys, "q7", no_clamp)
+    assert text.startswith("q7: Partly correct:") and "which is not right" in text and "[" in text
+
+    def crashes(relative_position, *args, **kwargs):
+        return 1 // (abs(relative_position) - abs(relative_position))
+
+    text = line(capsys, "q7", crashes)
+    assert text.startswith("q7: Error: my_bucket(0)") and "ZeroDivisionError" in text and "in crashes, line" in text
+
+    def stub(relative_position, *args, **kwargs):
+        raise NotImplementedError()
+
+    assert line(capsys, "q7", stub).startswith("q7: Not attempted")
+    assert line(capsys, "q7", 5).startswith("q7: Incorrect: my_bucket should be a function, but it is an int")
+
+
+def test_code_refuses_objects_that_claim_equality(capsys):
+    text = line(capsys, "q7", lambda *args, **kwargs: EqualInt(0))
+    assert text.startswith("q7: Incorrect: 0 of 91 cases right") and "EqualInt object" in text
+    text = line(capsys, "q7", lambda *args, **kwargs: AlwaysEqual())
+    assert text.startswith("q7: Incorrect: 0 of 91")
+
+
+def test_code_cannot_call_the_reference(capsys):
+    from t5lesson import relative_position_bucket
+
+    text = line(capsys, "q7", lambda r, *a, **k: relative_position_bucket(r, *a, **k))
+    assert "the reference implementation is not available" in text
+    assert relative_position_bucket(-40) == 12  # restored afterwards
+
+
+def test_code_that_hangs_is_cut_short(capsys):
+    def hangs(*args, **kwargs):
+        while True:
+            pass
+
+    text = line(capsys, "q7", hangs)
+    assert text.startswith("q7: Error:") and "took longer than 1 s" in text
+
+
+def test_free_text_and_unknown_ids(capsys):
+    assert line(capsys, "q3").startswith("q3: Submitted")
+    assert "'q9' is not a question here" in line(capsys, "q9")
+    assert "at most one answer" in line(capsys, "q1", "A", "B")
+
+
+def test_hints_come_in_levels(capsys):
+    helper = Checker("01_unscaled_scores")
+    for _ in range(5):
+        helper.hint("q1")
+    levels = [text.split(":")[0] for text in capsys.readouterr().out.splitlines()]
+    assert levels == ["q1 hint 1/3", "q1 hint 2/3", "q1 hint 3/3", "q1 hint 3/3", "q1 hint 3/3"]
+
+
+def test_hint_output(capsys):
+    helper = Checker("01_unscaled_scores")
+    helper.hint("q5")
+    helper.hint("q5")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("q5 hint 1/3: first the offset")
+    assert out[1].startswith("q5 hint 2/3:")
+
+
+def test_expected_answers_are_not_in_plain_text():
+    exercise = get("01_unscaled_scores")
+    for question in exercise.questions:
+        if isinstance(question, (MultipleChoice, Numeric)):
+            assert len(question.key) == 24 and all(c in "0123456789abcdef" for c in question.key)
+    assert answer_hash("q5", "12") == exercise["q5"].key  # the hash is what is stored, not "12"
+    assert "01_unscaled_scores" in exercise_ids()
+
+
+def test_every_question_has_hints_or_is_free_text():
+    for question in get("01_unscaled_scores").questions:
+        assert question.hints or isinstance(question, FreeText)
+
+
+@pytest.mark.parametrize("record", [
+    None, 5, {"status": "value"}, {"status": "value", "value": {"t": "int", "v": "12"}},
+    {"status": "value", "value": {"t": "str", "v": 3}}, {"status": "value", "value": {"t": "int", "v": True}},
+    {"status": "ran", "cases": "all correct"}, {"status": "ran", "cases": [{"ok": {"t": "int"}}] * 91},
+])
+def test_forged_records_never_score(record):
+    exercise = get("01_unscaled_scores")
+    for qid in ("q1", "q2", "q4", "q5", "q6", "q7"):
+        assert exercise[qid].score(clean_record(record)).points == 0

@@ -1,0 +1,98 @@
+"""Lesson 2's helpers: the folded initialisation, the exact identity, and the training demo."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from t5lesson import ArgumentError, attention
+from t5lesson.lessons.folding import RecallAttention, RecallTask, fold_query_scale, initial_logit_std, train_recall
+
+
+@pytest.mark.parametrize("d_kv", [8, 64, 256])
+def test_folded_init_gives_unit_logits_and_unfolded_gives_sqrt_d(d_kv):
+    assert initial_logit_std(256, d_kv) == pytest.approx(1.0, rel=0.1)
+    assert initial_logit_std(256, d_kv, folded=False) == pytest.approx(math.sqrt(d_kv), rel=0.1)
+
+
+def test_initial_logit_std_leaves_the_global_random_state_alone():
+    before = torch.get_rng_state()
+    initial_logit_std(32, 16)
+    assert torch.equal(before, torch.get_rng_state())
+
+
+def _projections(d_kv, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((10, 32))
+    return x, rng.standard_normal((32, d_kv)), rng.standard_normal((32, d_kv)), rng.standard_normal((32, d_kv))
+
+
+def test_folding_is_exact_when_sqrt_d_is_a_power_of_two():
+    x, w_q, w_k, w_v = _projections(64)
+    t5 = attention(x @ fold_query_scale(w_q, 64), x @ w_k, x @ w_v, scale=1.0)
+    standard = attention(x @ w_q, x @ w_k, x @ w_v, scale="sqrt_d")
+    assert np.array_equal(t5, standard)
+
+
+def test_folding_agrees_to_rounding_otherwise_and_works_on_tensors():
+    x, w_q, w_k, w_v = _projections(48)
+    t5 = attention(x @ fold_query_scale(w_q, 48), x @ w_k, x @ w_v)
+    np.testing.assert_allclose(t5, attention(x @ w_q, x @ w_k, x @ w_v, scale="sqrt_d"), rtol=1e-12, atol=1e-12)
+    w = torch.ones(3, 4)
+    assert torch.equal(fold_query_scale(w, 16), torch.full((3, 4), 0.25))
+
+
+def test_recall_task_answer_is_the_value_stored_under_the_query_key():
+    task = RecallTask(n_symbols=8, n_memory=5, d_model=16, seed=0)
+    query, memory, answer = task.batch(4, torch.Generator().manual_seed(0))
+    assert query.shape == (4, 16) and memory.shape == (4, 5, 16) and answer.shape == (4,)
+    for b in range(4):
+        # Exactly one slot holds the query's key; its value embedding is the answer's.
+        residual = memory[b] * math.sqrt(2) - query[b]
+        match = [s for s in range(5) if torch.allclose(residual[s], task.value_embedding[answer[b]], atol=1e-5)]
+        assert len(match) == 1
+
+
+def test_variants_start_as_described():
+    torch.manual_seed(0)
+    folded = RecallAttention(16, 16, 8, "folded")
+    torch.manual_seed(0)
+    scaled = RecallAttention(16, 16, 8, "scaled")
+    torch.manual_seed(0)
+    unfolded = RecallAttention(16, 16, 8, "unfolded")
+    assert torch.allclose(folded.q.weight * 4, scaled.q.weight) and torch.equal(scaled.q.weight, unfolded.q.weight)
+    assert (folded.multiplier, scaled.multiplier, unfolded.multiplier) == (1.0, 0.25, 1.0)
+
+
+def test_training_is_deterministic_and_folded_equals_scaled_only_under_adafactor():
+    run = dict(steps=40, eval_every=20)
+    a = train_recall("folded", "adafactor", **run)
+    assert np.array_equal(a.logit_std, train_recall("folded", "adafactor", **run).logit_std)
+    b = train_recall("scaled", "adafactor", **run)
+    np.testing.assert_allclose(a.logit_std, b.logit_std, rtol=1e-4)
+    np.testing.assert_allclose(a.entropy, b.entropy, rtol=1e-3, atol=1e-6)
+    c, d = train_recall("folded", "adam", **run), train_recall("scaled", "adam", **run)
+    assert c.logit_std[0] == pytest.approx(d.logit_std[0], rel=1e-5)  # same function at step 0
+    assert c.logit_std[-1] > 1.3 * d.logit_std[-1]  # the folded query moves sqrt(d_kv) times faster
+    assert list(a.step) == [0, 20, 40] and a.optimizer == "adafactor" and a.lr == 1e-2
+
+
+def test_unfolded_starts_saturated():
+    trace = train_recall("unfolded", steps=0)
+    assert trace.logit_std[0] == pytest.approx(8.0, rel=0.15)  # sqrt(d_kv = 64)
+    assert trace.entropy[0] < 0.3 * math.log(16)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: train_recall("sideways"), "variant must be one of"),
+    (lambda: train_recall("folded", "sgd"), "optimizer must be one of"),
+    (lambda: train_recall("folded", lr=0), "lr must be a positive number"),
+    (lambda: train_recall("folded", steps=-1), "steps must be >= 0"),
+    (lambda: RecallTask(n_symbols=4, n_memory=5), "n_memory must be <= 4"),
+    (lambda: initial_logit_std(64, 0), "d_kv must be >= 1"),
+    (lambda: initial_logit_std(64, 8, folded=1), "folded must be True or False"),
+    (lambda: fold_query_scale([1.0], 4), "w_q must be a NumPy array or a torch tensor"),
+])
+def test_bad_arguments(call, message):
+    with pytest.raises(ArgumentError, match=message):
+        call()
