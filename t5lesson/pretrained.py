@@ -126,7 +126,7 @@ class BiasTables:
         return [s for s in (self.encoder, self.decoder) if s is not None]
 
     def summary(self) -> str:
-        lines = [f"{self.source} ({self.model_type})"]
+        lines = [f"{self.source}; model type: {self.model_type}"]
         lines += ["  " + s.describe() for s in self.stacks()]
         if self.decoder is None:
             lines.append("  decoder: none in this checkpoint")
