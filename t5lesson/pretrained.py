@@ -23,7 +23,7 @@ Nothing is downloaded unless you ask for a hub id that is not cached yet. Offlin
 weights are missing, `WeightsNotAvailable` (an `OSError`) says how to get them. Bad arguments
 raise `t5lesson.ArgumentError`.
 
-`toy_tables()` wraps the hand-made heads of `t5lesson.toy_heads` in the same structure, so a
+`toy_tables()` wraps the hand-made heads of `t5lesson.lessons.toy_heads` in the same structure, so a
 lesson can draw the same figure with or without real weights.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import ArgumentError, check_bool, check_int
+from ._validate import ArgumentError, check_bool, check_int
 from .buckets import bucket_config, bucket_ranges
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "WeightsNotAvailable", "StackTables", "BiasTables", "load_bias_tables",
@@ -232,8 +232,8 @@ def load_bias_tables(name_or_path, *, local_files_only=False) -> BiasTables:
 
 
 def toy_tables() -> BiasTables:
-    """The four hand-made heads of `t5lesson.toy_heads` (32 buckets, max_distance 128), as BiasTables."""
-    from .toy_heads import toy_bias_table
+    """The four hand-made heads of `t5lesson.lessons.toy_heads` (32 buckets, max_distance 128), as BiasTables."""
+    from .lessons.toy_heads import toy_bias_table
 
     stacks = [StackTables(stack, (toy_bias_table(bidirectional=bidirectional),), (0,), 32, 128, bidirectional)
               for stack, bidirectional in (("encoder", True), ("decoder", False))]
@@ -286,7 +286,7 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
     from matplotlib import colormaps
 
     from .bias import relative_bias
-    from .figures import new_figure
+    from .lessons.figures import new_figure
 
     fig = new_figure(4.6 * len(stacks) + 1.8, 3.8, dpi=90)
     axes = fig.subplots(1, len(stacks), sharey=True, squeeze=False)[0]
