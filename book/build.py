@@ -197,7 +197,7 @@ def stage(src: Path, cfg: dict) -> dict:
         header = back + "\n\n" + launch_box(cfg, path, "exercise")
         counts[path] = stage_notebook(nb, src / path, path, pages, cfg, header)
     guide = readme_sections(*INSTRUCTOR_SECTIONS)
-    intro = ("# Instructor's guide\n\nFrom the course README: how to install the course, hand out and grade the "
+    intro = ("# For instructors\n\nFrom the course README: how to install the course, hand out and grade the "
              "exercises, open the notebooks in Colab or Binder, and publish this website.\n\n")
     (src / "instructor.md").write_text(intro + rewrite_links(guide, "instructor.md", pages, cfg))
     return counts
