@@ -8,9 +8,10 @@ Everything the test expects is derived from the repository as it is now (the not
 notebooks/ and exercises/, book/_config.yml, solutions/), never from a list kept here.
 
 The book tooling lives in its own venv (.venv-book, README "The course as a website"), or in the
-Python named by T5LESSON_BOOK_PYTHON. The site is served on loopback by a small HTTP server in
-this process; Chromium reaches it directly, while every other request is aborted by a route
-handler (and recorded) and, as a second wall, sent to a dead proxy.
+Python named by T5LESSON_BOOK_PYTHON. The build runs under `unshare -n` (no network at all) where
+the machine allows it. The site is served on loopback by a small HTTP server in this process;
+Chromium reaches it directly, while every other request is aborted by a route handler (and
+recorded) and, as a second wall, sent to a dead proxy.
 """
 from __future__ import annotations
 
@@ -133,12 +134,25 @@ def book_missing_reason() -> str | None:
     return browser_missing_reason()
 
 
-def build(out: Path) -> tuple[subprocess.CompletedProcess, float]:
-    """Run the README's build (book/build.py) into `out`; returns the process and its seconds."""
+def offline_prefix() -> list[str]:
+    """`unshare -n` where it works (root on Linux): the command then runs with no network at all."""
+    try:
+        ok = subprocess.run(["unshare", "-n", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return ["unshare", "-n"] if ok else []
+
+
+def build(out: Path) -> tuple[subprocess.CompletedProcess, float, bool]:
+    """Run the README's build (book/build.py) into `out`, without network where the machine allows it.
+
+    Returns the process, its seconds, and whether the network was cut.
+    """
+    prefix = offline_prefix()
     start = time.monotonic()
-    result = subprocess.run([str(BOOK_PYTHON), str(ROOT / "book" / "build.py"), "--out", str(out)],
+    result = subprocess.run(prefix + [str(BOOK_PYTHON), str(ROOT / "book" / "build.py"), "--out", str(out)],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
-    return result, time.monotonic() - start
+    return result, time.monotonic() - start, bool(prefix)
 
 
 # Static checks on the built files ------------------------------------------------------------
@@ -343,8 +357,9 @@ def resolve(base: str, href: str) -> str:
     return urlsplit(urljoin(base, href)).path.lstrip("/")
 
 
-def report(build_s: float, facts: dict) -> str:
-    lines = [f"site build (book/build.py, warnings as errors): {build_s:.1f} s", "",
+def report(build_s: float, offline: bool, facts: dict) -> str:
+    where = "with no network (unshare -n)" if offline else "network NOT cut (no unshare here)"
+    lines = [f"site build (book/build.py, warnings as errors, {where}): {build_s:.1f} s", "",
              f"{'page':<46} {'load s':>6} {'math':>5} {'images':>6} {'explorers':>9}  screenshot"]
     for page, f in facts.items():
         lines.append(f"{page:<46} {f['load_s']:>6.2f} {f['mathRendered']:>2}/{f['math']:<3} "
@@ -359,11 +374,11 @@ if __name__ == "__main__":
     if reason:
         sys.exit(reason)
     with tempfile.TemporaryDirectory(prefix="t5lesson-book-") as tmp:
-        result, seconds = build(Path(tmp))
+        result, seconds, offline = build(Path(tmp))
         print(result.stdout[-3000:], result.stderr[-3000:])
         if result.returncode:
             sys.exit("build failed")
         facts = read_pages(Path(tmp) / "html", pages())
-        print(report(seconds, facts))
+        print(report(seconds, offline, facts))
         print("broken links:", broken_internal_links(Path(tmp) / "html") or "none")
         print("solution leaks:", solution_leaks(Path(tmp) / "html") or "none")
