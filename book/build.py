@@ -69,11 +69,13 @@ def launch_links(cfg: dict, path: str) -> tuple[str, str]:
     return colab, binder
 
 
-def rewrite_links(text: str, page: str, pages: set[str], cfg: dict) -> str:
+def rewrite_links(text: str, page: str, pages: set[str], cfg: dict, images: set[str]) -> str:
     """Keep links to published pages; point links to other repository files at the repository.
 
-    `page` and `pages` are repository paths ("notebooks/01_x.ipynb"). A link into solutions/
-    keeps its text and loses its target. Anything else (a web address, an anchor) is left as is.
+    `page` and `pages` are repository paths ("notebooks/01_x.ipynb"). An image from the
+    repository is kept and its path added to `images` (stage() copies it beside the page). A link
+    into solutions/ keeps its text and loses its target. Anything else (a web address, an anchor)
+    is left as is.
     """
     url, _, _, branch = repository(cfg)
 
@@ -87,6 +89,9 @@ def rewrite_links(text: str, page: str, pages: set[str], cfg: dict) -> str:
             return match[0]
         if resolved.split("/")[0] == "solutions":
             return label[1:-1] if not label.startswith("!") else ""
+        if label.startswith("!") and (ROOT / resolved).is_file() and not resolved.startswith(".."):
+            images.add(resolved)
+            return match[0]
         if (ROOT / resolved).exists() and not resolved.startswith(".."):
             kind = "tree" if (ROOT / resolved).is_dir() else "blob"
             return f"{label}({url}/{kind}/{branch}/{resolved}{'#' + anchor if anchor else ''})"
@@ -119,7 +124,8 @@ def launch_box(cfg: dict, path: str, what: str) -> str:
             f"In Colab, run [the setup cell](../instructor.md#colab-and-binder) first.\n```")
 
 
-def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict, header: str) -> dict:
+def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict, header: str,
+                   images: set[str]) -> dict:
     """Copy one notebook for publishing (see the module docstring); returns counts for the log."""
     nb = json.loads(src.read_text())
     nb.get("metadata", {}).pop("widgets", None)
@@ -127,7 +133,7 @@ def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict,
     for cell in nb["cells"]:
         cell = copy.deepcopy(cell)
         if cell["cell_type"] == "markdown":
-            cell["source"] = rewrite_links("".join(cell["source"]), path, pages, cfg)
+            cell["source"] = rewrite_links("".join(cell["source"]), path, pages, cfg, images)
         cells.append(cell)
         if cell["cell_type"] != "code":
             continue
@@ -183,10 +189,10 @@ def stage(src: Path, cfg: dict) -> dict:
     lessons = sorted((ROOT / "notebooks").glob(LESSON_GLOB))
     exercises = sorted((ROOT / "exercises").glob(LESSON_GLOB))
     pages = {f"notebooks/{p.name}" for p in lessons} | {f"exercises/{p.name}" for p in exercises} | {"instructor.md"}
-    counts = {}
+    counts, images = {}, set()
     for nb in lessons:
         path = f"notebooks/{nb.name}"
-        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, launch_box(cfg, path, "lesson"))
+        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, launch_box(cfg, path, "lesson"), images)
     by_number = {p.name[:2]: p for p in lessons}
     for nb in exercises:
         path = f"exercises/{nb.name}"
@@ -195,11 +201,14 @@ def stage(src: Path, cfg: dict) -> dict:
             sys.exit(f"{path}: no lesson notebooks/{nb.name[:2]}_*.ipynb to link back to")
         back = f"This exercise goes with [lesson {int(nb.name[:2])}](../notebooks/{lesson.name})."
         header = back + "\n\n" + launch_box(cfg, path, "exercise")
-        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, header)
+        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, header, images)
     guide = readme_sections(*INSTRUCTOR_SECTIONS)
     intro = ("# For instructors\n\nFrom the course README: how to install the course, hand out and grade the "
              "exercises, open the notebooks in Colab or Binder, and publish this website.\n\n")
-    (src / "instructor.md").write_text(intro + rewrite_links(guide, "instructor.md", pages, cfg))
+    (src / "instructor.md").write_text(intro + rewrite_links(guide, "instructor.md", pages, cfg, images))
+    for image in sorted(images):  # images the pages show from the repository, at the same paths
+        (src / image).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / image, src / image)
     return counts
 
 

@@ -5,6 +5,7 @@ The build and browser tests skip with a clear reason where the book tooling (.ve
 (set by .ci/run), where that is a failure. The other tests need nothing beyond the course venv.
 Expected pages, figures, explorers and math come from the notebooks as they are now.
 """
+import importlib.util
 import os
 import re
 from pathlib import Path
@@ -48,6 +49,28 @@ def test_readme_has_one_book_build_command_and_ci_runs_the_site_test():
     assert "-r book/requirements.txt && .venv-book/bin/python book/build.py" in readme
     ci = (ROOT / ".ci" / "run").read_text()
     assert "T5LESSON_REQUIRE_BOOK=1" in ci and "book/requirements.txt" in ci
+
+
+def _build_module():
+    spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_staging_rewrites_links_outside_the_site():
+    build_py = _build_module()
+    cfg = book_config()
+    url, _, _, branch = repository()
+    pages, images = {"notebooks/01_a.ipynb", "exercises/01_a.ipynb"}, set()
+    text = ("[next](01_a.ipynb) [ex](../exercises/01_a.ipynb#q1) [readme](../README.md#colab-and-binder) "
+            "[answers](../solutions/01_unscaled_scores.ipynb) ![fig](../book/_assets/book.css) "
+            "[web](https://example.org/x) [here](#section)")
+    out = build_py.rewrite_links(text, "notebooks/01_a.ipynb", pages, cfg, images)
+    assert out == ("[next](01_a.ipynb) [ex](../exercises/01_a.ipynb#q1) "
+                   f"[readme]({url}/blob/{branch}/README.md#colab-and-binder) answers "
+                   "![fig](../book/_assets/book.css) [web](https://example.org/x) [here](#section)")
+    assert images == {"book/_assets/book.css"}
 
 
 def test_solution_check_is_not_vacuous():
