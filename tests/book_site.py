@@ -15,6 +15,7 @@ recorded) and, as a second wall, sent to a dead proxy.
 """
 from __future__ import annotations
 
+import asyncio
 import functools
 import html
 import http.server
@@ -301,53 +302,60 @@ def safe_name(page: str) -> str:
     return page.replace("/", "__").removesuffix(".html")
 
 
-def read_pages(site: Path, page_list: list[str], shots: Path = ARTIFACTS) -> dict:
-    """Open every page offline; returns {page: facts} with requests, errors, timings and a screenshot path."""
-    from playwright.sync_api import sync_playwright
-
+def read_pages(site: Path, page_list: list[str], shots: Path = ARTIFACTS, parallel: int = 2) -> dict:
+    """Open every page offline, `parallel` at a time; returns {page: facts} with requests, errors,
+    timings and a screenshot path."""
     shots.mkdir(parents=True, exist_ok=True)
-    out = {}
-    with SiteServer(site) as server, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=OFFLINE_ARGS, headless=True)
+    with SiteServer(site) as server:
+        return asyncio.run(_read_pages(server.base, page_list, shots, parallel))
+
+
+async def _read_pages(base: str, page_list: list[str], shots: Path, parallel: int) -> dict:
+    from playwright.async_api import async_playwright
+
+    local = (base, "data:", "blob:", "about:")
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=OFFLINE_ARGS, headless=True)
         try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-            blocked: list[str] = []
+            context = await browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+            slots = asyncio.Semaphore(parallel)
 
-            def route(r):
-                url = r.request.url
-                if url.startswith(server.base) or url.startswith(("data:", "blob:", "about:")):
-                    r.continue_()
-                else:
-                    blocked.append(url)
-                    r.abort("blockedbyclient")
+            async def read(page_path):
+                async with slots:
+                    page = await context.new_page()
+                    bad, errors, external = [], [], []
 
-            context.route("**/*", route)
-            for page_path in page_list:
-                page = context.new_page()
-                bad, errors, external = [], [], []
-                page.on("response", lambda r, bad=bad: r.status >= 400 and bad.append(f"{r.status} {r.url}"))
-                page.on("requestfailed", lambda r, bad=bad: bad.append(f"failed {r.url} ({r.failure})"))
-                page.on("request", lambda r, ext=external: (not r.url.startswith((server.base, "data:", "blob:")))
-                        and ext.append(r.url))
-                page.on("pageerror", lambda e, errors=errors: errors.append(f"page error: {e}"))
-                page.on("console", lambda m, errors=errors: m.type == "error" and errors.append(f"console: {m.text}"))
-                blocked.clear()
-                start = time.monotonic()
-                response = page.goto(server.base + page_path, wait_until="load")
-                mathjax = page.evaluate(MATHJAX_DONE)
-                load_s = time.monotonic() - start
-                facts = page.evaluate(PAGE_FACTS)
-                png = shots / f"{safe_name(page_path)}.png"
-                page.screenshot(path=str(png), full_page=True)
-                facts.update(status=response.status if response else None, bad=bad, errors=errors,
-                             external=sorted(set(external + blocked)), mathjax=mathjax, load_s=load_s,
-                             screenshot=png, url=server.base + page_path, base=server.base)
-                out[page_path] = facts
-                page.close()
-            context.close()
+                    async def route(r):  # the first wall: nothing but the site leaves the page
+                        if r.request.url.startswith(local):
+                            await r.continue_()
+                        else:
+                            external.append(r.request.url)
+                            await r.abort("blockedbyclient")
+
+                    await page.route("**/*", route)
+                    page.on("response", lambda r: r.status >= 400 and bad.append(f"{r.status} {r.url}"))
+                    page.on("requestfailed", lambda r: bad.append(f"failed {r.url} ({r.failure})"))
+                    page.on("request", lambda r: not r.url.startswith(local) and external.append(r.url))
+                    page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+                    page.on("console", lambda m: m.type == "error" and errors.append(f"console: {m.text}"))
+                    start = time.monotonic()
+                    response = await page.goto(base + page_path, wait_until="load")
+                    mathjax = await page.evaluate(MATHJAX_DONE)
+                    load_s = time.monotonic() - start
+                    facts = await page.evaluate(PAGE_FACTS)
+                    png = shots / f"{safe_name(page_path)}.png"
+                    await page.screenshot(path=str(png), full_page=True)
+                    facts.update(status=response.status if response else None, bad=bad, errors=errors,
+                                 external=sorted(set(external)), mathjax=mathjax, load_s=load_s,
+                                 screenshot=png, url=base + page_path, base=base)
+                    await page.close()
+                    return page_path, facts
+
+            results = await asyncio.gather(*(read(p) for p in page_list))
+            await context.close()
         finally:
-            browser.close()
-    return out
+            await browser.close()
+    return dict(results)
 
 
 def resolve(base: str, href: str) -> str:
