@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .determinism import perturbation
+from .perturbation import perturbation
 
 __all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_bias_layer", "reference_mask",
            "report_match"]

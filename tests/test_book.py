@@ -11,10 +11,26 @@ import re
 from pathlib import Path
 
 import pytest
-
-from book_site import (ARTIFACTS, ROOT, book_config, book_missing_reason, broken_internal_links, build,
-                       launch_urls, lesson_of_exercise, normalise, notebook_expectations, notebook_pages, pages,
-                       read_pages, report, repository, resolve, solution_leaks, solution_only_lines)
+from book_site import (
+    ARTIFACTS,
+    ROOT,
+    book_config,
+    book_missing_reason,
+    broken_internal_links,
+    build,
+    launch_urls,
+    lesson_of_exercise,
+    normalise,
+    notebook_expectations,
+    notebook_pages,
+    pages,
+    read_pages,
+    report,
+    repository,
+    resolve,
+    solution_leaks,
+    solution_only_lines,
+)
 
 PAGES = pages()
 NOTEBOOK_PAGES = {p.replace(".ipynb", ".html"): p for p in notebook_pages()}

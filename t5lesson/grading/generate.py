@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 
 from . import bank
+from .course import CourseError, course_root
 from .notebook_format import SourceError, dumps, exercise_id_of, make_exercise
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def build(solution: Path) -> str:
@@ -30,28 +30,50 @@ def build(solution: Path) -> str:
     exercise_id = exercise_id_of(nb)
     if exercise_id is None:
         raise SourceError(f"{solution}: metadata.t5lesson.exercise is missing")
+    if solution.stem != exercise_id:
+        raise SourceError(f"{solution}: the file of exercise {exercise_id!r} must be named {exercise_id}.ipynb")
     return dumps(make_exercise(nb, bank.get(exercise_id), where=solution.name))
 
 
-def execute(solution: Path, timeout: int = 300) -> None:
-    """Run a solution notebook in a fresh kernel and store it with its outputs."""
+def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: bool = True) -> float:
+    """Run a notebook top to bottom in a fresh kernel; store it with its outputs unless write=False.
+
+    The one way this course executes a stored notebook: solutions here (`--execute`), lessons
+    through tools/run_notebook.py. Every cell gets a timeout: nbclient can miss the kernel's
+    reply on cells that display widgets, and then a stall costs that long instead of hanging.
+    The kernel starts in `cwd` (default: the notebook's folder). Returns the wall time in seconds.
+    """
     from nbclient import NotebookClient
 
-    nb = nbformat.read(solution, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(solution.parent)}}).execute()
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, iopub_timeout=10,
+                            shutdown_kernel="immediate", resources={"metadata": {"path": str(cwd or path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
-    solution.write_text(nbformat.writes(nb), encoding="utf-8")
+    if write:
+        nbformat.write(nb, path)
+    return seconds
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.generate", description=__doc__.split("\n")[0])
-    parser.add_argument("--solutions", type=Path, default=REPO / "solutions")
-    parser.add_argument("--exercises", type=Path, default=REPO / "exercises")
+    parser.add_argument("--course", type=Path,
+                        help="the course folder (default: the repository this package runs from)")
+    parser.add_argument("--solutions", type=Path, help="default: COURSE/solutions")
+    parser.add_argument("--exercises", type=Path, help="default: COURSE/exercises")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
     parser.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
     args = parser.parse_args(argv)
+    if args.solutions is None or args.exercises is None:
+        try:
+            root = course_root(args.course)
+        except CourseError as exc:
+            parser.error(str(exc))
+        args.solutions = args.solutions or root / "solutions"
+        args.exercises = args.exercises or root / "exercises"
 
     sources = sorted(args.solutions.glob("[0-9]*.ipynb"))
     if not sources:

@@ -8,81 +8,17 @@ the masked score matrix, the folded initialisation and the placement of the bias
 Keys are salted hashes (`t5lesson.grading.questions.answer_hash`, `Numeric.float_key`); recompute one
 with `python -m t5lesson.grading.questions hash|float-key ...`. The two code questions return floats
 and float matrices, which the integer-only `Code` kind cannot compare, so they use `FloatCode`
-below: `PlainCode`'s harvesting, comparison and partial credit, with messages about arrays.
+(`t5lesson.grading.plain_code`): `PlainCode`'s comparison, with messages about arrays.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from functools import cached_property
-
 import numpy as np
 
-from ..questions import Case, FreeText, MultipleChoice, Numeric, _describe
-from . import Exercise
-from .plain_code import PlainCode, differences, from_plain
+from ..plain_code import FloatCode
+from ..questions import Case, FreeText, MultipleChoice, Numeric
+from . import Exercise, id_of_module
 
-__all__ = ["EXERCISE", "FloatCode", "reference_entropy", "reference_scores"]
-
-
-def _only_numbers(plain) -> bool:
-    return all(map(_only_numbers, plain)) if isinstance(plain, list) else isinstance(plain, (int, float))
-
-
-def _plain_numbers(value):
-    """A harvested plain value as a float array, or None unless it is numbers (not bools) in a regular shape."""
-    plain = from_plain(value, bools=False)
-    if not _only_numbers(plain):
-        return None
-    try:
-        return np.array(plain, dtype=float)
-    except ValueError:  # ragged lists
-        return None
-
-
-@dataclass(frozen=True)
-class FloatCode(PlainCode):
-    """A function returning a number or an array of numbers, compared within `tolerance`.
-
-    `PlainCode` with answers that must be numbers in the reference's shape, and messages about
-    arrays (shape, nan, how many values are wrong) rather than the first differing index. With
-    `masked_below` (see `PlainCode`), T5's most negative float, Mesh TF's -1e9 and -inf all count.
-    """
-
-    @cached_property
-    def expected(self) -> tuple[np.ndarray, ...]:
-        return tuple(np.asarray(result, dtype=float) for result in self.reference_results())
-
-    def close(self, want, got) -> bool:
-        """numpy.isclose(got, want)'s rule: within `tolerance`, absolute or relative to the reference.
-
-        These questions have always been graded by it; `PlainCode`'s symmetric rule differs only
-        within twice the tolerance, but a refactor should not change anyone's grade.
-        """
-        return (abs(got - want) <= self.tolerance + self.tolerance * abs(want) and math.isfinite(want)) or got == want
-
-    def _problem(self, want: np.ndarray, got) -> str | None:
-        """None if the case is right, else a short description of what is wrong."""
-        value = got.get("ok") if isinstance(got, dict) else None
-        array = _plain_numbers(value)
-        if array is None:
-            return f"returned {_describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
-        if array.shape != want.shape:
-            return f"returned shape {tuple(array.shape)}, the right answer has shape {tuple(want.shape)}"
-        kinds = [kind for _, kind, _ in differences(want.tolist(), array.tolist(), self.close, self.masked_below)]
-        if "masked" in kinds:
-            return "a position that may not be attended to is not pushed far enough down"
-        if np.isnan(array).any():
-            return "the result contains nan (is something like 0 * log 0 or inf - inf computed?)"
-        if kinds:
-            compared = want.size if self.masked_below is None else int((want > self.masked_below).sum())
-            return f"{len(kinds)} of {compared} values are not right"
-        return None
-
-    def _case_name(self, case: Case) -> str:
-        """By number and topic: the inputs are long lists."""
-        number = self.cases.index(case) + 1
-        return f"case {number} ({case.topic})" if case.topic else f"case {number}"
+__all__ = ["EXERCISE", "reference_entropy", "reference_scores"]
 
 
 # --- references, called in the grader's process with the plain (list) arguments ----------------
@@ -150,12 +86,11 @@ def _score_cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="02_where_sqrt_d_went",
-    title="Exercise 2: what dropping sqrt(d) does, and where T5 put it",
+    id=id_of_module(__name__),
+    title="Exercise 2: what dropping $\\sqrt{d}$ does, and where T5 put it",
     questions=(
         Numeric(
-            id="q1", points=1, name="answer_q1", title="The variance of q.k",
-            key="74114d953008d1bf4b4497c6",
+            id="q1", points=1, name="answer_q1", key="74114d953008d1bf4b4497c6",
             hints=(
                 "q.k is a sum of d independent products q_m k_m; variances of independent terms add.",
                 "the variance of a product of two independent zero-mean variables is the product of their variances.",
@@ -168,7 +103,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, name="answer_q2", title="A softmax weight from T5 scores", tolerance=1e-3,
+            id="q2", points=1, name="answer_q2", tolerance=1e-3,
             key="7cedc00aa94447e3c179a067",
             hints=(
                 "first build each key's score, q.k plus its bias, with no division; then take the softmax.",
@@ -181,7 +116,7 @@ EXERCISE = Exercise(
             },
         ),
         FloatCode(
-            id="q3", points=3, name="my_entropy", title="Implement the entropy statistic",
+            id="q3", points=3, name="my_entropy",
             reference="t5lesson.grading.bank.ex02_where_sqrt_d_went:reference_entropy",
             cases=_entropy_cases(), case_timeout=1.0, tolerance=1e-6,
             blocked=("t5lesson.saturation:softmax_entropy", f"{__name__}:reference_entropy", "scipy.stats:entropy"),
@@ -190,10 +125,9 @@ EXERCISE = Exercise(
                 "a zero weight contributes nothing (p log p goes to 0 as p goes to 0), but log(0) itself is -inf.",
             ),
         ),
-        FreeText(id="q4", points=3, name="q4-answer", title="Evaluate the design choice (marked by your instructor)"),
+        FreeText(id="q4", points=3, name="q4-answer"),
         MultipleChoice(
-            id="q5", points=2, name="answer_q5", title="What folding does and does not do",
-            options="ABCDE", multiple=True, key="7ecad69317cb46e4458ddd02",
+            id="q5", points=2, name="answer_q5", options="ABCDE", multiple=True, key="7ecad69317cb46e4458ddd02",
             hints=(
                 "three of the five statements are true.",
                 "think separately about initialisation, the exact identity, training, and where fp16 overflowed.",
@@ -208,7 +142,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q6", points=1, name="answer_q6", title="A bias inside the scaling", tolerance=1e-3,
+            id="q6", points=1, name="answer_q6", tolerance=1e-3,
             key="32702a0e9d5d34b20a952753",
             hints=(
                 "adding b to one key's logit multiplies its odds against any other key by e^b.",
@@ -220,7 +154,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q7", points=1, name="answer_q7", title="The folded initialisation", tolerance=1e-5,
+            id="q7", points=1, name="answer_q7", tolerance=1e-5,
             key="c4311c64e6d0eefde44fcc3f",
             hints=(
                 "the query projection's std carries one factor for d_model and one for d_kv.",
@@ -233,7 +167,7 @@ EXERCISE = Exercise(
             },
         ),
         FloatCode(
-            id="q8", points=4, name="my_scores", title="Implement T5's masked, biased, unscaled scores",
+            id="q8", points=4, name="my_scores",
             reference="t5lesson.grading.bank.ex02_where_sqrt_d_went:reference_scores",
             cases=_score_cases(), case_timeout=1.0, tolerance=1e-6, masked_below=-1e9,
             blocked=("t5lesson.scores:attention_scores", "t5lesson.scores:attention",
@@ -244,6 +178,6 @@ EXERCISE = Exercise(
                 "np.asarray turns the nested lists you receive into arrays; q @ k.T gives every dot product.",
             ),
         ),
-        FreeText(id="q9", points=2, name="q9-answer", title="Advise a colleague (marked by your instructor)"),
+        FreeText(id="q9", points=2, name="q9-answer"),
     ),
 )
