@@ -27,10 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .plain_code import _plain_numbers
 from .protocol import resolve
-from .questions import CORRECT, ERROR, INCORRECT, PARTIAL, Case, Code, _describe, _missing
+from .questions import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Case, Code, Outcome, _describe
 
-__all__ = ["Expected", "ModuleCode", "compare", "plain_array"]
+__all__ = ["Expected", "ModuleCode", "compare", "first_difference"]
 
 SETUP_ERROR = "GradingSetupError: "
 
@@ -42,25 +43,6 @@ class Expected:
     values: np.ndarray
     rtol: float = 1e-4
     atol: float = 1e-4
-
-
-def plain_array(value) -> np.ndarray | None:
-    """A harvested plain array (or number) as a float array, else None (not numbers, ragged)."""
-    from .bank.plain_code import from_plain
-
-    if not isinstance(value, dict) or value.get("t") not in ("array", "list", "int", "float"):
-        return None
-    plain = from_plain(value, bools=False)
-
-    def numbers(x):
-        return all(map(numbers, x)) if isinstance(x, list) else isinstance(x, (int, float))
-
-    if not numbers(plain):
-        return None
-    try:
-        return np.array(plain, dtype=float)
-    except ValueError:
-        return None
 
 
 def compare(expected: Expected, got: np.ndarray) -> str | None:
@@ -91,6 +73,7 @@ def first_difference(expected: Expected, got: np.ndarray) -> tuple[int, ...]:
 class ModuleCode(Code):
     """A class the learner writes, built and run on hidden cases in their kernel; compared here.
 
+    `Code`'s template with its per-case hooks filled in for classes:
     reference: "module:function" called with a case's kwargs, in the grader, -> `Expected`.
     driver: the module whose source runs in the kernel; its `adapt(cls)` returns the function
       called with each case's kwargs (see `t5lesson.grading.module_driver`).
@@ -99,6 +82,8 @@ class ModuleCode(Code):
     shows: "module:function"(kwargs, key, expected) -> whether mistake `key` changes that case's result;
       it lets the other cases decide between several candidates (see `_pick`).
     what: how messages name the real thing the answer is compared with.
+    Unlike a function question, every failed case gets its sentence in the message (cases with
+    the same sentence are named together).
     """
 
     driver: str = "t5lesson.grading.module_driver"
@@ -106,9 +91,10 @@ class ModuleCode(Code):
     shows: str = ""
     what: str = "the reference"
     kind = "module"
+    answer_kind = "a class (an nn.Module subclass)"
 
     def not_attempted(self):
-        return self.outcome("not attempted", 0, f"write the class {self.name} in the answer cell.")
+        return self.outcome(NOT_ATTEMPTED, 0, f"write the class {self.name} in the answer cell.")
 
     @cached_property
     def _driver_source(self) -> str:
@@ -120,40 +106,34 @@ class ModuleCode(Code):
         spec["adapter"] = self._driver_source
         return spec
 
-    @cached_property
-    def expected(self) -> tuple[Expected, ...]:
-        """The reference's result for every case, computed in this process."""
+    def reference_results(self) -> list:
+        """The reference's `Expected` for every case (called with the case's keyword arguments)."""
         function = resolve(self.reference)
-        return tuple(function(**dict(c.kwargs)) for c in self.cases)
+        return [function(**dict(c.kwargs)) for c in self.cases]
 
-    def score(self, record):
-        if _missing(record):
-            return self.not_attempted()
-        if record.get("status") == "not_callable":
-            return self.outcome(INCORRECT, 0, f"{self.name} should be a class (an nn.Module subclass), but it is "
-                                              f"{_describe(record.get('value'))}.")
-        results = record.get("cases")
-        if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
-            return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
-        if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
-            return self.not_attempted()
-        problems = [self.problem(c, w, g) for c, w, g in zip(self.cases, self.expected, results, strict=True)]
-        right = sum(p is None for p in problems)
-        total = len(self.cases)
-        if right == total:
-            return self.outcome(CORRECT, 1, f"all {total} cases right.")
-        failed: dict[str, list[str]] = {}
-        for number, (case, problem) in enumerate(zip(self.cases, problems, strict=True), 1):
-            if problem is not None:
+    def expect(self, result) -> Expected:
+        return result
+
+    def _problem(self, want: Expected, got: dict) -> str | None:
+        """None if the case is right, else "numbers", "shape", "nonfinite" or "values"."""
+        array = _plain_numbers(got.get("ok"))
+        return "numbers" if array is None else compare(want, array)
+
+    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
+        problems = {id(case): self._sentence(case, want, got) for case, want, got in failed}
+        grouped: dict[str, list[str]] = {}
+        for number, case in enumerate(self.cases, 1):
+            if id(case) in problems:
+                problem = problems[id(case)]
                 sentence = problem if isinstance(problem, str) else self._pick(problem, problems)
-                failed.setdefault(sentence, []).append(f"{number} ({case.topic})" if case.topic else str(number))
-        errors = sum(isinstance(g, dict) and ("error" in g or "timeout" in g) for g in results)
-        status = PARTIAL if right else (ERROR if errors == total else INCORRECT)
+                grouped.setdefault(sentence, []).append(f"{number} ({case.topic})" if case.topic else str(number))
+        raised = sum(isinstance(got, dict) and ("error" in got or "timeout" in got) for _, _, got in failed)
+        status = PARTIAL if right else (ERROR if raised == total else INCORRECT)
         sentences = [f"{'Case' if len(names) == 1 else 'Cases'} {', '.join(names)}: {sentence}"
-                     for sentence, names in failed.items()]
+                     for sentence, names in grouped.items()]
         return self.outcome(status, Fraction(right, total), f"{right} of {total} cases right. " + " ".join(sentences))
 
-    def _pick(self, candidates: list, problems: list) -> str:
+    def _pick(self, candidates: list, problems: dict) -> str:
         """One sentence from a failed case's candidate mistakes, using what the other cases show.
 
         Several mistakes can give the very same result on one case (in a decoder, bucketing
@@ -162,28 +142,26 @@ class ModuleCode(Code):
         right; among the rest, one that is the only explanation of another failed case wins.
         """
         shows = resolve(self.shows) if self.shows else None
-        passed = [(c, w) for c, w, p in zip(self.cases, self.expected, problems, strict=True) if p is None]
+        passed = [(c, w) for c, w in zip(self.cases, self.expected, strict=True) if id(c) not in problems]
         kept = [(key, text) for key, text in candidates
                 if shows is None or not any(shows(dict(c.kwargs), key, w) for c, w in passed)] or candidates
         if len(kept) > 1:
-            sure = {p[0][0] for p in problems if isinstance(p, list) and len(p) == 1}
+            sure = {p[0][0] for p in problems.values() if isinstance(p, list) and len(p) == 1}
             kept = [(key, text) for key, text in kept if key in sure] or kept
         if len(kept) == 1:
             return kept[0][1]
         return "one of these mistakes gives this result: " + " Or: ".join(text for _, text in kept)
 
-    def problem(self, case: Case, want: Expected, got):
-        """None if the case is right; else one sentence the learner can act on, or the candidate
-        mistakes [(key, sentence), ...] that `diagnose` found to reproduce the result."""
+    def _sentence(self, case: Case, want: Expected, got):
+        """One sentence the learner can act on, or the candidate mistakes [(key, sentence), ...]
+        that `diagnose` found to reproduce the result."""
         failure = self._failure(got)
         if failure is not None:
             return failure
-        array = plain_array(got.get("ok"))
+        array = _plain_numbers(got.get("ok"))
         if array is None:
             return f"the result is {_describe(got.get('ok'))}, not an array of numbers."
         verdict = compare(want, array)
-        if verdict is None:
-            return None
         if verdict == "shape":
             return f"the result has shape {tuple(array.shape)}; {self.what} gives {tuple(want.values.shape)}."
         if self.diagnose:
@@ -193,23 +171,14 @@ class ModuleCode(Code):
         if verdict == "nonfinite":
             return "the result holds nan or inf."
         index = first_difference(want, array)
-        return (f"differs from {self.what} by more than {want.atol:g} at "
-                f"[{', '.join(map(str, index))}].")
+        return f"differs from {self.what} by more than {want.atol:g} at [{', '.join(map(str, index))}]."
 
     def _failure(self, got) -> str | None:
-        """The sentence for a case that produced no value, else None."""
-        if not isinstance(got, dict):
-            return "no result."
-        if got.get("timeout"):
-            return f"took longer than {self.case_timeout:g} s."
-        if got.get("skipped"):
-            return "not run: earlier cases were too slow."
-        if got.get("not_implemented"):
+        """The sentence for a case that produced no value, else None (the run failures of `Code`,
+        and the driver's explanation when the class does not meet the contract)."""
+        if isinstance(got, dict) and str(got.get("error", "")).startswith(SETUP_ERROR):
+            return got["error"][len(SETUP_ERROR):].rstrip(".") + "."
+        if isinstance(got, dict) and got.get("not_implemented"):
             return "raised NotImplementedError (is every method written?)."
-        if "error" in got:
-            error = str(got["error"])
-            if error.startswith(SETUP_ERROR):
-                return error[len(SETUP_ERROR):].rstrip(".") + "."
-            place = f" (in {got['where']})" if got.get("where") else ""
-            return f"raised {error}{place}."
-        return None
+        failure = self._run_failure("", got)
+        return None if failure is None else failure.strip().removeprefix(": ")

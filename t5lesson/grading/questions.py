@@ -280,6 +280,7 @@ class Code(Question):
     case_timeout: float = 1.0
     blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs
     kind = "code"
+    answer_kind = "a function"  # what the learner's name should hold, in messages
 
     def not_attempted(self) -> Outcome:
         return self.outcome(NOT_ATTEMPTED, 0, f"write the body of {self.name} in the answer cell.")
@@ -288,38 +289,68 @@ class Code(Question):
         return {"id": self.id, "kind": "code", "name": self.name, "timeout": self.case_timeout,
                 "cases": [c.plain() for c in self.cases], "blocked": list(self.blocked)}
 
-    @cached_property
-    def expected(self) -> tuple[int, ...]:
-        """The reference's result for every case, computed in this process."""
+    def reference_results(self) -> list:
+        """The reference's result for every case, as it returns them, computed in this process."""
         function = resolve(self.reference)
-        return tuple(int(function(*c.args, **dict(c.kwargs))) for c in self.cases)
+        return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
+
+    def expect(self, result):
+        """One reference result in the form `_problem` compares with (here: an int)."""
+        return int(result)
+
+    @cached_property
+    def expected(self) -> tuple:
+        """What every case should give, computed once in this process."""
+        return tuple(self.expect(result) for result in self.reference_results())
+
+    def _problem(self, want, got: dict) -> str | None:
+        """The per-case check: None if the case's result is right, else what is wrong with it.
+
+        Here the result must be a genuine int equal to the reference's; kinds whose answers are
+        structures or floats (`t5lesson.grading.plain_code`) override this, `expect` and
+        `_wrong_case`, and nothing else.
+        """
+        value = got.get("ok")
+        if isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int:
+            return None if value["v"] == want else f"returned {value['v']}, which is not right"
+        return f"returned {_describe(value)}; it should return an int"
+
+    def _wrong_case(self, where: str, want, got: dict) -> str:
+        """The sentence for a case that ran and returned a wrong answer."""
+        problem = self._problem(want, got)
+        value = got.get("ok")
+        if isinstance(value, dict) and value.get("t") == "int":
+            return f"{where} {problem}. Hint: {self.first_hint()}"
+        return f"{where} {problem}."
 
     def score(self, record) -> Outcome:
         if _missing(record):
             return self.not_attempted()
         if record.get("status") == "not_callable":
             what = _describe(_value(record))
-            return self.outcome(INCORRECT, 0, f"{self.name} should be a function, but it is {what}.")
+            return self.outcome(INCORRECT, 0, f"{self.name} should be {self.answer_kind}, but it is {what}.")
         results = record.get("cases")
         if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
             return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
         if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
             return self.not_attempted()
 
-        right, first_miss, first_error = 0, None, None
+        right, failed = 0, []
         for case, want, got in zip(self.cases, self.expected, results, strict=True):
-            value = got.get("ok") if isinstance(got, dict) else None
-            if isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int \
-                    and value["v"] == want:
+            if isinstance(got, dict) and "ok" in got and self._problem(want, got) is None:
                 right += 1
-                continue
-            if first_error is None and isinstance(got, dict) and ("error" in got or "timeout" in got):
-                first_error = (case, got)
-            if first_miss is None:
-                first_miss = (case, got)
+            else:
+                failed.append((case, want, got))
         total = len(self.cases)
         if right == total:
             return self.outcome(CORRECT, 1, f"all {total} cases right.")
+        return self._verdict(right, total, failed)
+
+    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
+        """The outcome when some cases failed ((case, want, got) each, in order): partial credit,
+        and here the first failed case explained, plus the first one that raised if that is another."""
+        errors = [f for f in failed if isinstance(f[2], dict) and ("error" in f[2] or "timeout" in f[2])]
+        first_miss, first_error = failed[0], (errors[0] if errors else None)
         if right == 0 and first_error is not None and first_error == first_miss:
             return self.outcome(ERROR, 0, self._explain(*first_error))
         status = PARTIAL if right else INCORRECT
@@ -348,15 +379,11 @@ class Code(Question):
             return f"{where} raised {got['error']}{place}."
         return None
 
-    def _explain(self, case: Case, got) -> str:
+    def _explain(self, case: Case, want, got) -> str:
+        """One sentence about a failed case: why it gave no value, or what is wrong with the value."""
         where = self._case_name(case)
         failure = self._run_failure(where, got)
-        if failure is not None:
-            return failure
-        value = got.get("ok")
-        if isinstance(value, dict) and value.get("t") == "int":
-            return f"{where} returned {value['v']}, which is not right. Hint: {self.first_hint()}"
-        return f"{where} returned {_describe(value)}; it should return an int."
+        return failure if failure is not None else self._wrong_case(where, want, got)
 
 
 @dataclass(frozen=True)
