@@ -1,6 +1,6 @@
 """Lesson 6 and exercise 6: build T5 self-attention step by step and compare each step with transformers.
 
-    cmp("scores", ours, theirs)        # one line: matches, or where it differs
+    cmp("scores", ours, theirs)        # prints one line: matches, or where it differs
     add_to_class(MyT5Attention)        # a decorator: add the next step's method to a class
     check_steps(MyT5Attention)         # every step of a learner's class against T5Attention
 
@@ -24,8 +24,13 @@ __all__ = ["cmp", "add_to_class", "check_steps", "reference_for", "config_of", "
 STEP_CONFIG = {"d_model": 32, "num_heads": 4, "d_kv": 8, "num_buckets": 32, "max_distance": 128}
 
 
-def cmp(label: str, ours, theirs, tol: float = 1e-5) -> bool:
-    """Print whether two tensors agree within `tol` (and where they first differ); return whether they do."""
+def cmp(label: str, ours, theirs, tol: float = 1e-5) -> None:
+    """Print whether two tensors agree within `tol`, and where they first differ if not (one line)."""
+    _compare(label, ours, theirs, tol)
+
+
+def _compare(label: str, ours, theirs, tol: float = 1e-5) -> bool:
+    """`cmp`, returning whether the tensors agree (for `check_steps`)."""
     ours, theirs = torch.as_tensor(ours).detach(), torch.as_tensor(theirs).detach()
     if ours.shape != theirs.shape:
         print(f"{label}: shapes differ, ours {tuple(ours.shape)} vs transformers {tuple(theirs.shape)}")
@@ -121,20 +126,20 @@ def check_steps(cls, seed: int = 0) -> bool:
     def split(label):
         ours, ref = layer(False)
         theirs = ref.q(x).view(2, 7, -1, c["d_kv"]).transpose(1, 2)
-        return cmp(label, ours.split_heads(ours.q(x)), theirs)
+        return _compare(label, ours.split_heads(ours.q(x)), theirs)
 
     def scores(label):
         ours, ref = layer(False)
         q, k = ours.split_heads(ours.q(x)), ours.split_heads(ours.k(x))
-        return cmp(label, ours.scores(q, k), torch.matmul(q, k.transpose(2, 3)) * ref.scaling)
+        return _compare(label, ours.scores(q, k), torch.matmul(q, k.transpose(2, 3)) * ref.scaling)
 
     def bias(label):
         ok = True
         for causal, name in ((False, "encoder"), (True, "decoder")):
             ours, ref = layer(causal)
-            ok &= cmp(f"{label}, {name}", ours.compute_bias(7, 7), ref.compute_bias(7, 7))
+            ok &= _compare(f"{label}, {name}", ours.compute_bias(7, 7), ref.compute_bias(7, 7))
         ours, ref = layer(True)
-        ok &= cmp(f"{label}, decoder, 1 new token after 6 cached", ours.compute_bias(1, 7, query_offset=6),
+        ok &= _compare(f"{label}, decoder, 1 new token after 6 cached", ours.compute_bias(1, 7, query_offset=6),
                   ref.compute_bias(1, 7, past_seen_tokens=6))
         return ok
 
@@ -143,7 +148,7 @@ def check_steps(cls, seed: int = 0) -> bool:
         for causal, name in ((False, "encoder"), (True, "decoder")):
             ours, _ = layer(causal)
             got = ours.allowed(7, 7, attention_mask=padding)
-            ok &= cmp(f"{label}, {name} (against t5lesson's masks)", got.expand(2, 1, 7, 7).int(),
+            ok &= _compare(f"{label}, {name} (against t5lesson's masks)", got.expand(2, 1, 7, 7).int(),
                       allowed(causal).expand(2, 1, 7, 7).int(), tol=0)
         return ok
 
@@ -154,7 +159,7 @@ def check_steps(cls, seed: int = 0) -> bool:
         mine = ours.attend(ours.scores(q, k) + position_bias, ours.allowed(7, 7, attention_mask=padding), v)
         theirs, _ = eager_attention_forward(ref, q, k, v, reference_mask(allowed(False)), scaling=ref.scaling,
                                             position_bias=position_bias)
-        return cmp(label, mine, theirs.transpose(1, 2))
+        return _compare(label, mine, theirs.transpose(1, 2))
 
     def output(label):
         ok = True
@@ -163,7 +168,7 @@ def check_steps(cls, seed: int = 0) -> bool:
             with torch.no_grad():
                 theirs, _, _ = ref(x, mask=reference_mask(allowed(causal)))
                 mine = ours(x, attention_mask=padding)[0]
-            ok &= cmp(f"{label}, {name}", real(mine), real(theirs))
+            ok &= _compare(f"{label}, {name}", real(mine), real(theirs))
         return ok
 
     def cache(label):
@@ -175,7 +180,7 @@ def check_steps(cls, seed: int = 0) -> bool:
                                     use_cache=True)
                 steps.append(out)
             theirs, _, _ = ref(x, mask=reference_mask(allowed(True)))
-        return cmp(label, real(torch.cat(steps, dim=1)), real(theirs))
+        return _compare(label, real(torch.cat(steps, dim=1)), real(theirs))
 
     def shared(label):
         ours0, ref0 = layer(True)
@@ -186,7 +191,7 @@ def check_steps(cls, seed: int = 0) -> bool:
             mine = ours1(x1, attention_mask=padding, position_bias=bias0)[0]
             _, ref_bias0, _ = ref0(x, mask=reference_mask(allowed(True)))
             theirs, _, _ = ref1(x1, mask=reference_mask(allowed(True)), position_bias=ref_bias0)
-        return cmp(label, real(mine), real(theirs))
+        return _compare(label, real(mine), real(theirs))
 
     steps = [("step 1, projections", projections), ("step 2, split heads", split),
              ("step 3, unscaled scores", scores), ("step 4, the bias", bias), ("step 5, masks", masks),
