@@ -97,7 +97,8 @@ class Question:
     """What every graded question has: an id, points, a one-line title and hints in levels.
 
     `name` is the variable (or function) the learner fills in; the grader reads it out of the
-    kernel, and `check("q1")` reads it from the notebook's namespace.
+    kernel, and `check("q1")` reads it from the notebook's namespace. `objectives` are the
+    course's learning objectives (1-7, `t5lesson.grading.objectives`) the question assesses.
     """
 
     id: str
@@ -105,6 +106,7 @@ class Question:
     title: str
     name: str
     hints: tuple[str, ...] = ()
+    objectives: tuple[int, ...] = ()
     kind = "question"
     auto_scored = True
 
@@ -391,15 +393,23 @@ class FreeText(Question):
     """Prose for the instructor, collected and never auto-scored.
 
     The answer lives in a Markdown cell of the notebook (role "answer"), so the grader reads it
-    from the submitted file itself; `name` is that cell's name.
+    from the submitted file itself; `name` is that cell's name. `rubric` lists the elements of a
+    good answer with their points, (element, points) pairs summing to the question's points; it
+    is printed in the grader's free_text.csv for whoever marks the answers.
     """
 
     placeholder: str = "_Write your answer here._"
+    rubric: tuple[tuple[str, float], ...] = ()
     kind = "free text"
     auto_scored = False
 
     def harvest_spec(self) -> dict:
         return {}
+
+    def rubric_text(self) -> str:
+        """The rubric on one line: "1 pt: names both changes; 1 pt: ..."."""
+        return "; ".join(f"{format_points(points)} pt{'' if points == 1 else 's'}: {element}"
+                         for element, points in self.rubric)
 
     def score(self, record) -> Outcome:
         text = record.get("text", "") if isinstance(record, dict) else ""

@@ -26,7 +26,7 @@ EXERCISE = Exercise(
     title="Exercise 6: a T5 self-attention layer in PyTorch",
     questions=(
         MultipleChoice(
-            id="q1", points=2, name="answer_q1", title="What is different in cross-attention",
+            id="q1", points=2, objectives=(7,), name="answer_q1", title="What is different in cross-attention",
             options="ABCDE", multiple=True, key="084c05066638b479285aa2bb",
             hints=(
                 "for each statement, ask where the queries and the keys of cross-attention come from.",
@@ -42,7 +42,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, name="answer_q2", title="The size of the bias during cached decoding",
+            id="q2", points=1, objectives=(7,), name="answer_q2", title="The size of the bias during cached decoding",
             key="34635087729c14db379af38c",
             hints=(
                 "the bias tensor has shape [1, heads, q_len, k_len].",
@@ -56,7 +56,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, name="answer_q3", title="Keys a query may see with left padding",
+            id="q3", points=1, objectives=(7,), name="answer_q3", title="Keys a query may see with left padding",
             key="dcb82fa6722a6e28876e0aca",
             hints=(
                 "two masks apply in a decoder: the causal mask and the padding mask; a key must pass both.",
@@ -70,7 +70,8 @@ EXERCISE = Exercise(
             },
         ),
         ModuleCode(
-            id="q4", points=6, name="MyT5Attention", title="A T5 self-attention module that matches T5Attention",
+            id="q4", points=6, objectives=(7,),
+            name="MyT5Attention", title="A T5 self-attention module that matches T5Attention",
             reference=f"{_CASES}:reference_case", diagnose=f"{_CASES}:diagnose", shows=f"{_CASES}:shows",
             what="transformers' T5Attention", cases=layer_cases.cases(), case_timeout=5.0,
             blocked=("t5lesson.layer:T5SelfAttention.forward", "t5lesson.layer:RelativePositionBias.forward",
@@ -87,7 +88,17 @@ EXERCISE = Exercise(
                 "query_offset is the number of cached keys, and the new keys go after the cached ones.",
             ),
         ),
-        FreeText(id="q5", points=2, name="q5-answer",
-                 title="Why the cache needs a query offset (marked by your instructor)"),
+        FreeText(
+            id="q5", points=2, objectives=(7,), name="q5-answer",
+            title="Why the cache needs a query offset (marked by your instructor)",
+            rubric=(
+                ("the bias is looked up by key position minus query position, and with a cache the new query sits "
+                 "at position past_len, after every cached key", 1),
+                ("with the offset left at 0 the cached keys look like keys after the query (the future bucket, "
+                 "bucket 0 in a decoder): every key gets the wrong bias, and a mask built the same way hides all "
+                 "but the first key", 0.5),
+                ("in a full pass queries and keys share the numbering 0..L-1, so no offset is needed", 0.5),
+            ),
+        ),
     ),
 )
