@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pytest
 import torch
-
 from t5_layer_answers import T5Layer, variant
+
 from t5lesson.grading import harvest
 from t5lesson.grading.bank import get
 from t5lesson.grading.bank import t5_layer_cases as layer_cases

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..plain_code import FloatCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_entropy", "reference_scores"]
 
@@ -86,11 +86,11 @@ def _score_cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="01_unscaled_scores",
-    title="Exercise 1: T5's unscaled score, and what dropping sqrt(d) does",
+    id=id_of_module(__name__),
+    title="Exercise 1: T5's unscaled score, and what dropping $\\sqrt{d}$ does",
     questions=(
         MultipleChoice(
-            id="q1", points=1, objectives=(1,), name="answer_q1", title="Pick the unnormalised T5 score",
+            id="q1", points=1, objectives=(1,), name="answer_q1",
             options="ABCDE", key="cceea8c4953b42f1cfd33c4b",
             hints=(
                 "two things set T5 apart: what happens to the size of q.k, and how the position enters.",
@@ -108,7 +108,7 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q2", points=2, objectives=(2,), name="answer_q2", title="The changes from standard attention",
+            id="q2", points=2, objectives=(2,), name="answer_q2",
             options="ABCDEF", multiple=True, key="4d2b1d530ca3f36521a44467",
             hints=(
                 "for each option, ask two things: is it about the size of q.k or about where position enters, "
@@ -134,7 +134,6 @@ EXERCISE = Exercise(
         ),
         FreeText(
             id="q3", points=2, objectives=(2,), name="q3-answer",
-            title="What each change does (marked by your instructor)",
             rubric=(
                 ("dropping 1/sqrt(d) leaves q.k at its natural size, whose spread grows with d "
                  "(variance d for unit-variance entries), so the softmax gets sharper as heads grow", 1),
@@ -144,7 +143,7 @@ EXERCISE = Exercise(
             ),
         ),
         Numeric(
-            id="q4", points=1, objectives=(1,), name="answer_q4", title="One score by hand", tolerance=1e-4,
+            id="q4", points=1, objectives=(1,), name="answer_q4", tolerance=1e-4,
             key="03292d5b14f81032ab253150",
             hints=(
                 "the score is the plain dot product plus one entry of the bias table.",
@@ -158,7 +157,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q5", points=1, objectives=(3,), name="answer_q5", title="The variance of q.k",
+            id="q5", points=1, objectives=(3,), name="answer_q5",
             key="67b0594f26333e67a7606a32",
             hints=(
                 "q.k is a sum of d independent products q_m k_m; variances of independent terms add.",
@@ -172,7 +171,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q6", points=1, objectives=(1, 3), name="answer_q6", title="A softmax weight from T5 scores",
+            id="q6", points=1, objectives=(1, 3), name="answer_q6",
             tolerance=1e-3,
             key="41360165fbcfd1c57b28a93e",
             hints=(
@@ -186,7 +185,7 @@ EXERCISE = Exercise(
             },
         ),
         FloatCode(
-            id="q7", points=3, objectives=(3,), name="my_entropy", title="Implement the entropy statistic",
+            id="q7", points=3, objectives=(3,), name="my_entropy",
             reference="t5lesson.grading.bank.ex01_unscaled_scores:reference_entropy",
             cases=_entropy_cases(), case_timeout=1.0, tolerance=1e-6,
             blocked=("t5lesson.saturation:softmax_entropy", f"{__name__}:reference_entropy", "scipy.stats:entropy"),
@@ -196,7 +195,7 @@ EXERCISE = Exercise(
             ),
         ),
         Numeric(
-            id="q8", points=1, objectives=(3,), name="answer_q8", title="The gradient through a saturated softmax",
+            id="q8", points=1, objectives=(3,), name="answer_q8",
             tolerance=1e-4, key="7b4c90b4c263ad933f42f98a",
             hints=(
                 "first the weights p = softmax(scores); then the Jacobian J = diag(p) - p p^T, a 4 x 4 matrix.",
@@ -211,7 +210,6 @@ EXERCISE = Exercise(
         ),
         FloatCode(
             id="q9", points=4, objectives=(1,), name="my_scores",
-            title="Implement T5's masked, biased, unscaled scores",
             reference="t5lesson.grading.bank.ex01_unscaled_scores:reference_scores",
             cases=_score_cases(), case_timeout=1.0, tolerance=1e-6, masked_below=-1e9,
             blocked=("t5lesson.scores:attention_scores", "t5lesson.scores:attention",

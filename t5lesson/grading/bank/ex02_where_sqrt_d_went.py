@@ -10,17 +10,16 @@ with `python -m t5lesson.grading.questions hash|float-key ...`.
 from __future__ import annotations
 
 from ..questions import FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE"]
 
 EXERCISE = Exercise(
-    id="02_where_sqrt_d_went",
-    title="Exercise 2: where T5 put sqrt(d), and what that changes",
+    id=id_of_module(__name__),
+    title="Exercise 2: where T5 put $\\sqrt{d}$, and what that changes",
     questions=(
         FreeText(
             id="q1", points=3, objectives=(3, 4), name="q1-answer",
-            title="Evaluate the design choice (marked by your instructor)",
             rubric=(
                 ("why the 1/sqrt(d) exists: Var(q.k) grows like d, so unscaled logits saturate the softmax and pass "
                  "little gradient as d grows, supported by a number from the lessons", 1),
@@ -33,7 +32,7 @@ EXERCISE = Exercise(
             ),
         ),
         MultipleChoice(
-            id="q2", points=2, objectives=(4,), name="answer_q2", title="What folding does and does not do",
+            id="q2", points=2, objectives=(4,), name="answer_q2",
             options="ABCDE", multiple=True, key="8fc6adfb6085097f780e7ac0",
             hints=(
                 "judge each statement on its own: the initialisation, the exact identity, training, and fp16.",
@@ -50,7 +49,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, objectives=(4,), name="answer_q3", title="A bias inside the scaling", tolerance=1e-3,
+            id="q3", points=1, objectives=(4,), name="answer_q3", tolerance=1e-3,
             key="ee14d007f3bcb8c74519817e",
             hints=(
                 "adding b to one key's logit multiplies its odds against any other key by e^b.",
@@ -62,7 +61,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q4", points=1, objectives=(4,), name="answer_q4", title="The folded initialisation",
+            id="q4", points=1, objectives=(4,), name="answer_q4",
             tolerance=1e-5,
             key="51444a5880a9b9af16dca77f",
             hints=(
@@ -77,7 +76,6 @@ EXERCISE = Exercise(
         ),
         FreeText(
             id="q5", points=2, objectives=(4,), name="q5-answer",
-            title="Advise a colleague (marked by your instructor)",
             rubric=(
                 ("what is exactly true: unscaled attention with W_q / sqrt(d_kv) is the same function as scaled "
                  "attention with W_q, and T5 starts from that point", 0.5),

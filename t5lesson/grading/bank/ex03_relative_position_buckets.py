@@ -23,7 +23,7 @@ from __future__ import annotations
 from ...buckets import bucket_ranges
 from ..plain_code import PlainCode
 from ..questions import Case, Code, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_ranges"]
 
@@ -89,11 +89,11 @@ _CONFIGS = [
 ]
 
 EXERCISE = Exercise(
-    id="03_relative_position_buckets",
+    id=id_of_module(__name__),
     title="Exercise 3: relative positions and their buckets",
     questions=(
         Numeric(
-            id="q1", points=1, objectives=(5,), name="answer_q1", title="Bucket of an offset, encoder",
+            id="q1", points=1, objectives=(5,), name="answer_q1",
             key="d10c02600fcc067274c80c6d",
             hints=(
                 "the offset is key position minus query position; a key before the query is negative.",
@@ -108,7 +108,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, objectives=(5,), name="answer_q2", title="Bucket of a key after the query, encoder",
+            id="q2", points=1, objectives=(5,), name="answer_q2",
             key="d01070a8fdcfa95013ef98ce",
             hints=(
                 "a key after the query uses the upper half of the encoder's buckets.",
@@ -119,7 +119,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, objectives=(5,), name="answer_q3", title="Bucket of an offset, decoder",
+            id="q3", points=1, objectives=(5,), name="answer_q3",
             key="8c2143f48bd0a63d5cc42919",
             hints=(
                 "the decoder does not halve: all 32 buckets serve keys at or before the query.",
@@ -131,7 +131,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q4", points=1, objectives=(5,), name="answer_q4", title="The first offset of a bucket",
+            id="q4", points=1, objectives=(5,), name="answer_q4",
             key="b93b3f77efb1f7d1a634643e",
             hints=(
                 "bucket_ranges(bidirectional=False) lists the offsets of every bucket.",
@@ -144,7 +144,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q5", points=1, objectives=(5,), name="answer_q5", title="The first bucket no offset uses",
+            id="q5", points=1, objectives=(5,), name="answer_q5",
             key="f04663035ce06ce2fc778a00",
             hints=(
                 "in a causal table all 40 buckets serve the past; max_exact is half of them.",
@@ -160,7 +160,7 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q6", points=1, objectives=(5,), name="answer_q6", title="A bucket of their own for offsets +64..+90",
+            id="q6", points=1, objectives=(5,), name="answer_q6",
             options="ABCDE", key="25fca1507f14dff1c2e3cac5",
             hints=(
                 "for each configuration, compute the buckets of +63, +64, +90 and +91.",
@@ -175,7 +175,7 @@ EXERCISE = Exercise(
             },
         ),
         Code(
-            id="q7", points=4, objectives=(5,), name="my_bucket", title="Implement the bucket function",
+            id="q7", points=4, objectives=(5,), name="my_bucket",
             reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), case_timeout=1.0,
             blocked=tuple(f"t5lesson.buckets:{name}" for name in (
                 "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",
@@ -190,7 +190,7 @@ EXERCISE = Exercise(
             ),
         ),
         PlainCode(
-            id="q8", points=4, objectives=(5,), name="my_bucket_ranges", title="bucket_ranges from scratch",
+            id="q8", points=4, objectives=(5,), name="my_bucket_ranges",
             reference="t5lesson.grading.bank.ex03_relative_position_buckets:reference_ranges",
             cases=tuple(Case((), kwargs, topic) for kwargs, topic in _CONFIGS), case_timeout=2.0,
             blocked=("t5lesson.buckets:bucket_ranges", "t5lesson.lessons.toy_heads:bucket_representatives",
@@ -206,7 +206,6 @@ EXERCISE = Exercise(
         ),
         FreeText(
             id="q9", points=2, objectives=(5, 6), name="q9-answer",
-            title="Why buckets grow logarithmically (marked by your instructor)",
             rubric=(
                 ("near offsets get a bucket each because small differences in distance change the meaning "
                  "(the previous token or two back)", 0.5),

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..plain_code import FloatCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_clipped_bias"]
 
@@ -47,11 +47,11 @@ def _cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="05_length_generalisation",
+    id=id_of_module(__name__),
     title="Exercise 5: one bias for many distances, and sequences longer than training",
     questions=(
         MultipleChoice(
-            id="q1", points=1, objectives=(6,), name="answer_q1", title="Which model to deploy",
+            id="q1", points=1, objectives=(6,), name="answer_q1",
             options="ABC", key="cceea8c4953b42f1cfd33c4b",
             hints=(
                 "ask, for each model, which parameter supplies the bias of a pair 1500 tokens apart, "
@@ -65,7 +65,7 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q2", points=2, objectives=(6,), name="answer_q2", title="The best explanation",
+            id="q2", points=2, objectives=(6,), name="answer_q2",
             options="ABCDE", key="e83fc0bd4028947018bfcaf1",
             hints=(
                 "count: how many (query, key) pairs per training document have offset 5, and how many offset 500?",
@@ -83,7 +83,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, objectives=(6,), name="answer_q3", title="Pairs at one offset",
+            id="q3", points=1, objectives=(6,), name="answer_q3",
             key="46f0a02ede57c7251d5820bf",
             hints=(
                 "list the pairs: query i and key i - 480, for every query i that has such a key.",
@@ -98,7 +98,7 @@ EXERCISE = Exercise(
         ),
         FloatCode(
             id="q4", points=3, objectives=(6,),
-            name="clipped_bias_matrix", title="A per-offset bias table with clipping",
+            name="clipped_bias_matrix",
             reference="t5lesson.grading.bank.ex05_length_generalisation:reference_clipped_bias",
             cases=_cases(), case_timeout=1.0, tolerance=1e-9,
             blocked=(f"{__name__}:reference_clipped_bias", "t5lesson.lengthgen.schemes:Scheme.parameter_of_offset",
@@ -111,7 +111,6 @@ EXERCISE = Exercise(
         ),
         FreeText(
             id="q5", points=3, objectives=(6,), name="q5-answer",
-            title="When would you not choose buckets? (marked by your instructor)",
             rubric=(
                 ("inputs never longer than training: far buckets buy nothing, and a per-offset table (or more exact "
                  "buckets) keeps distinctions a wide bucket merges, e.g. copying from an exact long distance", 1),

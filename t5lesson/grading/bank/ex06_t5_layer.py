@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ..module_code import ModuleCode
 from ..questions import FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 from . import t5_layer_cases as layer_cases
 
 __all__ = ["EXERCISE"]
@@ -22,11 +22,11 @@ __all__ = ["EXERCISE"]
 _CASES = f"{layer_cases.__name__}"
 
 EXERCISE = Exercise(
-    id="06_t5_layer",
+    id=id_of_module(__name__),
     title="Exercise 6: a T5 self-attention layer in PyTorch",
     questions=(
         MultipleChoice(
-            id="q1", points=2, objectives=(7,), name="answer_q1", title="What is different in cross-attention",
+            id="q1", points=2, objectives=(7,), name="answer_q1",
             options="ABCDE", multiple=True, key="084c05066638b479285aa2bb",
             hints=(
                 "for each statement, ask where the queries and the keys of cross-attention come from.",
@@ -42,7 +42,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, objectives=(7,), name="answer_q2", title="The size of the bias during cached decoding",
+            id="q2", points=1, objectives=(7,), name="answer_q2",
             key="34635087729c14db379af38c",
             hints=(
                 "the bias tensor has shape [1, heads, q_len, k_len].",
@@ -56,7 +56,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, objectives=(7,), name="answer_q3", title="Keys a query may see with left padding",
+            id="q3", points=1, objectives=(7,), name="answer_q3",
             key="dcb82fa6722a6e28876e0aca",
             hints=(
                 "two masks apply in a decoder: the causal mask and the padding mask; a key must pass both.",
@@ -71,7 +71,7 @@ EXERCISE = Exercise(
         ),
         ModuleCode(
             id="q4", points=6, objectives=(7,),
-            name="MyT5Attention", title="A T5 self-attention module that matches T5Attention",
+            name="MyT5Attention",
             reference=f"{_CASES}:reference_case", diagnose=f"{_CASES}:diagnose", shows=f"{_CASES}:shows",
             what="transformers' T5Attention", cases=layer_cases.cases(), case_timeout=5.0,
             blocked=("t5lesson.layer:T5SelfAttention.forward", "t5lesson.layer:RelativePositionBias.forward",
@@ -90,7 +90,6 @@ EXERCISE = Exercise(
         ),
         FreeText(
             id="q5", points=2, objectives=(7,), name="q5-answer",
-            title="Why the cache needs a query offset (marked by your instructor)",
             rubric=(
                 ("the bias is looked up by key position minus query position, and with a cache the new query sits "
                  "at position past_len, after every cached key", 1),
