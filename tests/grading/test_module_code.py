@@ -7,6 +7,7 @@ a sentence that names the mistake. The answers are in t5_layer_answers.py.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -204,3 +205,34 @@ def test_expected_marks_padded_queries_as_not_compared():
     values = layer_cases.reference_case(**left).values
     assert np.isnan(values[0, :2]).all() and np.isfinite(values[0, 2:]).all() and np.isfinite(values[1]).all()
     assert compare(Expected(values), np.where(np.isnan(values), 123.0, values)) is None
+
+
+def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tmp_path):
+    """Solution 06 with one classic mistake each, graded by the class grader: partial credit, named."""
+    import nbformat
+
+    from t5lesson.grading.grade import Limits, grade_folder
+
+    root = Path(__file__).resolve().parents[2]
+    mistakes = {
+        "no_padding": ("        if attention_mask is not None:\n            allowed = allowed & attention_mask",
+                       "        if False:\n            allowed = allowed & attention_mask"),
+        "no_offset": ("position_bias = self.compute_bias(q_len, k_len, query_offset=past_len)",
+                      "position_bias = self.compute_bias(q_len, k_len, query_offset=0)"),
+    }
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for student, (old, new) in mistakes.items():
+        nb = nbformat.read(root / "solutions" / "06_t5_layer.ipynb", as_version=4)
+        [cell] = [c for c in nb.cells if c.metadata["t5lesson"].get("cell") == "q4-answer"]
+        assert old in cell.source
+        cell.source = cell.source.replace(old, new)
+        nbformat.write(nb, folder / f"{student}.ipynb")
+    graded = {g.student: g for g in grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=60),
+                                                 jobs=2)}
+    q4 = {student: {o.question: o for o in g.outcomes}["q4"] for student, g in graded.items()}
+    assert q4["no_padding"].points == pytest.approx(4.8) and q4["no_offset"].points == pytest.approx(4.8)
+    assert "with left padding, row 0 attends to a padded key" in q4["no_padding"].message
+    assert "as if the new token were at position 0" in q4["no_offset"].message
+    feedback = (tmp_path / "report" / "feedback" / "no_padding.md").read_text()
+    assert "q4: Partly correct: 8 of 10 cases right." in feedback
