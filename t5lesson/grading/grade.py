@@ -352,7 +352,15 @@ def _print_progress(done: int, total: int, g: Graded, exercise) -> None:
 
 def main(argv=None) -> int:
     sys.modules.setdefault("rfc3987_syntax", None)  # a slow optional import of jsonschema; see runner.py
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.grade", description=__doc__.split("\n")[0])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--objectives"]:  # the objective map of the question bank, as CSV; nothing is graded
+        from .objectives import objectives_csv
+
+        sys.stdout.write(objectives_csv())
+        return 0
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.grade", description=__doc__.split("\n")[0],
+                                     epilog="--objectives alone prints which questions assess each learning "
+                                            "objective, as CSV (objective, exercise, question, points, kind).")
     parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (never modified)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the reports")
     parser.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")

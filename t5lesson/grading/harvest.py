@@ -24,6 +24,7 @@ MIME = "text/x-t5lesson-harvest"
 MAX_ITEMS = 1000
 MAX_TEXT = 5000
 MAX_SLOW_CASES = 3
+HARVEST_FILE, ADAPTER_FILE = "<t5lesson-harvest>", "<t5lesson-adapter>"  # the file names of exec'd code
 
 
 class _CaseTimeout(BaseException):
@@ -82,7 +83,7 @@ def _user_frame(tb):
         tb = tb.tb_next
     for entry in reversed(frames):
         filename = entry.tb_frame.f_code.co_filename
-        if filename in ("<t5lesson-harvest>", globals().get("__file__")) or filename.startswith("<frozen"):
+        if filename in (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__")) or filename.startswith("<frozen"):
             continue
         if filename.startswith(library) or "/t5lesson/" in filename:
             continue
@@ -190,6 +191,10 @@ def collect(spec, namespace):
     if spec["kind"] == "code":
         if not callable(value):
             return {"status": "not_callable", "value": to_plain(value)}
+        if spec.get("adapter"):  # e.g. a class: the adapter's function builds and runs it per case
+            scope = {"__name__": "t5lesson_adapter"}
+            exec(compile(spec["adapter"], ADAPTER_FILE, "exec"), scope)
+            value = scope["adapt"](value)
         restore = blocking(spec.get("blocked", ()))
         try:
             return {"status": "ran", "cases": call_cases(value, spec["cases"], spec["timeout"])}

@@ -97,13 +97,15 @@ class Question:
 
     `name` is the variable (or function) the learner fills in; the grader reads it out of the
     kernel, and `check("q1")` reads it from the notebook's namespace. The question's title is
-    its heading in the notebook (see `notebook_format.validate`), and only there.
+    its heading in the notebook (see `notebook_format.validate`), and only there. `objectives`
+    are the course's learning objectives (1-7, `t5lesson.grading.objectives`) it assesses.
     """
 
     id: str
     points: float
     name: str
     hints: tuple[str, ...] = ()
+    objectives: tuple[int, ...] = ()
     kind = "question"
     auto_scored = True
 
@@ -279,6 +281,7 @@ class Code(Question):
     case_timeout: float = 1.0
     blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs
     kind = "code"
+    answer_kind = "a function"  # what the learner's name should hold, in messages
 
     def not_attempted(self) -> Outcome:
         return self.outcome(NOT_ATTEMPTED, 0, f"write the body of {self.name} in the answer cell.")
@@ -326,25 +329,29 @@ class Code(Question):
             return self.not_attempted()
         if record.get("status") == "not_callable":
             what = _describe(_value(record))
-            return self.outcome(INCORRECT, 0, f"{self.name} should be a function, but it is {what}.")
+            return self.outcome(INCORRECT, 0, f"{self.name} should be {self.answer_kind}, but it is {what}.")
         results = record.get("cases")
         if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
             return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
         if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
             return self.not_attempted()
 
-        right, first_miss, first_error = 0, None, None
+        right, failed = 0, []
         for case, want, got in zip(self.cases, self.expected, results, strict=True):
             if isinstance(got, dict) and "ok" in got and self._problem(want, got) is None:
                 right += 1
-                continue
-            if first_error is None and isinstance(got, dict) and ("error" in got or "timeout" in got):
-                first_error = (case, want, got)
-            if first_miss is None:
-                first_miss = (case, want, got)
+            else:
+                failed.append((case, want, got))
         total = len(self.cases)
         if right == total:
             return self.outcome(CORRECT, 1, f"all {total} cases right.")
+        return self._verdict(right, total, failed)
+
+    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
+        """The outcome when some cases failed ((case, want, got) each, in order): partial credit,
+        and here the first failed case explained, plus the first one that raised if that is another."""
+        errors = [f for f in failed if isinstance(f[2], dict) and ("error" in f[2] or "timeout" in f[2])]
+        first_miss, first_error = failed[0], (errors[0] if errors else None)
         if right == 0 and first_error is not None and first_error == first_miss:
             return self.outcome(ERROR, 0, self._explain(*first_error))
         status = PARTIAL if right else INCORRECT
@@ -385,15 +392,23 @@ class FreeText(Question):
     """Prose for the instructor, collected and never auto-scored.
 
     The answer lives in a Markdown cell of the notebook (role "answer"), so the grader reads it
-    from the submitted file itself; `name` is that cell's name.
+    from the submitted file itself; `name` is that cell's name. `rubric` lists the elements of a
+    good answer with their points, (element, points) pairs summing to the question's points; it
+    is printed in the grader's free_text.csv for whoever marks the answers.
     """
 
     placeholder: str = "_Write your answer here._"
+    rubric: tuple[tuple[str, float], ...] = ()
     kind = "free text"
     auto_scored = False
 
     def harvest_spec(self) -> dict:
         return {}
+
+    def rubric_text(self) -> str:
+        """The rubric on one line: "1 pt: names both changes; 1 pt: ..."."""
+        return "; ".join(f"{format_points(points)} pt{'' if points == 1 else 's'}: {element}"
+                         for element, points in self.rubric)
 
     def score(self, record) -> Outcome:
         text = record.get("text", "") if isinstance(record, dict) else ""

@@ -69,17 +69,19 @@ def gradebook_text(exercise: Exercise, graded: list[Graded]) -> str:
 
 
 def free_text_sheet(exercise: Exercise, graded: list[Graded]) -> str:
-    """The free-text answers, one row per student and question, with an empty points column."""
+    """The free-text answers, one row per student and question, with an empty points column and the
+    question's rubric (the elements of a good answer and their points) beside each answer."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "question", "max_points", "points", "answer"])
+    writer.writerow(["student", "question", "max_points", "points", "answer", "rubric"])
     questions = [q for q in exercise.questions if not q.auto_scored]
     for g in sorted(graded, key=lambda g: g.student):
         for q in questions:
             answer = g.free_text.get(q.id, "")
             if answer.strip() == getattr(q, "placeholder", "").strip():
                 answer = ""
-            writer.writerow([g.student, q.id, format_points(q.points), "", answer.strip()])
+            rubric = q.rubric_text() if hasattr(q, "rubric_text") else ""
+            writer.writerow([g.student, q.id, format_points(q.points), "", answer.strip(), rubric])
     return buffer.getvalue()
 
 

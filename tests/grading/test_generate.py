@@ -74,8 +74,8 @@ def test_format_errors_are_caught():
 
 
 @pytest.mark.parametrize("old,new,error", [
-    ("# Exercise 1: the T5 score", "# Exercise 1: a T5 score", "the bank's title"),
-    ("## Question 7 (4 points)", "## Question 7 (3 points)", "question 7 says 3 points"),
+    ("# Exercise 1: T5's unscaled score", "# Exercise 1: a T5 score", "the bank's title"),
+    ("## Question 9 (4 points)", "## Question 9 (3 points)", "question 9 says 3 points"),
     ("## Question 3 (2 points, marked by your instructor)", "## Question 3 (2 points)", "marked by the instructor"),
     ('checker("01_unscaled_scores")', 'checker("01_unscaled")', "checker"),
 ])

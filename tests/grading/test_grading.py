@@ -1,7 +1,7 @@
 """The class grader on a synthetic class: exact gradebook, untouched files, no unearned marks.
 
-One module-scoped run grades every kind of submission (tests/grading/synthetic_class.py) with small
-limits, so the whole module takes about a minute on 2 cores. Each test then reads what it
+One module-scoped run grades every kind of submission to exercise 03 (tests/grading/synthetic_class.py)
+with small limits, so the whole module takes about a minute on 2 cores. Each test then reads what it
 needs from that one run.
 """
 from __future__ import annotations
@@ -26,25 +26,25 @@ SLEEP_MARKER = "987"
 
 # Rows of the gradebook, in the order it is written (sorted by student).
 EXPECTED = """\
-student,q1,q2,q3,q4,q5,q6,q7,total,status
-blank,0,0,,0,0,0,0,0,graded
-exits,0,0,,0,0,0,0,0,kernel died
-full,1,2,,1,1,1,4,10,graded
-infinite_loop,1,2,,1,1,1,4,10,graded
-memory,1,2,,1,1,1,4,10,graded
-missing_variable,1,2,,0,1,1,4,9,graded
-not_a_notebook,0,0,,0,0,0,0,0,unreadable
-not_json,0,0,,0,0,0,0,0,unreadable
-output_flood,1,2,,1,1,1,4,10,graded
-partial,0,2,,1,0,1,3.25,7.25,graded
-raises,1,2,,1,1,0,4,9,graded
-reordered,1,2,,1,0,1,4,9,graded
-shortcut,1,2,,1,1,1,0,6,graded
-tamper,0,0,,0,0,1,0,1,graded
-tamper_builtins,0,0,,0,0,0,0,0,stuck
-thief,0,0,,0,0,0,0,0,graded
-uninterruptible,0,0,,0,0,0,0,0,stuck
-widgets,1,2,,1,1,1,4,10,graded
+student,q1,q2,q3,q4,q5,q6,q7,q8,q9,total,status
+blank,0,0,0,0,0,0,0,0,,0,graded
+exits,0,0,0,0,0,0,0,0,,0,kernel died
+full,1,1,1,1,1,1,4,4,,14,graded
+infinite_loop,1,1,1,1,1,1,4,4,,14,graded
+memory,1,1,1,1,1,1,4,4,,14,graded
+missing_variable,1,1,1,0,1,1,4,4,,13,graded
+not_a_notebook,0,0,0,0,0,0,0,0,,0,unreadable
+not_json,0,0,0,0,0,0,0,0,,0,unreadable
+output_flood,1,1,1,1,1,1,4,4,,14,graded
+partial,0,1,1,1,1,0,3.25,4,,11.25,graded
+raises,1,1,1,1,1,0,4,4,,13,graded
+reordered,1,1,1,1,0,1,4,4,,13,graded
+shortcut,1,1,1,1,1,1,0,4,,10,graded
+tamper,0,0,1,0,0,0,0,0,,1,graded
+tamper_builtins,0,0,0,0,0,0,0,0,,0,stuck
+thief,0,0,0,0,0,0,0,0,,0,graded
+uninterruptible,0,0,0,0,0,0,0,0,,0,stuck
+widgets,1,1,1,1,1,1,4,4,,14,graded
 """
 
 
@@ -99,7 +99,7 @@ def test_no_submission_file_changed(graded_class):
 def test_tampering_earns_only_what_was_answered(graded_class):
     tamper = graded_class["graded"]["tamper"]
     points = {o.question: o.points for o in tamper.outcomes}
-    assert points == {"q1": 0, "q2": 0, "q3": 0, "q4": 0, "q5": 0, "q6": 1, "q7": 0}
+    assert points == {"q1": 0, "q2": 0, "q3": 1, "q4": 0, "q5": 0, "q6": 0, "q7": 0, "q8": 0, "q9": 0}
     shortcut = {o.question: o for o in graded_class["graded"]["shortcut"].outcomes}
     assert shortcut["q7"].points == 0 and "reference implementation is not available" in shortcut["q7"].message
     broken = graded_class["graded"]["tamper_builtins"]
@@ -154,7 +154,7 @@ def test_reports_are_written(graded_class):
     assert feedback == sorted(graded_class["paths"])
     sheet = list(csv.DictReader(io.StringIO((report / "free_text.csv").read_text())))
     answers = {row["student"]: row["answer"] for row in sheet}
-    assert answers["full"].startswith("Dropping the")
+    assert answers["full"].startswith("Nearby tokens matter most")
     assert answers["blank"] == ""
     assert (report / "summary.md").exists()
 
@@ -178,5 +178,5 @@ def test_a_run_past_the_hard_limit_is_killed(tmp_path):
                           limits=Tight(cell_timeout=60, notebook_timeout=60, startup_timeout=30), jobs=1)
     assert time.monotonic() - start < 8.0 + 10
     assert graded[0].status == "time limit" and graded[0].total == 0
-    assert all(o.status == "error" for o in graded[0].outcomes if o.question != "q3")
+    assert all(o.status == "error" for o in graded[0].outcomes if o.question != "q9")  # q9: free text
     assert _sleepers() == []
