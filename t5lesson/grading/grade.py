@@ -22,6 +22,7 @@ ignores interrupts), a kernel that dies, floods of output, attempts to read or w
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import secrets
@@ -38,11 +39,12 @@ from pathlib import Path
 
 import nbformat
 
-from . import bank, sandbox
+from . import answers, bank, outputs, sandbox, shards
 from .notebook_format import exercise_id_of, make_exercise
 from .protocol import FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
-from .report import Graded, write_reports
+from .progress import Progress
+from .report import Graded
 from .submission import Prepared, prepare
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -232,7 +234,22 @@ def find_submissions(folder: Path) -> list[Path]:
     return found
 
 
-def _infer_exercise(datas: list[bytes]) -> str | None:
+def given_answers(exercise, result: dict | None, nonce: str) -> dict:
+    """What each auto-scored question was answered, for the class report (`t5lesson.grading.answers`)."""
+    harvest = result.get("harvest") if isinstance(result, dict) else None
+    harvest = harvest if isinstance(harvest, dict) else {}
+    records = {q.id: _read_harvest(harvest.get(q.id), nonce, q.id) for q in exercise.questions if q.auto_scored}
+    return answers.summarise(exercise, records)
+
+
+def _contents(files: list[Path], limit_bytes: int):
+    """Each file's bytes in turn (files over the limit skipped), without keeping them all."""
+    for path in files:
+        if path.stat().st_size <= limit_bytes:
+            yield path.read_bytes()
+
+
+def _infer_exercise(datas) -> str | None:
     counts = Counter()
     for data in datas:
         try:
@@ -265,17 +282,22 @@ def _uids(count: int) -> list[int]:
 
 def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None, template: Path | None = None,
                  limits: Limits = Limits(), jobs: int | None = None, isolation: str = "auto",
-                 hide: tuple[str, ...] = (), progress=None) -> list[Graded]:
-    """Grade every submission under `submissions`; write the reports under `out`; return the verdicts."""
+                 hide: tuple[str, ...] = (), progress=None, shard: tuple[int, int] | None = None) -> list[Graded]:
+    """Grade every submission under `submissions` (or shard K/N of them: `shards.select`); write
+    the reports under `out`; return the verdicts."""
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
         raise ValueError("the report folder must not be inside the submissions folder")
-    files = find_submissions(submissions)
+    every = find_submissions(submissions)
+    files = shards.select(every, shard) if shard else every
     datas = {}
     for path in files:
         size = path.stat().st_size
         datas[path] = None if size > limits.max_notebook_mb * 2 ** 20 else path.read_bytes()
-    exercise_id = exercise_id or _infer_exercise([d for d in datas.values() if d is not None])
+    if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
+        found = _contents(every, limits.max_notebook_mb * 2 ** 20) if shard else \
+            [d for d in datas.values() if d is not None]
+        exercise_id = _infer_exercise(found)
     if exercise_id is None:
         raise ValueError("cannot tell which exercise this is; pass --exercise")
     exercise = bank.get(exercise_id)
@@ -312,9 +334,12 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
         result, seconds = _run_worker(prep, limits, work, uids[index] if full else None,
                                       hidden if full else [], auto)
         status, outcomes, notes = score(exercise, prep, result, nonce, limits)
-        return Graded(student, path.name, status, outcomes, notes, prep.free_text, seconds)
+        return Graded(student, path.name, status, outcomes, notes, prep.free_text, seconds,
+                      given_answers(exercise, result, nonce))
 
     graded: list[Graded] = []
+    if progress is not None and hasattr(progress, "begin"):
+        progress.begin(len(files))
     try:
         with ThreadPoolExecutor(max_workers=jobs or _cores()) as pool:
             futures = [pool.submit(one, i, p) for i, p in enumerate(files)]
@@ -328,7 +353,10 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
             shutil.rmtree(work, ignore_errors=True)
     settings = {key: value for key, value in asdict(limits).items()}
     settings.update(exercise=exercise.id, isolation="full" if full else f"none ({reason})")
-    write_reports(out, exercise, graded, settings)
+    shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+    if shard_text:
+        settings["shard"] = shard_text
+    outputs.write_all(out, exercise, graded, settings, shard_text)
     return graded
 
 
@@ -339,16 +367,21 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _print_progress(done: int, total: int, g: Graded, exercise) -> None:
-    width = len(str(total))
-    points = f"{g.total:g}/{exercise.auto_points:g}"
-    print(f"[{done:>{width}}/{total}] {g.student}: {points} {g.status} ({g.seconds:.1f} s)",
-          file=sys.stderr, flush=True)
+# `python -m t5lesson.grade COMMAND ...`: the instructor's other commands, each in its own module.
+COMMANDS = {"merge": "shards", "autograder": "gradescope", "lms": "lms"}
 
 
 def main(argv=None) -> int:
     sys.modules.setdefault("rfc3987_syntax", None)  # a slow optional import of jsonschema; see runner.py
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.grade", description=__doc__.split("\n")[0])
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS:  # a submissions folder named like a command: write ./merge
+        module = importlib.import_module(f".{COMMANDS[argv[0]]}", __package__)
+        return module.main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m t5lesson.grading.grade", description=__doc__.split("\n")[0],
+        epilog="Other commands: `merge REPORT_DIR... --out DIR` (shards into one report), `autograder EXERCISE "
+               "--out autograder.zip` (a Gradescope autograder), `lms REPORT_DIR --ids IDS.csv --out DIR` "
+               "(Canvas and Moodle CSV, feedback as Markdown and HTML); each takes --help.")
     parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (never modified)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the reports")
     parser.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
@@ -362,23 +395,31 @@ def main(argv=None) -> int:
     parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
                         help="full: own user id and hidden folders (needs root); auto: full when possible")
     parser.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
-    parser.add_argument("--quiet", action="store_true")
+    parser.add_argument("--shard", type=shards.parse_shard, metavar="K/N",
+                        help="grade only slice K of N of the folder (see `merge`)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress (by default: a bar on a terminal, one line per submission otherwise)")
     args = parser.parse_args(argv)
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder")
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                     harvest_timeout=args.harvest_timeout, output_limit=args.output_limit, memory_mb=args.memory_mb)
     start = time.monotonic()
+    progress = None if args.quiet else Progress()
     try:
         graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
                               limits=limits, jobs=args.jobs, isolation=args.isolation, hide=tuple(args.hide),
-                              progress=None if args.quiet else _print_progress)
+                              progress=progress, shard=args.shard)
     except (ValueError, RuntimeError, KeyError) as exc:
+        if progress is not None:
+            progress.finish()
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
-        print(f"graded {len(graded)} submissions in {time.monotonic() - start:.1f} s; reports in {args.out}",
-              file=sys.stderr)
+        seconds = time.monotonic() - start
+        rate = f" ({len(graded) * 60 / seconds:.1f} per minute)" if graded and seconds > 0 else ""
+        print(f"graded {len(graded)} submissions in {seconds:.1f} s{rate}; reports in {args.out} "
+              f"(report.html: the class at a glance)", file=sys.stderr)
     return 0
 
 

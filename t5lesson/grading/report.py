@@ -33,6 +33,7 @@ class Graded:
     notes: list[str] = field(default_factory=list)
     free_text: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    answers: dict[str, dict] = field(default_factory=dict)  # what was answered (t5lesson.grading.answers)
 
     @property
     def total(self) -> float:

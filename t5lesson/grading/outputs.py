@@ -1,0 +1,84 @@
+"""Everything one grading run writes into REPORT_DIR, and grades.json, which can be read back.
+
+`write_all` is what the grader (`grade_folder`) and `merge` both call, so a merged report is
+made by exactly the code that makes a single run's:
+
+- gradebook.csv, free_text.csv, summary.md, feedback/<student>.md (`t5lesson.grading.report`);
+- report.html and class_report/*.csv, the class at a glance (`t5lesson.grading.class_report`);
+- grades.json: every verdict (status, one outcome per question, notes, free text, the answer
+  summaries of `t5lesson.grading.answers`), the settings, and which shard this was, if any.
+  `merge` and the LMS export read it back with `read`; the numbers in it are the gradebook's.
+
+Like the rest of the report, grades.json holds no clock and no path of the machine, and
+submissions come sorted by student, so grading twice (or in shards, then merging) gives the
+same bytes.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import bank
+from .protocol import Status
+from .questions import Outcome
+from .report import Graded, _atomic_write, write_reports
+
+__all__ = ["FORMAT", "GRADES_FILE", "write_all", "grades_text", "read"]
+
+FORMAT = "t5lesson-grades/1"
+GRADES_FILE = "grades.json"
+
+
+def _plain(g: Graded) -> dict:
+    return {
+        "student": g.student, "file": g.file, "status": str(g.status),
+        "outcomes": [{"question": o.question, "status": o.status, "points": o.points,
+                      "max_points": o.max_points, "message": o.message} for o in g.outcomes],
+        "notes": list(g.notes), "free_text": dict(g.free_text), "answers": dict(getattr(g, "answers", {}) or {}),
+    }
+
+
+def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | None = None) -> str:
+    """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null)."""
+    doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard,
+           "settings": {k: settings[k] for k in sorted(settings)},
+           "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: str | None = None) -> None:
+    """Write the whole report folder (see module doc)."""
+    from .class_report import class_report_files  # the report's figures are only needed here
+
+    write_reports(out, exercise, graded, settings)
+    for relative, text in class_report_files(exercise, graded).items():
+        _atomic_write(out / relative, text)
+    _atomic_write(out / GRADES_FILE, grades_text(exercise, graded, settings, shard))
+
+
+def _status(value: str):
+    try:
+        return Status(value)
+    except ValueError:
+        return value
+
+
+def read(report_dir: Path):
+    """(exercise, verdicts, settings, shard) from a report folder's grades.json."""
+    path = Path(report_dir) / GRADES_FILE
+    if not path.is_file():
+        raise ValueError(f"{report_dir} has no {GRADES_FILE}: is it a report folder written by this grader?")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path} is damaged: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"{path} is not in the format {FORMAT}")
+    exercise = bank.get(doc["exercise"])
+    graded = []
+    for s in doc["submissions"]:
+        outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"])
+                    for o in s["outcomes"]]
+        graded.append(Graded(s["student"], s["file"], _status(s["status"]), outcomes, list(s["notes"]),
+                             dict(s["free_text"]), 0.0, dict(s.get("answers", {}))))
+    return exercise, graded, dict(doc["settings"]), doc.get("shard")
