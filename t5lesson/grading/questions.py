@@ -18,13 +18,14 @@ Submitted (read by the instructor, never auto-scored).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import math
 import re
 import string
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+
+from .protocol import resolve
 
 __all__ = [
     "CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED",
@@ -290,8 +291,7 @@ class Code(Question):
     @cached_property
     def expected(self) -> tuple[int, ...]:
         """The reference's result for every case, computed in this process."""
-        module, _, attr = self.reference.partition(":")
-        function = getattr(importlib.import_module(module), attr)
+        function = resolve(self.reference)
         return tuple(int(function(*c.args, **dict(c.kwargs))) for c in self.cases)
 
     def score(self, record) -> Outcome:

@@ -22,7 +22,6 @@ clever `__eq__` arrives as "a FakeInt object" and is wrong.
 """
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -30,6 +29,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ..protocol import resolve
 from ..questions import CORRECT, ERROR, INCORRECT, PARTIAL, Case, Code, _describe, _missing
 
 __all__ = ["PlainCode", "differences", "from_plain", "to_python"]
@@ -124,8 +124,7 @@ class PlainCode(Code):
 
     def reference_results(self) -> list:
         """The reference's result for every case, as it returns them, computed in this process."""
-        module, _, attr = self.reference.partition(":")
-        function = getattr(importlib.import_module(module), attr)
+        function = resolve(self.reference)
         return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
 
     @cached_property
