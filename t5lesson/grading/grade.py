@@ -22,7 +22,6 @@ ignores interrupts), a kernel that dies, floods of output, attempts to read or w
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import secrets
 import shutil
@@ -31,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
@@ -38,15 +38,19 @@ from pathlib import Path
 
 import nbformat
 
-from . import bank, sandbox
+from . import bank, intake, sandbox
+from .bounds import loads
 from .notebook_format import exercise_id_of, make_exercise
 from .protocol import FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
 from .report import Graded, write_reports
-from .submission import Prepared, prepare
+from .submission import MAX_DEPTH, MAX_NODES, Prepared, prepare
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 UID_BASE = 2_100_000_000
+HARVEST_DEPTH = 24  # a record is at most ~14 levels deep (record, cases, plain values 6 deep)
+HARVEST_NODES = 400_000
+HARVEST_CHARS = Limits.harvest_limit
 
 
 # --------------------------------------------------------------------------- running one
@@ -106,7 +110,7 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
     target = job_dir / "result.json"
     if target.exists() and target.stat().st_size < 50 * 2 ** 20:
         try:
-            result = json.loads(target.read_text(encoding="utf-8"))
+            result = loads(target.read_text(encoding="utf-8"), max_depth=HARVEST_DEPTH + 4, constants=True)
         except (ValueError, UnicodeDecodeError):
             result = None
     if not os.environ.get("T5LESSON_GRADE_KEEP"):  # keep the run folders to debug the grader itself
@@ -122,8 +126,8 @@ def _read_harvest(text, nonce: str, question_id: str):
     """The record of one question from the harvesting cell's output, or None if unusable."""
     if not isinstance(text, str):
         return None
-    try:
-        payload = json.loads(text)
+    try:  # bounded: the text came out of the student's kernel
+        payload = loads(text, max_depth=HARVEST_DEPTH, max_nodes=HARVEST_NODES, max_chars=HARVEST_CHARS)
     except ValueError:
         return None
     if not isinstance(payload, dict) or payload.get("nonce") != nonce or payload.get("id") != question_id:
@@ -222,25 +226,22 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
 
 
 def find_submissions(folder: Path) -> list[Path]:
-    """Every *.ipynb under the folder, skipping hidden folders, checkpoints and symlinks."""
-    found = []
-    for path in sorted(folder.rglob("*.ipynb")):
-        parts = path.relative_to(folder).parts
-        if any(p.startswith(".") for p in parts) or path.is_symlink() or not path.is_file():
-            continue
-        found.append(path)
-    return found
+    """Every submission under the folder (see `intake.survey`: hidden entries, links, FIFOs are skipped)."""
+    return [entry.path for entry in intake.survey(folder)[0]]
 
 
-def _infer_exercise(datas: list[bytes]) -> str | None:
+def _infer_exercise(datas) -> str | None:
+    """The exercise most of the notebooks name in their metadata (unreadable ones are left out)."""
     counts = Counter()
     for data in datas:
-        try:
-            doc = json.loads(data)
-            exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
-        except (ValueError, UnicodeDecodeError, AttributeError):
+        if not isinstance(data, bytes):
             continue
-        if exercise_id in bank.exercise_ids():
+        try:
+            doc = loads(data.decode("utf-8"), max_depth=MAX_DEPTH, max_nodes=MAX_NODES, constants=True)
+            exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
+        except Exception:  # anything odd in one file only means that file does not vote
+            continue
+        if isinstance(exercise_id, str) and exercise_id in bank.exercise_ids():
             counts[exercise_id] += 1
     if counts:
         return counts.most_common(1)[0][0]
@@ -270,12 +271,10 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
         raise ValueError("the report folder must not be inside the submissions folder")
-    files = find_submissions(submissions)
-    datas = {}
-    for path in files:
-        size = path.stat().st_size
-        datas[path] = None if size > limits.max_notebook_mb * 2 ** 20 else path.read_bytes()
-    exercise_id = exercise_id or _infer_exercise([d for d in datas.values() if d is not None])
+    files, skipped = intake.survey(submissions)
+    max_bytes = limits.max_notebook_mb * 2 ** 20
+    if exercise_id is None:
+        exercise_id = _infer_exercise(intake.read(entry, max_bytes) for entry in files)
     if exercise_id is None:
         raise ValueError("cannot tell which exercise this is; pass --exercise")
     exercise = bank.get(exercise_id)
@@ -296,40 +295,75 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     hidden += [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h)]
 
-    def one(index: int, path: Path) -> Graded:
-        student = path.relative_to(submissions).with_suffix("").as_posix()
-        data = datas[path]
-        if data is None:
-            prep = Prepared(problem=f"the file is larger than {limits.max_notebook_mb} MB")
-            status = Status.TOO_LARGE
+    def grade_one(index: int, entry: intake.Entry) -> Graded:
+        data = intake.read(entry, max_bytes)
+        if isinstance(data, str):
+            too_large = data.startswith("larger than")
+            problem = f"the file is larger than {limits.max_notebook_mb} MB" if too_large else data
+            prep = Prepared(problem=problem)
+            status = Status.TOO_LARGE if too_large else Status.UNREADABLE
         else:
             nonce = secrets.token_hex(16)
             prep = prepare(data, template_nb, exercise, nonce)
             status = Status.UNREADABLE if prep.problem else ""
         if prep.problem:
             outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {prep.problem}.") for q in exercise.questions]
-            return Graded(student, path.name, status, outcomes, [f"Your file could not be graded: {prep.problem}."])
+            return Graded(entry.student, entry.relative, status, outcomes,
+                          [f"Your file could not be graded: {prep.problem}."])
         result, seconds = _run_worker(prep, limits, work, uids[index] if full else None,
                                       hidden if full else [], auto)
         status, outcomes, notes = score(exercise, prep, result, nonce, limits)
-        return Graded(student, path.name, status, outcomes, notes, prep.free_text, seconds)
+        return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds)
+
+    def one(index: int, entry: intake.Entry) -> Graded:
+        """Grade one submission; whatever goes wrong ends as a "grader error" row, never the batch."""
+        start = time.monotonic()
+        try:
+            return grade_one(index, entry)
+        except Exception as exc:
+            return grader_error(exercise, entry, exc, time.monotonic() - start)
 
     graded: list[Graded] = []
     try:
         with ThreadPoolExecutor(max_workers=jobs or _cores()) as pool:
-            futures = [pool.submit(one, i, p) for i, p in enumerate(files)]
+            futures = [pool.submit(one, i, entry) for i, entry in enumerate(files)]
             for done, future in enumerate(as_completed(futures), 1):
                 g = future.result()
                 graded.append(g)
                 if progress:
-                    progress(done, len(files), g, exercise)
+                    try:
+                        progress(done, len(files), g, exercise)
+                    except Exception:  # a progress line must never cost the gradebook
+                        pass
     finally:
         if not os.environ.get("T5LESSON_GRADE_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
     settings = {key: value for key, value in asdict(limits).items()}
     settings.update(exercise=exercise.id, isolation="full" if full else f"none ({reason})")
-    write_reports(out, exercise, graded, settings)
+    failed = write_reports(out, exercise, graded, settings, skipped=skipped)
+    if failed:
+        raise ReportError(failed)
     return graded
+
+
+class ReportError(RuntimeError):
+    """Some report files could not be written (the gradebook itself always is, or this says so)."""
+
+    def __init__(self, failed: list[str]):
+        super().__init__("some reports could not be written: " + "; ".join(failed[:5]))
+        self.failed = failed
+
+
+def grader_error(exercise, entry: intake.Entry, exc: BaseException, seconds: float = 0.0) -> Graded:
+    """The row of a submission whose grading failed inside the grader: status "grader error"."""
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    place = f" (at {Path(where[0].filename).name}:{where[0].lineno})" if where else ""
+    message = "the grader failed on this notebook; your instructor has the details."
+    outcomes = [q.outcome(ERROR, 0, message) for q in exercise.questions]
+    notes = ["The grader could not grade this notebook (an error in the grader, logged for your instructor)."]
+    return Graded(entry.student, entry.relative, Status.GRADER_ERROR, outcomes, notes, seconds=seconds,
+                  error=f"{detail}{place}")
 
 
 def _cores() -> int:
@@ -373,7 +407,10 @@ def main(argv=None) -> int:
         graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
                               limits=limits, jobs=args.jobs, isolation=args.isolation, hide=tuple(args.hide),
                               progress=None if args.quiet else _print_progress)
-    except (ValueError, RuntimeError, KeyError) as exc:
+    except ReportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a setting or the folder, before any submission ran
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
