@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 
 from .protocol import Status
 from .questions import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Code, format_points
+from .report import csv_cell
 
-__all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files", "csv_cell"]
+__all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files"]
 
 TOP_ANSWERS = 5
 TOP_CASES = 10
@@ -233,18 +234,6 @@ def compute(exercise, graded) -> ClassStats:
 
 
 # --------------------------------------------------------------------------- CSV
-
-
-def csv_cell(value) -> str:
-    """A CSV cell that a spreadsheet will not run: text starting with = + - @ (or a tab/CR) gets a
-    leading apostrophe; numbers, negative ones included, stay numbers."""
-    text = "" if value is None else str(value)
-    if text[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        try:
-            float(text)
-        except ValueError:
-            return "'" + text
-    return text
 
 
 def _table(header: list[str], rows) -> str:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import secrets
 import shutil
@@ -32,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
@@ -39,16 +39,20 @@ from pathlib import Path
 
 import nbformat
 
-from . import answers, bank, outputs, sandbox, shards
+from . import answers, bank, intake, outputs, sandbox, shards
+from .bounds import loads
 from .notebook_format import exercise_id_of, make_exercise
 from .protocol import FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
 from .progress import Progress
 from .report import Graded
-from .submission import Prepared, prepare
+from .submission import MAX_DEPTH, MAX_NODES, Prepared, prepare
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 UID_BASE = 2_100_000_000
+HARVEST_DEPTH = 24  # a record is at most ~14 levels deep (record, cases, plain values 6 deep)
+HARVEST_NODES = 400_000
+HARVEST_CHARS = Limits.harvest_limit
 
 
 # --------------------------------------------------------------------------- running one
@@ -108,7 +112,7 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
     target = job_dir / "result.json"
     if target.exists() and target.stat().st_size < 50 * 2 ** 20:
         try:
-            result = json.loads(target.read_text(encoding="utf-8"))
+            result = loads(target.read_text(encoding="utf-8"), max_depth=HARVEST_DEPTH + 4, constants=True)
         except (ValueError, UnicodeDecodeError):
             result = None
     if not os.environ.get("T5LESSON_GRADE_KEEP"):  # keep the run folders to debug the grader itself
@@ -124,8 +128,8 @@ def _read_harvest(text, nonce: str, question_id: str):
     """The record of one question from the harvesting cell's output, or None if unusable."""
     if not isinstance(text, str):
         return None
-    try:
-        payload = json.loads(text)
+    try:  # bounded: the text came out of the student's kernel
+        payload = loads(text, max_depth=HARVEST_DEPTH, max_nodes=HARVEST_NODES, max_chars=HARVEST_CHARS)
     except ValueError:
         return None
     if not isinstance(payload, dict) or payload.get("nonce") != nonce or payload.get("id") != question_id:
@@ -224,14 +228,8 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
 
 
 def find_submissions(folder: Path) -> list[Path]:
-    """Every *.ipynb under the folder, skipping hidden folders, checkpoints and symlinks."""
-    found = []
-    for path in sorted(folder.rglob("*.ipynb")):
-        parts = path.relative_to(folder).parts
-        if any(p.startswith(".") for p in parts) or path.is_symlink() or not path.is_file():
-            continue
-        found.append(path)
-    return found
+    """Every submission under the folder (see `intake.survey`: hidden entries, links, FIFOs are skipped)."""
+    return [entry.path for entry in intake.survey(folder)[0]]
 
 
 def given_answers(exercise, result: dict | None, nonce: str) -> dict:
@@ -242,22 +240,18 @@ def given_answers(exercise, result: dict | None, nonce: str) -> dict:
     return answers.summarise(exercise, records)
 
 
-def _contents(files: list[Path], limit_bytes: int):
-    """Each file's bytes in turn (files over the limit skipped), without keeping them all."""
-    for path in files:
-        if path.stat().st_size <= limit_bytes:
-            yield path.read_bytes()
-
-
 def _infer_exercise(datas) -> str | None:
+    """The exercise most of the notebooks name in their metadata (unreadable ones are left out)."""
     counts = Counter()
     for data in datas:
-        try:
-            doc = json.loads(data)
-            exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
-        except (ValueError, UnicodeDecodeError, AttributeError):
+        if not isinstance(data, bytes):
             continue
-        if exercise_id in bank.exercise_ids():
+        try:
+            doc = loads(data.decode("utf-8"), max_depth=MAX_DEPTH, max_nodes=MAX_NODES, constants=True)
+            exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
+        except Exception:  # anything odd in one file only means that file does not vote
+            continue
+        if isinstance(exercise_id, str) and exercise_id in bank.exercise_ids():
             counts[exercise_id] += 1
     if counts:
         return counts.most_common(1)[0][0]
@@ -288,16 +282,11 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
         raise ValueError("the report folder must not be inside the submissions folder")
-    every = find_submissions(submissions)
+    every, skipped = intake.survey(submissions)
     files = shards.select(every, shard) if shard else every
-    datas = {}
-    for path in files:
-        size = path.stat().st_size
-        datas[path] = None if size > limits.max_notebook_mb * 2 ** 20 else path.read_bytes()
+    max_bytes = limits.max_notebook_mb * 2 ** 20
     if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
-        found = _contents(every, limits.max_notebook_mb * 2 ** 20) if shard else \
-            [d for d in datas.values() if d is not None]
-        exercise_id = _infer_exercise(found)
+        exercise_id = _infer_exercise(intake.read(entry, max_bytes) for entry in every)
     if exercise_id is None:
         raise ValueError("cannot tell which exercise this is; pass --exercise")
     exercise = bank.get(exercise_id)
@@ -318,36 +307,49 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     hidden += [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h)]
 
-    def one(index: int, path: Path) -> Graded:
-        student = path.relative_to(submissions).with_suffix("").as_posix()
-        data = datas[path]
-        if data is None:
-            prep = Prepared(problem=f"the file is larger than {limits.max_notebook_mb} MB")
-            status = Status.TOO_LARGE
+    def grade_one(index: int, entry: intake.Entry) -> Graded:
+        data = intake.read(entry, max_bytes)
+        if isinstance(data, str):
+            too_large = data.startswith("larger than")
+            problem = f"the file is larger than {limits.max_notebook_mb} MB" if too_large else data
+            prep = Prepared(problem=problem)
+            status = Status.TOO_LARGE if too_large else Status.UNREADABLE
         else:
             nonce = secrets.token_hex(16)
             prep = prepare(data, template_nb, exercise, nonce)
             status = Status.UNREADABLE if prep.problem else ""
         if prep.problem:
             outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {prep.problem}.") for q in exercise.questions]
-            return Graded(student, path.name, status, outcomes, [f"Your file could not be graded: {prep.problem}."])
+            return Graded(entry.student, entry.relative, status, outcomes,
+                          [f"Your file could not be graded: {prep.problem}."])
         result, seconds = _run_worker(prep, limits, work, uids[index] if full else None,
                                       hidden if full else [], auto)
         status, outcomes, notes = score(exercise, prep, result, nonce, limits)
-        return Graded(student, path.name, status, outcomes, notes, prep.free_text, seconds,
-                      given_answers(exercise, result, nonce))
+        return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
+                      answers=given_answers(exercise, result, nonce))
+
+    def one(index: int, entry: intake.Entry) -> Graded:
+        """Grade one submission; whatever goes wrong ends as a "grader error" row, never the batch."""
+        start = time.monotonic()
+        try:
+            return grade_one(index, entry)
+        except Exception as exc:
+            return grader_error(exercise, entry, exc, time.monotonic() - start)
 
     graded: list[Graded] = []
     if progress is not None and hasattr(progress, "begin"):
         progress.begin(len(files))
     try:
         with ThreadPoolExecutor(max_workers=jobs or _cores()) as pool:
-            futures = [pool.submit(one, i, p) for i, p in enumerate(files)]
+            futures = [pool.submit(one, i, entry) for i, entry in enumerate(files)]
             for done, future in enumerate(as_completed(futures), 1):
                 g = future.result()
                 graded.append(g)
                 if progress:
-                    progress(done, len(files), g, exercise)
+                    try:
+                        progress(done, len(files), g, exercise)
+                    except Exception:  # a progress line must never cost the gradebook
+                        pass
     finally:
         if not os.environ.get("T5LESSON_GRADE_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
@@ -356,8 +358,30 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
     if shard_text:
         settings["shard"] = shard_text
-    outputs.write_all(out, exercise, graded, settings, shard_text)
+    failed = outputs.write_all(out, exercise, graded, settings, shard_text, skipped=skipped)
+    if failed:
+        raise ReportError(failed)
     return graded
+
+
+class ReportError(RuntimeError):
+    """Some report files could not be written (the gradebook itself always is, or this says so)."""
+
+    def __init__(self, failed: list[str]):
+        super().__init__("some reports could not be written: " + "; ".join(failed[:5]))
+        self.failed = failed
+
+
+def grader_error(exercise, entry: intake.Entry, exc: BaseException, seconds: float = 0.0) -> Graded:
+    """The row of a submission whose grading failed inside the grader: status "grader error"."""
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    place = f" (at {Path(where[0].filename).name}:{where[0].lineno})" if where else ""
+    message = "the grader failed on this notebook; your instructor has the details."
+    outcomes = [q.outcome(ERROR, 0, message) for q in exercise.questions]
+    notes = ["The grader could not grade this notebook (an error in the grader, logged for your instructor)."]
+    return Graded(entry.student, entry.relative, Status.GRADER_ERROR, outcomes, notes, seconds=seconds,
+                  error=f"{detail}{place}")
 
 
 def _cores() -> int:
@@ -410,7 +434,12 @@ def main(argv=None) -> int:
         graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
                               limits=limits, jobs=args.jobs, isolation=args.isolation, hide=tuple(args.hide),
                               progress=progress, shard=args.shard)
-    except (ValueError, RuntimeError, KeyError) as exc:
+    except ReportError as exc:
+        if progress is not None:
+            progress.finish()
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a setting or the folder, before any submission ran
         if progress is not None:
             progress.finish()
         print(f"error: {exc}", file=sys.stderr)

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from . import bank
+from .intake import Skipped
 from .protocol import Status
 from .questions import Outcome
 from .report import Graded, _atomic_write, write_reports
@@ -35,25 +36,45 @@ def _plain(g: Graded) -> dict:
         "outcomes": [{"question": o.question, "status": o.status, "points": o.points,
                       "max_points": o.max_points, "message": o.message} for o in g.outcomes],
         "notes": list(g.notes), "free_text": dict(g.free_text), "answers": dict(getattr(g, "answers", {}) or {}),
+        "error": getattr(g, "error", ""),
     }
 
 
-def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | None = None) -> str:
-    """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null)."""
+def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | None = None, skipped=()) -> str:
+    """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
+    and the entries of the folder that have no row (`intake.Skipped`)."""
     doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard,
            "settings": {k: settings[k] for k in sorted(settings)},
+           "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
            "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: str | None = None) -> None:
-    """Write the whole report folder (see module doc)."""
+def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: str | None = None,
+              skipped=()) -> list[str]:
+    """Write the whole report folder (see module doc); return what could not be written, in words.
+
+    As in `write_reports`, one file that fails does not stop the others.
+    """
     from .class_report import class_report_files  # the report's figures are only needed here
 
-    write_reports(out, exercise, graded, settings)
-    for relative, text in class_report_files(exercise, graded).items():
-        _atomic_write(out / relative, text)
-    _atomic_write(out / GRADES_FILE, grades_text(exercise, graded, settings, shard))
+    failed = write_reports(out, exercise, graded, settings, skipped=skipped)
+
+    def put(relative: str, text_of) -> None:
+        try:
+            _atomic_write(out / relative, text_of())
+        except Exception as exc:
+            failed.append(f"{relative}: {type(exc).__name__}: {exc}")
+
+    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, shard, skipped))
+    try:
+        files = class_report_files(exercise, graded)
+    except Exception as exc:  # the class report must never cost the gradebook
+        failed.append(f"report.html: {type(exc).__name__}: {exc}")
+        files = {}
+    for relative, text in files.items():
+        put(relative, lambda text=text: text)
+    return failed
 
 
 def _status(value: str):
@@ -64,7 +85,7 @@ def _status(value: str):
 
 
 def read(report_dir: Path):
-    """(exercise, verdicts, settings, shard) from a report folder's grades.json."""
+    """(exercise, verdicts, settings, shard, skipped) from a report folder's grades.json."""
     path = Path(report_dir) / GRADES_FILE
     if not path.is_file():
         raise ValueError(f"{report_dir} has no {GRADES_FILE}: is it a report folder written by this grader?")
@@ -80,5 +101,6 @@ def read(report_dir: Path):
         outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"])
                     for o in s["outcomes"]]
         graded.append(Graded(s["student"], s["file"], _status(s["status"]), outcomes, list(s["notes"]),
-                             dict(s["free_text"]), 0.0, dict(s.get("answers", {}))))
-    return exercise, graded, dict(doc["settings"]), doc.get("shard")
+                             dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {}))))
+    skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
+    return exercise, graded, dict(doc["settings"]), doc.get("shard"), skipped

@@ -3,8 +3,8 @@
     python -m t5lesson.grade SUBMISSIONS --out report-3 --shard 3/8 --exercise 01_unscaled_scores
     python -m t5lesson.grade merge report-1 report-2 ... report-8 --out report
 
-A shard is deterministic: the submissions are listed as the grader always lists them (every
-`*.ipynb` under the folder, sorted by path) and shard K of N takes the K-th, (K+N)-th,
+A shard is deterministic: the submissions are listed as the grader always lists them
+(`intake.survey`: every `*.ipynb` under the folder, sorted by path) and shard K of N takes the K-th, (K+N)-th,
 (K+2N)-th, ... of them, so every shard gets the same mix and all N shards together hold
 each submission exactly once, whatever machine runs them. Each shard writes a full report
 folder for its slice plus grades.json (`t5lesson.grading.outputs`); `merge` reads the
@@ -74,7 +74,9 @@ def merge(report_dirs: list[Path], out: Path, *, allow_missing: bool = False):
     out = Path(out).resolve()
     if any(Path(d).resolve() == out for d in report_dirs):
         raise ValueError("write the merged report to a new folder, not into one of the shards")
-    runs = [(Path(d), *outputs.read(Path(d))) for d in report_dirs]
+    read = [(Path(d), *outputs.read(Path(d))) for d in report_dirs]
+    runs = [run[:5] for run in read]
+    skipped = sorted({(s.relative, s.reason): s for run in read for s in run[5]}.values(), key=lambda s: s.relative)
     exercise = runs[0][1]
     for folder, other, _, _, _ in runs[1:]:
         if other.id != exercise.id:
@@ -103,7 +105,9 @@ def merge(report_dirs: list[Path], out: Path, *, allow_missing: bool = False):
                 raise ValueError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
             where[g.student] = folder
             graded.append(g)
-    outputs.write_all(out, exercise, graded, settings)
+    failed = outputs.write_all(out, exercise, graded, settings, skipped=skipped)
+    if failed:
+        raise ValueError("some reports could not be written: " + "; ".join(failed[:5]))
     return graded
 
 

@@ -69,6 +69,7 @@ def sample_runs(tmp_path_factory):
     for path in sorted(SAMPLES.glob("*.ipynb")):
         shutil.copy(path, submissions / path.name)
     (submissions / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
+    (submissions / "notes.txt").write_text("not a notebook: listed in the summary, no row", encoding="utf-8")
 
     whole = root / "whole"
     grade_folder(submissions, whole, jobs=2)

@@ -65,7 +65,7 @@ def verdict(exercise, student: str, values: dict, free_text: str = "") -> Graded
         records[q.id] = harvest.collect(q.harvest_spec(), values)
         outcomes.append(q.score(records[q.id]))
     return Graded(student, f"{student}.ipynb", Status.GRADED, outcomes, [], {"q3": free_text}, 1.0,
-                  answers.summarise(exercise, records))
+                  answers=answers.summarise(exercise, records))
 
 
 def broken(exercise, student: str, status: Status, why: str) -> Graded:

@@ -40,6 +40,7 @@ def test_merged_shards_are_identical_to_one_run(sample_runs):
             "feedback/ada.md", "class_report/questions.csv"} <= set(whole)
     different = [name for name in whole if whole[name] != merged[name]]
     assert different == []
+    assert b"notes.txt" in whole["summary.md"]  # the folder's entries without a row survive the merge
 
 
 def test_each_shard_holds_its_slice(sample_runs):
