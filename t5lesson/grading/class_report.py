@@ -36,7 +36,7 @@ from .protocol import Status
 from .questions import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Code, format_points
 from .report import csv_cell
 
-__all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files"]
+__all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files", "csv_text"]
 
 TOP_ANSWERS = 5
 TOP_CASES = 10
@@ -236,7 +236,8 @@ def compute(exercise, graded) -> ClassStats:
 # --------------------------------------------------------------------------- CSV
 
 
-def _table(header: list[str], rows) -> str:
+def csv_text(header: list[str], rows) -> str:
+    """A CSV table (header, then rows) whose every cell is spreadsheet-safe (`report.csv_cell`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(header)
@@ -254,30 +255,30 @@ def _num(value, digits: int = 4) -> str:
 def csv_files(stats: ClassStats) -> dict[str, str]:
     """class_report/*.csv: the page's numbers, one table per section."""
     top = stats.exercise.auto_points
-    distribution = _table(["from", "to", "graded", "not_graded"],
+    distribution = csv_text(["from", "to", "graded", "not_graded"],
                           [(format_points(lo), format_points(hi) if hi is not None else format_points(top), a, b)
                            for lo, hi, a, b in stats.bins])
     categories = ["full", "partial", "zero", "not attempted", "submitted"]
-    questions = _table(
+    questions = csv_text(
         ["question", "kind", "title", "max_points", "graded_submissions", "mean_points", "mean_fraction",
          *[f"share_{c.replace(' ', '_')}" for c in categories], *[f"count_{c.replace(' ', '_')}" for c in categories],
          "objectives"],
         [(s.id, s.kind, s.title, format_points(s.points), s.n, _num(s.mean_points), _num(s.mean_fraction),
           *[_num(s.share(c)) for c in categories], *[s.counts[c] for c in categories],
           " ".join(str(o) for o in s.objectives)) for s in stats.questions])
-    wrong = _table(["question", "answer", "count", "answered", "share_of_answered", "feedback"],
+    wrong = csv_text(["question", "answer", "count", "answered", "share_of_answered", "feedback"],
                    [(w.question, w.answer, w.count, w.answered, _num(w.count / w.answered if w.answered else None),
                      w.feedback) for s in stats.questions for w in stats.wrong.get(s.id, [])])
-    cases = _table(["question", "case", "call", "topic", "failed", "attempted", "share_failed"],
+    cases = csv_text(["question", "case", "call", "topic", "failed", "attempted", "share_failed"],
                    [(c.question, c.index + 1, c.call, c.topic, c.failed, c.attempted,
                      _num(c.failed / c.attempted if c.attempted else None))
                     for s in stats.questions for c in stats.cases.get(s.id, [])])
-    topics = _table(["question", "topic", "cases", "attempted", "failures", "share_failed"],
+    topics = csv_text(["question", "topic", "cases", "attempted", "failures", "share_failed"],
                     [(s.id, topic, n, stats.attempted[s.id], f, _topic_share(stats, s.id, n, f))
                      for s in stats.questions for topic, n, f in stats.topics.get(s.id, [])])
-    statuses = _table(["status", "count", "students"],
+    statuses = csv_text(["status", "count", "students"],
                       [(status, len(names), " ".join(names)) for status, names in _status_order(stats.statuses)])
-    objectives = _table(["objective", "questions", "mean_fraction"],
+    objectives = csv_text(["objective", "questions", "mean_fraction"],
                         [(o.objective, " ".join(o.questions), _num(o.mean_fraction)) for o in stats.objectives])
     return {"class_report/distribution.csv": distribution, "class_report/questions.csv": questions,
             "class_report/wrong_answers.csv": wrong, "class_report/code_cases.csv": cases,
