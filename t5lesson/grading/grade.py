@@ -42,7 +42,7 @@ import nbformat
 from . import answers, bank, intake, outputs, sandbox, shards
 from .bounds import loads
 from .notebook_format import exercise_id_of, make_exercise
-from .protocol import FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
+from .protocol import EXIT_ENAME, FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
 from .progress import Progress
 from .report import Graded
@@ -154,7 +154,14 @@ def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
         if index in harvesting:
             continue
         status = cell.get("status")
-        if status == CellStatus.ERROR:
+        if status == CellStatus.ERROR and cell.get("ename") == EXIT_ENAME:
+            notes.append(f"{origin.capitalize()} called exit() or quit(): the rest of that cell did not run; "
+                         "the cells after it ran as usual.")
+        elif status == CellStatus.ERROR and cell.get("ename") == "KernelBroken":
+            notes.append(f"After {origin}, the grader could no longer talk to the kernel ({cell.get('evalue', '')}): "
+                         "the notebook broke the kernel's messaging (its session, sockets or output). "
+                         "Nothing after it could run.")
+        elif status == CellStatus.ERROR:
             notes.append(f"Error: {_cell_error(cell, origin)}.")
         elif status == CellStatus.TIMEOUT:
             notes.append(f"{origin.capitalize()} ran past the limit of {limits.cell_timeout:g} s per cell "
@@ -191,12 +198,20 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
                  if isinstance(c, dict) and isinstance(c.get("index"), int)}
         harvest = result.get("harvest", {}) if isinstance(result.get("harvest"), dict) else {}
         status = status_of(result.get("ended"))
+        if status in (Status.KERNEL_DIED, Status.KERNEL_BROKEN):
+            harvest = {}  # what was read before the end depends on timing: none of it counts
+        reading = [cells.get(i, {}).get("status") for i in prep.harvest_cell.values()]
+        if status == Status.GRADED and reading and not harvest and all(r == CellStatus.OK for r in reading):
+            status = Status.KERNEL_BROKEN  # every reading cell ran, and not one answer came out
+            notes.append("The grader's cells ran but no answer came back: the notebook broke the kernel's output "
+                         "(closed its channel, or replaced how it displays data).")
         notes += _cell_notes(prep, cells, limits)
         if status == Status.GRADER_ERROR:
-            notes.append(f"The grader could not run this notebook: {result.get('detail', '')}. "
+            notes.append(f"The grader could not run this notebook: {str(result.get('detail', ''))[:300]}. "
                          "Please tell your instructor.")
         why = {Status.STUCK: "a cell never stopped, so the answers could not be read",
-               Status.KERNEL_DIED: "the kernel died before the answers could be read",
+               Status.KERNEL_DIED: "the kernel died before all the answers could be read",
+               Status.KERNEL_BROKEN: "the notebook broke its kernel's messaging, so the answers could not be read",
                Status.GRADER_ERROR: "the notebook could not be run"}.get(status, "")
 
     outcomes = []

@@ -7,8 +7,8 @@ grader this code runs in the grader's own process, outside the student's kernel;
 notebook, `check()` runs the very same code, so the two always agree.
 
 Answer keys for multiple-choice and numeric questions are stored as salted SHA-256 hashes.
-That is deterrence, not security: there are only a few options to try, and the class grader
-(which does not trust anything computed in the student's kernel) is what counts.
+That is deterrence, not security: there are only a few options to try, and a notebook can
+brute-force them with `answer_hash` itself (see docs/grading.md, "What the grader guarantees").
 
 Outcomes use the vocabulary of Kaggle's learntools: Correct, Incorrect (with a hint that does
 not give the answer away), Not attempted, Error (the learner's code raised, and where); code

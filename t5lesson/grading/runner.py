@@ -169,6 +169,7 @@ async def run(job: Job) -> dict:
         resources={"metadata": {"path": job.sandbox["home"]}},
     )
     result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
+    running = None  # the index of the cell being run, once the kernel has started
     try:
         async with client.async_setup_kernel():
             budget_end = time.monotonic() + limits.notebook_timeout
@@ -181,6 +182,7 @@ async def run(job: Job) -> dict:
                     result["ended"] = RunEnd.TIME_LIMIT
                     continue
                 start = time.monotonic()
+                running = index
                 try:
                     await client.async_execute_cell(cell, index)
                 except DeadKernelError:
@@ -205,8 +207,14 @@ async def run(job: Job) -> dict:
                     break
     except DeadKernelError:
         result["ended"] = RunEnd.KERNEL_DIED
-    except Exception as exc:  # the kernel would not start, or nbclient failed: report, never hang
-        result["ended"] = RunEnd.WORKER_ERROR if result["cells"] else RunEnd.STARTUP_FAILED
+    except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
+        if running is not None:  # nbclient failed on what the kernel sent while the notebook ran
+            result["ended"] = RunEnd.KERNEL_BROKEN
+            result["cells"] = [c for c in result["cells"] if c["index"] != running]
+            result["cells"].append({"index": running, "status": CellStatus.ERROR, "ename": "KernelBroken",
+                                    "evalue": f"{type(exc).__name__}: {str(exc)[:200]}"})
+        else:
+            result["ended"] = RunEnd.STARTUP_FAILED
         result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return result
 

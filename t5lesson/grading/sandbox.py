@@ -32,6 +32,8 @@ import os
 import resource
 import sys
 
+from .protocol import KERNEL_MODULE
+
 __all__ = ["probe", "launch", "kill_user_processes", "remove_user_files"]
 
 CLONE_NEWNS = 0x00020000
@@ -170,7 +172,7 @@ def launch(config: dict, connection_file: str) -> None:
         "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
     })
     os.chdir(home)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", own, "--HistoryManager.enabled=False"]
+    argv = [sys.executable, "-m", KERNEL_MODULE, "-f", own, "--HistoryManager.enabled=False"]
     os.execve(sys.executable, argv, env)
 
 

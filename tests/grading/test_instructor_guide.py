@@ -24,3 +24,16 @@ def test_readme_grading_command_on_sample_class(tmp_path):
     assert (out / "free_text.csv").exists()
     after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in SAMPLES.glob("*.ipynb")}
     assert after == before
+
+
+def test_the_guide_says_what_is_and_is_not_protected():
+    """Brute-forcing hashed keys and reaching the reference cannot be stopped inside the kernel: both are documented."""
+    docs = (ROOT / "docs" / "grading.md").read_text()
+    section = docs.split("### What the grader guarantees, and what it does not", 1)[1].split("\n### ", 1)[0]
+    for needed in ("brute-forced", "importlib.reload", "publish_display_data", "What to do about it", "formula"):
+        assert needed in section, needed
+    readme = (ROOT / "README.md").read_text()
+    guide = readme.split("## Instructor's guide", 1)[1]
+    assert "brute-force" in guide and "docs/grading.md#what-the-grader-guarantees-and-what-it-does-not" in guide
+    harvest = (ROOT / "t5lesson" / "grading" / "harvest.py").read_text()
+    assert "nothing more" not in harvest  # it used to claim a notebook could only spoil its own answers
