@@ -151,6 +151,14 @@ def _bins(exercise, graded) -> list:
     return [(lo, hi, *counts[(lo, hi)]) for lo, hi in edges] + [(top, None, *full)]
 
 
+def _call(question, index: int) -> str:
+    """How a case reads: its call, or its number for a case that cannot say."""
+    try:
+        return question.cases[index].call_text(question.name)
+    except Exception:
+        return f"case {index + 1}"
+
+
 def _objective_key(objective) -> tuple:
     text = str(objective)
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
@@ -204,11 +212,11 @@ def compute(exercise, graded) -> ClassStats:
             continue
         runs = attempted[q.id]
         ranked = sorted(failed[q.id].items(), key=lambda item: (-item[1], item[0]))[:TOP_CASES]
-        cases[q.id] = [CaseFailure(q.id, i, q.cases[i].call_text(q.name), q.cases[i].topic, n, runs)
+        cases[q.id] = [CaseFailure(q.id, i, _call(q, i), getattr(q.cases[i], "topic", ""), n, runs)
                        for i, n in ranked if 0 <= i < len(q.cases)]
         by_topic: dict[str, list[int]] = {}
         for i, case in enumerate(q.cases):
-            entry = by_topic.setdefault(case.topic or "(no topic)", [0, 0])
+            entry = by_topic.setdefault(getattr(case, "topic", "") or "(no topic)", [0, 0])
             entry[0] += 1
             entry[1] += failed[q.id].get(i, 0)
         topics[q.id] = sorted(((t, n, f) for t, (n, f) in by_topic.items()),
