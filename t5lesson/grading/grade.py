@@ -40,6 +40,7 @@ import nbformat
 
 from . import bank, intake, sandbox
 from .bounds import loads
+from .limits import harvest_reserve
 from .notebook_format import exercise_id_of, make_exercise
 from .protocol import EXIT_ENAME, FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
@@ -68,14 +69,16 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
     """Run one prepared notebook; return the worker's result (None if it had to be killed)."""
     job_dir = Path(tempfile.mkdtemp(dir=work / "jobs"))
     home = Path(tempfile.mkdtemp(dir=work / "scratch"))
+    ipc_dir = Path(tempfile.mkdtemp(dir=work / "ipc"))  # the kernel's sockets: only it and the grader get in
     if uid is not None:
         os.chown(home, uid, uid)
+        os.chown(ipc_dir, uid, uid)
     os.chmod(home, 0o700)
     (job_dir / "run.ipynb").write_text(nbformat.writes(prep.notebook), encoding="utf-8")
     pid_file = job_dir / "kernel.pid"
     Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
         limits=limits, sandbox={
-            "home": str(home), "uid": uid, "hide": hide, "pid_file": str(pid_file),
+            "home": str(home), "uid": uid, "hide": hide, "pid_file": str(pid_file), "ipc_dir": str(ipc_dir),
             "memory_bytes": limits.memory_mb * 2 ** 20,
             "cpu_seconds": int(limits.hard_limit(questions)) + 5,
             "file_bytes": 64 * 2 ** 20, "max_processes": limits.max_processes,
@@ -116,6 +119,7 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
     if not os.environ.get("T5LESSON_GRADE_KEEP"):  # keep the run folders to debug the grader itself
         shutil.rmtree(job_dir, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(ipc_dir, ignore_errors=True)
     return (result if isinstance(result, dict) else None), seconds
 
 
@@ -177,7 +181,8 @@ def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
             notes.append(f"{origin.capitalize()} printed {cell.get('output_bytes', 0):,} characters; output beyond "
                          f"{kept} kB per cell (or 1 MB in all) was dropped.")
     if skipped:
-        notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s.")
+        notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s "
+                     f"(the last {harvest_reserve(limits):g} s of which are kept for reading the answers).")
     return notes
 
 
@@ -305,6 +310,7 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     os.chmod(work, 0o711)
     (work / "jobs").mkdir(mode=0o700)
     (work / "scratch").mkdir(mode=0o711)
+    (work / "ipc").mkdir(mode=0o711)
     hidden = [str(submissions), str(work / "jobs")] + [str(p) for p in (out,) if p.exists()]
     hidden += [str(PACKAGE_ROOT / name) for name in ("solutions", "tests", ".git", "benchmarks")]
     hidden += [str(Path(h).resolve()) for h in hide]
@@ -407,7 +413,10 @@ def main(argv=None) -> int:
     parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
     parser.add_argument("--harvest-timeout", type=float, default=Limits.harvest_timeout)
     parser.add_argument("--output-limit", type=int, default=Limits.output_limit, help="characters kept per cell")
-    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                        help="memory of a whole submission: all its processes (and, with a cgroup, its files)")
+    parser.add_argument("--disk-mb", type=int, default=Limits.disk_mb,
+                        help="files, shared memory and locks of a whole submission together")
     parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
                         help="full: own user id and hidden folders (needs root); auto: full when possible")
     parser.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
@@ -416,7 +425,8 @@ def main(argv=None) -> int:
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder")
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                    harvest_timeout=args.harvest_timeout, output_limit=args.output_limit, memory_mb=args.memory_mb)
+                    harvest_timeout=args.harvest_timeout, output_limit=args.output_limit, memory_mb=args.memory_mb,
+                    disk_mb=args.disk_mb)
     start = time.monotonic()
     try:
         graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
