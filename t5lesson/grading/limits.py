@@ -108,6 +108,15 @@ class Cgroup:
             return None
         return cls([group], 2)
 
+    @classmethod
+    def available(cls) -> bool:
+        """Can a cgroup with a memory limit be made here (made and removed at once to find out)?"""
+        group = cls.create(f"t5grade-probe-{os.getpid()}", 2 ** 30, 64)
+        if group is None:
+            return False
+        group.remove()
+        return True
+
     def join(self, pid: int = 0) -> None:
         """Move a process (default: this one) into the cgroup(s); its children follow."""
         for path in self.paths:
@@ -123,11 +132,12 @@ class Cgroup:
         return sorted(found)
 
     def went_over_memory(self) -> bool:
-        """Did the memory limit stop something (an allocation refused or a process killed)?"""
+        """Did the memory limit kill a process of the submission?"""
         for path in self.paths:
             try:
-                if self.version == 1 and (path / "memory.failcnt").exists():
-                    return int((path / "memory.failcnt").read_text()) > 0
+                if self.version == 1 and (path / "memory.oom_control").exists():
+                    control = dict(line.split() for line in (path / "memory.oom_control").read_text().splitlines())
+                    return int(control.get("oom_kill", 0)) > 0
                 if self.version == 2 and (path / "memory.events").exists():
                     events = dict(line.split() for line in (path / "memory.events").read_text().splitlines())
                     return int(events.get("oom_kill", 0)) > 0 or int(events.get("max", 0)) > 0

@@ -29,6 +29,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -45,7 +46,7 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
-from .limits import harvest_reserve  # noqa: E402
+from .limits import harvest_reserve, tree_memory  # noqa: E402
 from .protocol import HARVEST_MIME, SANDBOX_MODULE, CellStatus, Job, RunEnd, harvest_question  # noqa: E402
 
 KERNEL_NAME = "t5lesson-sandbox"
@@ -179,12 +180,15 @@ async def run(job: Job) -> dict:
     )
     result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
     running = None  # the index of the cell being run, once the kernel has started
+    watcher = None
     try:
         async with client.async_setup_kernel():
             # One budget for everything done in the kernel: the student's cells, then the reading of
             # the answers, which keeps a reserve at the end (see `harvest_reserve`).
             deadline = time.monotonic() + limits.notebook_timeout
             student_end = deadline - harvest_reserve(limits)
+            if job.sandbox.get("watch_memory"):  # no cgroup: the worker bounds the kernel's process tree
+                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox["watch_memory"]), result))
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
@@ -228,7 +232,28 @@ async def run(job: Job) -> dict:
         else:
             result["ended"] = RunEnd.STARTUP_FAILED
         result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    if result.get("memory_exceeded") and result["ended"] == RunEnd.KERNEL_BROKEN:
+        result["ended"] = RunEnd.KERNEL_DIED  # stopped by the memory watch, not broken by the notebook
     return result
+
+
+async def _watch_memory(km, limit: int, result: dict, every: float = 0.25) -> None:
+    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes."""
+    while True:
+        await asyncio.sleep(every)
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        if process is None or process.poll() is not None:
+            continue
+        if tree_memory(process.pid) > limit:
+            result["memory_exceeded"] = True
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                process.kill()
+            return
 
 
 def main(argv=None) -> int:
