@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._validate import ArgumentError
+from ..lessons.figures import new_figure
 
 REGISTRY: dict[str, type] = {}
 
@@ -87,11 +88,7 @@ class Explorer:
     dpi = 80
 
     def __init__(self, **params):
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
-        self.fig = Figure(figsize=self.figsize, dpi=self.dpi, layout="constrained")
-        FigureCanvasAgg(self.fig)
+        self.fig = new_figure(*self.figsize, dpi=self.dpi)
         self.values = {p.name: p.default for p in self.params}
         self.values.update(self._checked(params))
         self.build(self.fig)

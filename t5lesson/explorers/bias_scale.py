@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ..lessons.figures import new_figure
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
@@ -113,9 +114,6 @@ def training_figure(traces):
     `traces`: `t5lesson.lessons.folding.TrainingTrace`s, any mix of variants and the optimizers
     "adafactor" and "adam". Returns the matplotlib figure.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     optimizers = [o for o in ("adafactor", "adam") if any(t.optimizer == o for t in traces)]
     if not optimizers:
         from .._validate import ArgumentError
@@ -123,8 +121,7 @@ def training_figure(traces):
     style = {"folded": (UNSCALED, "-", "o", "folded: q·k, W_q/√d_kv (T5)"),
              "scaled": (SCALED, "--", "s", "scaled: q·k/√d_kv, plain W_q"),
              "unfolded": ("tab:red", ":", "^", "unfolded: q·k, plain W_q")}
-    fig = Figure(figsize=(9.0, 3.4 * len(optimizers)), dpi=80, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(9.0, 3.4 * len(optimizers))
     axes = np.atleast_2d(fig.subplots(len(optimizers), 2, squeeze=False))
     for row, opt in zip(axes, optimizers, strict=True):
         for t in (t for t in traces if t.optimizer == opt):

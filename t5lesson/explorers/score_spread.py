@@ -21,9 +21,9 @@ from ..lessons.dot_products import normal_pdf, prefix_dot_products
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
-from ..lessons.figures import as_image
+from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
 
-__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "as_image", "no_minor_ticks", "D_MAX"]
+__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "no_minor_ticks", "D_MAX"]
 
 D_MAX = 1024
 UNSCALED, SCALED = "tab:orange", "tab:blue"  # one colour per score everywhere in lessons 1-2
@@ -173,13 +173,9 @@ def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64
     Returns (figure, {"unscaled": SaturationCurve, "scaled": SaturationCurve}) so a lesson can
     quote the numbers it plots.
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     curves = {"unscaled": saturation_curve(dims, 1.0, n_queries, n_keys, seed),
               "scaled": saturation_curve(dims, "sqrt_d", n_queries, n_keys, seed)}
-    fig = Figure(figsize=(9.0, 3.2), dpi=80, layout="constrained")
-    FigureCanvasAgg(fig)
+    fig = new_figure(9.0, 3.2)
     axes = fig.subplots(1, 3)
     panels = (("entropy", "entropy (nats)"), ("max_weight", "max weight"),
               ("jacobian_norm", "‖softmax Jacobian‖ (Frobenius)"))

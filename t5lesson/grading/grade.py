@@ -41,6 +41,7 @@ import nbformat
 
 from . import answers, bank, intake, outputs, sandbox, shards
 from .bounds import loads
+from .limits import Cgroup, harvest_reserve
 from .notebook_format import exercise_id_of, make_exercise
 from .protocol import EXIT_ENAME, FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
@@ -65,27 +66,42 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hide: list[str],
+def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: dict | None,
                 questions: int) -> tuple[dict | None, float]:
-    """Run one prepared notebook; return the worker's result (None if it had to be killed)."""
+    """Run one prepared notebook; return the worker's result (None if it had to be killed).
+
+    `walls` is the isolation shared by every kernel of the class (folders to hide, paths to
+    keep; see `t5lesson.grading.isolation`), None without isolation; `uid` the kernel's own
+    user id when the grader is root.
+    """
     job_dir = Path(tempfile.mkdtemp(dir=work / "jobs"))
     home = Path(tempfile.mkdtemp(dir=work / "scratch"))
+    ipc_dir = Path(tempfile.mkdtemp(dir=work / "ipc"))  # the kernel's sockets: only it and the grader get in
     if uid is not None:
         os.chown(home, uid, uid)
+        os.chown(ipc_dir, uid, uid)
     os.chmod(home, 0o700)
     (job_dir / "run.ipynb").write_text(nbformat.writes(prep.notebook), encoding="utf-8")
     pid_file = job_dir / "kernel.pid"
+    memory_bytes = limits.memory_mb * 2 ** 20
+    cgroup = Cgroup.create(f"t5grade-{job_dir.name}", memory_bytes, limits.max_processes)
+    config = {"home": str(home), "pid_file": str(pid_file), "ipc_dir": str(ipc_dir), "memory_bytes": memory_bytes,
+              "cpu_seconds": int(limits.hard_limit(questions)) + 5, "file_bytes": 64 * 2 ** 20,
+              "max_processes": limits.max_processes,
+              "cgroup": [str(p) for p in cgroup.paths] if cgroup else None,
+              "watch_memory": None if cgroup else memory_bytes}
+    if walls is not None:
+        (job_dir / "scratch").mkdir(mode=0o700)
+        config["isolation"] = {
+            "uid": uid, "home": str(home), "scratch": str(job_dir / "scratch"), "disk_bytes": limits.disk_mb * 2 ** 20,
+            "hide": walls["hide"], "keep": walls["keep"] + [str(ipc_dir)], "writable_keep": [str(ipc_dir)]}
     Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
-        limits=limits, sandbox={
-            "home": str(home), "uid": uid, "hide": hide, "pid_file": str(pid_file),
-            "memory_bytes": limits.memory_mb * 2 ** 20,
-            "cpu_seconds": int(limits.hard_limit(questions)) + 5,
-            "file_bytes": 64 * 2 ** 20, "max_processes": limits.max_processes,
-        }).write(job_dir / "job.json")
+        limits=limits, sandbox=config).write(job_dir / "job.json")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
                JUPYTER_PLATFORM_DIRS="1",
                PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p))
     start = time.monotonic()
+    over_memory = False
     with open(job_dir / "worker.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job_dir / "job.json")],
                                 cwd=job_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -97,16 +113,19 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
         finally:
             _kill_group(proc.pid)
             proc.wait()
-            if uid is not None:
-                sandbox.kill_user_processes(uid)
-                sandbox.remove_user_files(uid)
-            elif pid_file.exists():
+            if pid_file.exists():  # the kernel's supervisor: with isolation, its whole PID namespace goes with it
                 try:
                     kernel = int(pid_file.read_text())
                     if os.getpgid(kernel) == kernel:
                         _kill_group(kernel)
                 except (ValueError, OSError):
                     pass
+            if cgroup is not None:
+                over_memory = cgroup.went_over_memory()
+                cgroup.remove()
+            if uid is not None:
+                sandbox.kill_user_processes(uid)
+                sandbox.remove_user_files(uid)
     seconds = time.monotonic() - start
     result = None
     target = job_dir / "result.json"
@@ -115,9 +134,12 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
             result = loads(target.read_text(encoding="utf-8"), max_depth=HARVEST_DEPTH + 4, constants=True)
         except (ValueError, UnicodeDecodeError):
             result = None
+    if isinstance(result, dict) and over_memory:
+        result["memory_exceeded"] = True
     if not os.environ.get("T5LESSON_GRADE_KEEP"):  # keep the run folders to debug the grader itself
         shutil.rmtree(job_dir, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(ipc_dir, ignore_errors=True)
     return (result if isinstance(result, dict) else None), seconds
 
 
@@ -179,7 +201,8 @@ def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
             notes.append(f"{origin.capitalize()} printed {cell.get('output_bytes', 0):,} characters; output beyond "
                          f"{kept} kB per cell (or 1 MB in all) was dropped.")
     if skipped:
-        notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s.")
+        notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s "
+                     f"(the last {harvest_reserve(limits):g} s of which are kept for reading the answers).")
     return notes
 
 
@@ -206,6 +229,9 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
             notes.append("The grader's cells ran but no answer came back: the notebook broke the kernel's output "
                          "(closed its channel, or replaced how it displays data).")
         notes += _cell_notes(prep, cells, limits)
+        if result.get("memory_exceeded"):
+            notes.append(f"The notebook went over its memory limit of {limits.memory_mb} MB (all its processes "
+                         "together) and was stopped.")
         if status == Status.GRADER_ERROR:
             notes.append(f"The grader could not run this notebook: {str(result.get('detail', ''))[:300]}. "
                          "Please tell your instructor.")
@@ -309,18 +335,31 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     auto = sum(1 for q in exercise.questions if q.auto_scored)
 
     uids = _uids(len(files))
-    reason = sandbox.probe(uids[0]) if isolation in ("auto", "full") and files else "not requested"
-    if isolation == "full" and reason:
-        raise RuntimeError(f"full isolation is not available: {reason}")
-    full = isolation != "none" and reason is None
+    as_root = os.geteuid() == 0
+    reason = sandbox.probe(uids[0]) if isolation != "none" else "--isolation none"
+    if isolation != "none" and reason:
+        raise RuntimeError(
+            f"the kernels cannot be isolated here: {reason}. Without isolation a kernel can read the solutions and "
+            "the other submissions and write the reports. Grade as root, or where unprivileged user namespaces "
+            "are allowed; or, knowing that, pass --isolation none.")
+    full = isolation != "none"
     work = Path(tempfile.mkdtemp(prefix="t5grade-"))
     os.chmod(work, 0o711)
     (work / "jobs").mkdir(mode=0o700)
     (work / "scratch").mkdir(mode=0o711)
-    hidden = [str(submissions), str(work / "jobs")] + [str(p) for p in (out,) if p.exists()]
+    (work / "ipc").mkdir(mode=0o711)
+    hidden = [str(submissions), str(work)] + [str(p) for p in (out,) if p.exists()]
     hidden += [str(PACKAGE_ROOT / name) for name in ("solutions", "tests", ".git", "benchmarks")]
     hidden += [str(Path(h).resolve()) for h in hide]
-    hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h)]
+    hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
+
+    def inside(path: str, folders) -> bool:
+        return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+    keep = [p for p in sandbox.needed_paths() if not inside(os.path.realpath(p), hidden)]  # never a hidden one
+    if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
+        hidden.append(os.path.realpath(os.path.expanduser("~")))
+    walls = {"hide": hidden, "keep": keep} if full else None
 
     def grade_one(index: int, entry: intake.Entry) -> Graded:
         data = intake.read(entry, max_bytes)
@@ -337,8 +376,7 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
             outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {prep.problem}.") for q in exercise.questions]
             return Graded(entry.student, entry.relative, status, outcomes,
                           [f"Your file could not be graded: {prep.problem}."])
-        result, seconds = _run_worker(prep, limits, work, uids[index] if full else None,
-                                      hidden if full else [], auto)
+        result, seconds = _run_worker(prep, limits, work, uids[index] if full and as_root else None, walls, auto)
         status, outcomes, notes = score(exercise, prep, result, nonce, limits)
         return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
                       answers=given_answers(exercise, result, nonce))
@@ -369,7 +407,10 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
         if not os.environ.get("T5LESSON_GRADE_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
     settings = {key: value for key, value in asdict(limits).items()}
-    settings.update(exercise=exercise.id, isolation="full" if full else f"none ({reason})")
+    walled = "full: own user id per kernel" if as_root else "full: user namespaces"
+    settings.update(exercise=exercise.id, isolation=walled if full else "none (--isolation none)",
+                    memory=("one cgroup per submission" if as_root and Cgroup.available()
+                            else "the kernel's process tree, watched"))
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
     if shard_text:
         settings["shard"] = shard_text
@@ -430,9 +471,13 @@ def main(argv=None) -> int:
     parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
     parser.add_argument("--harvest-timeout", type=float, default=Limits.harvest_timeout)
     parser.add_argument("--output-limit", type=int, default=Limits.output_limit, help="characters kept per cell")
-    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                        help="memory of a whole submission: all its processes (and, with a cgroup, its files)")
+    parser.add_argument("--disk-mb", type=int, default=Limits.disk_mb,
+                        help="files, shared memory and locks of a whole submission together")
     parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
-                        help="full: own user id and hidden folders (needs root); auto: full when possible")
+                        help="auto/full: each kernel in its own namespaces (as root or with unprivileged user "
+                             "namespaces), refused with the reason where that is impossible; none: no isolation")
     parser.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
     parser.add_argument("--shard", type=shards.parse_shard, metavar="K/N",
                         help="grade only slice K of N of the folder (see `merge`)")
@@ -442,7 +487,8 @@ def main(argv=None) -> int:
     if not args.submissions.is_dir():
         parser.error(f"{args.submissions} is not a folder")
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                    harvest_timeout=args.harvest_timeout, output_limit=args.output_limit, memory_mb=args.memory_mb)
+                    harvest_timeout=args.harvest_timeout, output_limit=args.output_limit, memory_mb=args.memory_mb,
+                    disk_mb=args.disk_mb)
     start = time.monotonic()
     progress = None if args.quiet else Progress()
     try:

@@ -125,8 +125,8 @@ class Limits:
     """Every limit of one run, in seconds, bytes and megabytes."""
 
     cell_timeout: float = 30.0
-    notebook_timeout: float = 120.0
-    harvest_timeout: float = 30.0
+    notebook_timeout: float = 150.0  # everything in the kernel: the student's cells and reading the answers
+    harvest_timeout: float = 30.0  # per reading cell, and kept at the end of the notebook's budget for them
     startup_timeout: float = 60.0
     stuck_grace: float = 5.0
     output_limit: int = 100_000  # characters of output kept per cell
@@ -135,11 +135,16 @@ class Limits:
     memory_mb: int = 2048
     max_notebook_mb: int = 20
     max_processes: int = 256
+    disk_mb: int = 256  # files, shared memory and locks of one submission together (its private tmpfs)
 
-    def hard_limit(self, questions: int) -> float:
-        """When the grader kills a run from outside, whatever the worker is doing."""
-        return (self.startup_timeout + self.notebook_timeout + self.cell_timeout + self.stuck_grace
-                + questions * self.harvest_timeout + 10)
+    def hard_limit(self, questions: int = 0) -> float:
+        """When the grader kills a run from outside, whatever the worker is doing.
+
+        The notebook limit covers everything done in the kernel, the reading of the answers
+        included (`questions` no longer adds time); on top come the kernel's start, one grace
+        period for a cell that ignores its interrupt, and a few seconds for the last output.
+        """
+        return self.startup_timeout + self.notebook_timeout + self.stuck_grace + 10
 
 
 @dataclass(frozen=True)

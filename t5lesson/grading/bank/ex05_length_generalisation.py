@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..plain_code import FloatCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
 from . import Exercise
-from .ex02_where_sqrt_d_went import FloatCode
 
 __all__ = ["EXERCISE", "reference_clipped_bias"]
 
