@@ -20,8 +20,8 @@ from matplotlib.ticker import MaxNLocator
 from .._validate import ArgumentError
 from ..bias import relative_bias
 from ..buckets import bucket_config
-from ..scores import attention_scores, causal_mask, softmax
 from ..lessons.toy_heads import HEAD_NAMES, toy_bias_table
+from ..scores import attention_scores, causal_mask, softmax
 from .base import Explorer, Param, register
 from .raster import freeze
 from .render import BlitRender

@@ -16,12 +16,12 @@ import math
 
 import numpy as np
 
-from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
+from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
+from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
-from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
 
 __all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "no_minor_ticks", "D_MAX"]
 

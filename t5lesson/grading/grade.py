@@ -41,6 +41,7 @@ import nbformat
 
 from . import answers, bank, intake, outputs, sandbox, shards
 from .bounds import loads
+from .course import HIDDEN, PACKAGE_PARENT, course_root
 from .limits import Cgroup, harvest_reserve
 from .notebook_format import exercise_id_of, make_exercise
 from .protocol import EXIT_ENAME, FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
@@ -49,7 +50,6 @@ from .progress import Progress
 from .report import Graded
 from .submission import MAX_DEPTH, MAX_NODES, Prepared, prepare
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 UID_BASE = 2_100_000_000
 HARVEST_DEPTH = 24  # a record is at most ~14 levels deep (record, cases, plain values 6 deep)
 HARVEST_NODES = 400_000
@@ -99,7 +99,7 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wal
         limits=limits, sandbox=config).write(job_dir / "job.json")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
                JUPYTER_PLATFORM_DIRS="1",
-               PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p))
+               PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p))
     start = time.monotonic()
     over_memory = False
     with open(job_dir / "worker.log", "wb") as log:
@@ -300,13 +300,15 @@ def _infer_exercise(datas) -> str | None:
     return ids[0] if len(ids) == 1 else None
 
 
-def load_template(exercise, template: Path | None = None):
-    """The student version of the exercise: --template, else exercises/, else built from solutions/."""
-    candidates = [template] if template else [PACKAGE_ROOT / "exercises" / f"{exercise.id}.ipynb"]
-    for path in candidates:
-        if path and path.exists():
-            return nbformat.read(path, as_version=4)
-    solution = PACKAGE_ROOT / "solutions" / f"{exercise.id}.ipynb"
+def load_template(exercise, template: Path | None = None, course: Path | None = None):
+    """The student version of the exercise: `template`, else the course's exercises/, else built from solutions/."""
+    if template is not None:
+        return nbformat.read(template, as_version=4)
+    root = course_root(course)
+    handed_out = root / "exercises" / f"{exercise.id}.ipynb"
+    if handed_out.exists():
+        return nbformat.read(handed_out, as_version=4)
+    solution = root / "solutions" / f"{exercise.id}.ipynb"
     return make_exercise(nbformat.read(solution, as_version=4), exercise)
 
 
@@ -316,6 +318,7 @@ def _uids(count: int) -> list[int]:
 
 
 def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None, template: Path | None = None,
+                 course: Path | None = None,
                  limits: Limits = Limits(), jobs: int | None = None, isolation: str = "auto",
                  hide: tuple[str, ...] = (), progress=None, shard: tuple[int, int] | None = None) -> list[Graded]:
     """Grade every submission under `submissions` (or shard K/N of them: `shards.select`); write
@@ -331,7 +334,8 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     if exercise_id is None:
         raise ValueError("cannot tell which exercise this is; pass --exercise")
     exercise = bank.get(exercise_id)
-    template_nb = load_template(exercise, template)
+    root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
+    template_nb = load_template(exercise, template, root)
     auto = sum(1 for q in exercise.questions if q.auto_scored)
 
     uids = _uids(len(files))
@@ -349,7 +353,7 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     (work / "scratch").mkdir(mode=0o711)
     (work / "ipc").mkdir(mode=0o711)
     hidden = [str(submissions), str(work)] + [str(p) for p in (out,) if p.exists()]
-    hidden += [str(PACKAGE_ROOT / name) for name in ("solutions", "tests", ".git", "benchmarks")]
+    hidden += [str(root / name) for name in HIDDEN]
     hidden += [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
 
@@ -466,6 +470,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for the reports")
     parser.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
     parser.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
+    parser.add_argument("--course", type=Path, help="the course folder with exercises/ and solutions/ (default: the "
+                        "repository this package runs from; required after a non-editable install)")
     parser.add_argument("--jobs", type=int, default=None, help="submissions run at once (default: one per core)")
     parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
     parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
@@ -493,6 +499,7 @@ def main(argv=None) -> int:
     progress = None if args.quiet else Progress()
     try:
         graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
+                              course=args.course,
                               limits=limits, jobs=args.jobs, isolation=args.isolation, hide=tuple(args.hide),
                               progress=progress, shard=args.shard)
     except ReportError as exc:

@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 
 from . import isolation
+from .course import PACKAGE_PARENT
 from .isolation import _check, _libc
 from .protocol import KERNEL_MODULE
 
@@ -100,8 +101,7 @@ def expose(paths) -> None:
 
 def needed_paths() -> list[str]:
     """What the kernel must reach: the interpreter, its libraries and this package."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, here]
+    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, str(PACKAGE_PARENT)]
     return list(dict.fromkeys(p for p in paths + [p for p in sys.path if p] if os.path.exists(p)))
 
 

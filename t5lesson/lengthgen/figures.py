@@ -5,14 +5,13 @@ one into the PNG a notebook cell displays.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .._validate import ArgumentError, check_int
+from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
-from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
 
 __all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
 

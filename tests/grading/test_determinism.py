@@ -10,11 +10,12 @@ from __future__ import annotations
 import csv
 import io
 
+from isolation_helpers import ISOLATION
 from nbformat.v4 import new_code_cell
 
-from isolation_helpers import ISOLATION
-from synthetic_class import add_after, full, write
 from t5lesson.grading.grade import Limits, grade_folder
+
+from synthetic_class import add_after, full, write
 
 LIMITS = Limits(cell_timeout=6, notebook_timeout=40, harvest_timeout=10, stuck_grace=3, startup_timeout=30)
 COPIES = 2

@@ -10,10 +10,12 @@ import tempfile
 import time
 
 from isolation_helpers import ISOLATION
-from synthetic_class import add_after, full, write
+
 from t5lesson.grading.grade import grade_folder
 from t5lesson.grading.limits import harvest_reserve
 from t5lesson.grading.protocol import Limits
+
+from synthetic_class import add_after, full, write
 
 SLOW_HOOK = "import time\nget_ipython().events.register('pre_run_cell', lambda *args: time.sleep(3))"
 

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell
 
-from synthetic_class import blank, full, write
 from t5lesson.grading import bank, grade, intake
 from t5lesson.grading.bounds import BoundsError, loads, shape_ok
 from t5lesson.grading.questions import Numeric, clean_plain, clean_record
 from t5lesson.grading.report import csv_cell, safe_name
 from t5lesson.grading.submission import parse
+
+from synthetic_class import blank, full, write
 
 NONCE = re.compile(r"namespace\[\"emit\"\]\('([0-9a-f]+)'")
 
