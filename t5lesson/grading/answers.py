@@ -40,14 +40,8 @@ def answer_text(question, value: dict) -> str:
 
 
 def _case_right(question: Code, want, got) -> bool:
-    if not isinstance(got, dict) or "ok" not in got:
-        return False
-    problem = getattr(question, "_problem", None)
-    if problem is not None:  # structured answers (PlainCode): its own comparison
-        return problem(want, got) is None
-    value = got["ok"]
-    return isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int \
-        and value["v"] == want
+    """The grader's own per-case rule (`Code._problem`, which every code kind defines)."""
+    return isinstance(got, dict) and "ok" in got and question._problem(want, got) is None
 
 
 def failed_cases(question: Code, record) -> list[int] | None:

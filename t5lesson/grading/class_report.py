@@ -168,7 +168,7 @@ def compute(exercise, graded) -> ClassStats:
     """Every number the page and the CSV files show."""
     graded = sorted(graded, key=lambda g: g.student)
     ok = [g for g in graded if g.status == Status.GRADED]
-    questions = {q.id: QuestionStats(q.id, q.title, q.kind, float(q.points), q.auto_scored,
+    questions = {q.id: QuestionStats(q.id, getattr(q, "title", ""), q.kind, float(q.points), q.auto_scored,
                                      tuple(getattr(q, "objectives", ()) or ()))
                  for q in exercise.questions}
     answers: dict[str, Counter] = {q.id: Counter() for q in exercise.questions}
@@ -432,6 +432,10 @@ nav a { margin-right: 12px; }
 """
 
 
+def _heading(s: QuestionStats) -> str:
+    return f"{s.id}: {s.title}" if s.title else f"{s.id} ({s.kind}, {format_points(s.points)} points)"
+
+
 def _html_table(header: list[str], rows: list[list[str]], numeric: tuple[int, ...] = ()) -> str:
     """An HTML table; the cells are HTML already (text escaped with _esc), `numeric` columns right-aligned."""
     head = "".join(f"<th>{_esc(h)}</th>" for h in header)
@@ -532,7 +536,7 @@ def _wrong_section(stats: ClassStats) -> str:
         out.append("<p>This exercise has no multiple-choice or numeric questions.</p>")
     for s in kinds:
         wrong = stats.wrong.get(s.id, [])
-        out.append(f"<h3>{_esc(s.id)}: {_esc(s.title)}</h3>")
+        out.append(f"<h3>{_esc(_heading(s))}</h3>")
         if not wrong:
             out.append("<p>No wrong answers.</p>")
             continue
@@ -551,7 +555,7 @@ def _code_section(stats: ClassStats) -> str:
         if s.id not in stats.cases:
             continue
         runs = stats.attempted[s.id]
-        out.append(f"<h3>{_esc(s.id)}: {_esc(s.title)}</h3>")
+        out.append(f"<h3>{_esc(_heading(s))}</h3>")
         if not runs:
             out.append("<p>No graded submission ran this function.</p>")
             continue

@@ -44,9 +44,9 @@ from .bounds import loads
 from .course import HIDDEN, PACKAGE_PARENT, course_root
 from .limits import Cgroup, harvest_reserve
 from .notebook_format import exercise_id_of, make_exercise
+from .progress import Progress
 from .protocol import EXIT_ENAME, FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
-from .progress import Progress
 from .report import Graded
 from .submission import MAX_DEPTH, MAX_NODES, Prepared, prepare
 
@@ -338,7 +338,7 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     template_nb = load_template(exercise, template, root)
     auto = sum(1 for q in exercise.questions if q.auto_scored)
 
-    uids = _uids(len(files))
+    uids = _uids(max(1, len(files)))  # an empty folder or shard still probes (and writes an empty report)
     as_root = os.geteuid() == 0
     reason = sandbox.probe(uids[0]) if isolation != "none" else "--isolation none"
     if isolation != "none" and reason:

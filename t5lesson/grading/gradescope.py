@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -145,16 +146,19 @@ def _package_files() -> list[Path]:
 
 
 def build(exercise_id: str, out: Path, *, limits: Limits = Limits(), visibility: str = "visible",
-          template: Path | None = None) -> list[str]:
+          template: Path | None = None, isolation: str = "auto") -> list[str]:
     """Write the autograder zip for one exercise; return the names in it. The zip is reproducible
     (sorted entries, fixed times)."""
-    from .grade import load_template  # the handed-out notebook, as the class grader finds it
     import nbformat
+
+    from .grade import load_template  # the handed-out notebook, as the class grader finds it
 
     exercise = bank.get(exercise_id)
     if visibility not in VISIBILITY:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITY)}")
-    config = {"exercise": exercise.id, "visibility": visibility, "limits": asdict(limits)}
+    if isolation not in ("auto", "full", "none"):
+        raise ValueError("isolation must be auto, full or none")
+    config = {"exercise": exercise.id, "visibility": visibility, "isolation": isolation, "limits": asdict(limits)}
     entries: dict[str, tuple[bytes, int]] = {
         "setup.sh": (SETUP_SH.encode(), _EXECUTABLE),
         "run_autograder": (RUN_AUTOGRADER.encode(), _EXECUTABLE),
@@ -182,8 +186,22 @@ def build(exercise_id: str, out: Path, *, limits: Limits = Limits(), visibility:
 # --------------------------------------------------------------------------- results.json
 
 
-def _test(question, outcome, number: int, visibility: str) -> dict:
-    name = f"{question.id}: {question.title}"
+HEADING = re.compile(r"^## Question (\d+) \([^)]*\): (.+)$", re.MULTILINE)
+
+
+def question_titles(notebook_path: Path) -> dict[int, str]:
+    """{question number: title} from the headings of the handed-out notebook ("## Question 5 (1 point): ...")."""
+    try:
+        cells = json.loads(Path(notebook_path).read_text(encoding="utf-8"))["cells"]
+        markdown = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                             for c in cells if c.get("cell_type") == "markdown")
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {int(number): title.strip() for number, title in HEADING.findall(markdown)}
+
+
+def _test(question, outcome, number: int, visibility: str, title: str = "") -> dict:
+    name = f"{question.id}: {title}" if title else f"Question {number} ({question.id})"
     test = {"name": name, "number": str(number), "score": float(outcome.points), "max_score": float(question.points),
             "output": outcome.line(), "visibility": visibility}
     if question.auto_scored:
@@ -194,19 +212,23 @@ def _test(question, outcome, number: int, visibility: str) -> dict:
     return test
 
 
-def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), isolation: str = "") -> dict:
-    """results.json for one student's submission (several notebooks: the best one counts)."""
+def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), isolation: str = "",
+            titles: dict[int, str] | None = None) -> dict:
+    """results.json for one student's submission (several notebooks: the best one counts).
+    `titles`: {question number: title}, from the handed-out notebook (`question_titles`)."""
+    titles = titles or {}
     if not graded:
         found = ", ".join(s.relative for s in skipped) or "nothing"
         why = f"No notebook (.ipynb) was found in your submission (it holds: {found}). Submit your exercise notebook."
-        tests = [_test(q, q.outcome("error", 0, "no notebook was submitted."), i, visibility)
+        tests = [_test(q, q.outcome("error", 0, "no notebook was submitted."), i, visibility, titles.get(i, ""))
                  for i, q in enumerate(exercise.questions, 1)]
         return {"score": 0.0, "output": why, "visibility": visibility, "stdout_visibility": "hidden",
                 "extra_data": {"status": "no notebook", "exercise": exercise.id}, "tests": tests}
     ranked = sorted(graded, key=lambda g: (-g.total, g.status != Status.GRADED, g.student))
     best = ranked[0]
     by_id = {o.question: o for o in best.outcomes}
-    tests = [_test(q, by_id[q.id], i, visibility) for i, q in enumerate(exercise.questions, 1) if q.id in by_id]
+    tests = [_test(q, by_id[q.id], i, visibility, titles.get(i, "")) for i, q in enumerate(exercise.questions, 1)
+             if q.id in by_id]
     lines = [f"{exercise.title}: {format_points(best.total)} / {format_points(exercise.auto_points)} automatically "
              f"graded points for {best.file}."]
     manual = [q for q in exercise.questions if not q.auto_scored]
@@ -249,15 +271,29 @@ def run(root: Path) -> dict:
     try:
         work = Path(tempfile.mkdtemp(prefix="t5gradescope-"))
         submission.mkdir(parents=True, exist_ok=True)
-        _, skipped = intake.survey(submission)
-        graded = grade_folder(submission, work / "report", exercise_id=exercise.id,
-                              template=source / "exercises" / f"{exercise.id}.ipynb",
-                              limits=_limits(config.get("limits", {})), jobs=1,
-                              isolation=config.get("isolation", "auto"), hide=(str(out),))
-        summary = (work / "report" / "summary.md").read_text(encoding="utf-8")
-        isolation = next((line[len("- isolation: "):] for line in summary.splitlines()
-                          if line.startswith("- isolation: ")), "")
-        doc = results(exercise, graded, visibility=visibility, skipped=skipped, isolation=isolation)
+        found, skipped = intake.survey(submission)
+        wanted = config.get("isolation", "auto")
+
+        def grade(isolation: str):
+            return grade_folder(submission, work / "report", exercise_id=exercise.id, course=source,
+                                template=source / "exercises" / f"{exercise.id}.ipynb",
+                                limits=_limits(config.get("limits", {})), jobs=1,
+                                isolation="none" if isolation == "none" else "auto", hide=(str(out),))
+
+        graded, summary, isolation = [], "", ""
+        if found:  # with no notebook, nothing runs: results.json says so
+            try:
+                graded = grade(wanted)
+            except RuntimeError as exc:  # the container allows no namespaces
+                if wanted != "auto" or "isolated" not in str(exc):
+                    raise
+                print(f"isolation is not possible in this container ({exc}); grading with the limits only")
+                graded = grade("none")
+            summary = (work / "report" / "summary.md").read_text(encoding="utf-8")
+            isolation = next((line[len("- isolation: "):] for line in summary.splitlines()
+                              if line.startswith("- isolation: ")), "")
+        doc = results(exercise, graded, visibility=visibility, skipped=skipped, isolation=isolation,
+                      titles=question_titles(source / "exercises" / f"{exercise.id}.ipynb"))
         print(summary)
     except Exception as exc:  # never leave Gradescope without a results.json
         traceback.print_exc()
@@ -288,10 +324,14 @@ def main(argv=None) -> int:
     parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
     parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
+    parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
+                        help="auto: isolate each kernel where the container allows it, else grade with the limits "
+                             "only (results.json says which); full: refuse without isolation; none: never isolate")
     args = parser.parse_args(argv)
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb)
     try:
-        names = build(args.exercise, args.out, limits=limits, visibility=args.visibility, template=args.template)
+        names = build(args.exercise, args.out, limits=limits, visibility=args.visibility, template=args.template,
+                      isolation=args.isolation)
     except (KeyError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import nbformat
 
-from synthetic_class import BUGGY_BUCKET
 from t5lesson.grading import answers, bank, harvest
 from t5lesson.grading.protocol import Status
 from t5lesson.grading.questions import ERROR
 from t5lesson.grading.report import Graded
+
+from synthetic_class import BUGGY_BUCKET
 
 REPO = Path(__file__).resolve().parents[2]
 EXERCISE_ID = "01_unscaled_scores"

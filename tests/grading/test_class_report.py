@@ -13,11 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
-
-from browser import CHROMIUM, CHROMIUM_ARGS, browser_missing_reason
 from fake_class import fake_class
+
 from t5lesson.grading.bank import Exercise
 from t5lesson.grading.class_report import class_report_files, compute
+
+from browser import CHROMIUM, CHROMIUM_ARGS, browser_missing_reason
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "class_report"

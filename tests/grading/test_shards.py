@@ -84,3 +84,23 @@ def test_merge_refuses_what_does_not_belong_together(sample_runs, tmp_path):
     into = subprocess.run(grade_cli("merge", str(shard1), str(shard2), "--out", str(shard1)), cwd=ROOT,
                           capture_output=True, text=True)
     assert into.returncode == 2 and "new folder" in into.stderr
+
+
+def test_an_empty_shard_is_a_valid_report_and_merges(tmp_path):
+    """More shards than submissions: a shard with nothing to grade writes an empty report (no kernel runs)."""
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / "only.ipynb").write_text("not json", encoding="utf-8")
+    reports = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        done = subprocess.run(grade_cli(str(submissions), "--out", str(out), "--shard", f"{k}/2", "--quiet",
+                                        "--exercise", "01_unscaled_scores"), cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        reports.append(out)
+    assert json.loads((reports[1] / "grades.json").read_text())["submissions"] == []
+    merged = subprocess.run(grade_cli("merge", *map(str, reports), "--out", str(tmp_path / "merged")), cwd=ROOT,
+                            capture_output=True, text=True)
+    assert merged.returncode == 0, merged.stderr
+    rows = list(csv.DictReader((tmp_path / "merged" / "gradebook.csv").open()))
+    assert [(r["student"], r["status"]) for r in rows] == [("only", "unreadable")]
