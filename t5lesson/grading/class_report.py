@@ -164,11 +164,12 @@ def _objective_key(objective) -> tuple:
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
 
 
-def compute(exercise, graded) -> ClassStats:
-    """Every number the page and the CSV files show."""
+def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
+    """Every number the page and the CSV files show (`titles`: {question id: title}, optional)."""
+    titles = titles or {}
     graded = sorted(graded, key=lambda g: g.student)
     ok = [g for g in graded if g.status == Status.GRADED]
-    questions = {q.id: QuestionStats(q.id, getattr(q, "title", ""), q.kind, float(q.points), q.auto_scored,
+    questions = {q.id: QuestionStats(q.id, titles.get(q.id, ""), q.kind, float(q.points), q.auto_scored,
                                      tuple(getattr(q, "objectives", ()) or ()))
                  for q in exercise.questions}
     answers: dict[str, Counter] = {q.id: Counter() for q in exercise.questions}
@@ -433,7 +434,8 @@ nav a { margin-right: 12px; }
 
 
 def _heading(s: QuestionStats) -> str:
-    return f"{s.id}: {s.title}" if s.title else f"{s.id} ({s.kind}, {format_points(s.points)} points)"
+    points = f"{format_points(s.points)} point{'' if s.points == 1 else 's'}"
+    return f"{s.id}: {s.title} ({points})" if s.title else f"{s.id} ({s.kind}, {points})"
 
 
 def _html_table(header: list[str], rows: list[list[str]], numeric: tuple[int, ...] = ()) -> str:
@@ -609,7 +611,7 @@ def _objectives_section(stats: ClassStats) -> str:
     return "\n".join(out)
 
 
-def class_report_files(exercise, graded) -> dict[str, str]:
-    """{relative path: text}: report.html and class_report/*.csv."""
-    stats = compute(exercise, graded)
+def class_report_files(exercise, graded, titles: dict | None = None) -> dict[str, str]:
+    """{relative path: text}: report.html and class_report/*.csv. `titles`: {question id: title}."""
+    stats = compute(exercise, graded, titles)
     return {"report.html": render_html(stats), **csv_files(stats)}

@@ -418,7 +418,8 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
     if shard_text:
         settings["shard"] = shard_text
-    failed = outputs.write_all(out, exercise, graded, settings, shard_text, skipped=skipped)
+    failed = outputs.write_all(out, exercise, graded, settings, shard_text, skipped=skipped,
+                               titles=outputs.question_titles(exercise, template_nb))
     if failed:
         raise ReportError(failed)
     return graded

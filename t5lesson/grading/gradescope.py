@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -39,7 +38,10 @@ import zipfile
 from dataclasses import asdict, fields
 from pathlib import Path
 
+import nbformat
+
 from . import bank, intake
+from .outputs import question_titles
 from .protocol import Limits, Status
 from .questions import format_points
 
@@ -186,20 +188,6 @@ def build(exercise_id: str, out: Path, *, limits: Limits = Limits(), visibility:
 # --------------------------------------------------------------------------- results.json
 
 
-HEADING = re.compile(r"^## Question (\d+) \([^)]*\): (.+)$", re.MULTILINE)
-
-
-def question_titles(notebook_path: Path) -> dict[int, str]:
-    """{question number: title} from the headings of the handed-out notebook ("## Question 5 (1 point): ...")."""
-    try:
-        cells = json.loads(Path(notebook_path).read_text(encoding="utf-8"))["cells"]
-        markdown = "\n".join("".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                             for c in cells if c.get("cell_type") == "markdown")
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {int(number): title.strip() for number, title in HEADING.findall(markdown)}
-
-
 def _test(question, outcome, number: int, visibility: str, title: str = "") -> dict:
     name = f"{question.id}: {title}" if title else f"Question {number} ({question.id})"
     test = {"name": name, "number": str(number), "score": float(outcome.points), "max_score": float(question.points),
@@ -213,21 +201,21 @@ def _test(question, outcome, number: int, visibility: str, title: str = "") -> d
 
 
 def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), isolation: str = "",
-            titles: dict[int, str] | None = None) -> dict:
+            titles: dict[str, str] | None = None) -> dict:
     """results.json for one student's submission (several notebooks: the best one counts).
-    `titles`: {question number: title}, from the handed-out notebook (`question_titles`)."""
+    `titles`: {question id: title}, from the handed-out notebook (`outputs.question_titles`)."""
     titles = titles or {}
     if not graded:
         found = ", ".join(s.relative for s in skipped) or "nothing"
         why = f"No notebook (.ipynb) was found in your submission (it holds: {found}). Submit your exercise notebook."
-        tests = [_test(q, q.outcome("error", 0, "no notebook was submitted."), i, visibility, titles.get(i, ""))
+        tests = [_test(q, q.outcome("error", 0, "no notebook was submitted."), i, visibility, titles.get(q.id, ""))
                  for i, q in enumerate(exercise.questions, 1)]
         return {"score": 0.0, "output": why, "visibility": visibility, "stdout_visibility": "hidden",
                 "extra_data": {"status": "no notebook", "exercise": exercise.id}, "tests": tests}
     ranked = sorted(graded, key=lambda g: (-g.total, g.status != Status.GRADED, g.student))
     best = ranked[0]
     by_id = {o.question: o for o in best.outcomes}
-    tests = [_test(q, by_id[q.id], i, visibility, titles.get(i, "")) for i, q in enumerate(exercise.questions, 1)
+    tests = [_test(q, by_id[q.id], i, visibility, titles.get(q.id, "")) for i, q in enumerate(exercise.questions, 1)
              if q.id in by_id]
     lines = [f"{exercise.title}: {format_points(best.total)} / {format_points(exercise.auto_points)} automatically "
              f"graded points for {best.file}."]
@@ -272,11 +260,12 @@ def run(root: Path) -> dict:
         work = Path(tempfile.mkdtemp(prefix="t5gradescope-"))
         submission.mkdir(parents=True, exist_ok=True)
         found, skipped = intake.survey(submission)
+        template = source / "exercises" / f"{exercise.id}.ipynb"
         wanted = config.get("isolation", "auto")
 
         def grade(isolation: str):
             return grade_folder(submission, work / "report", exercise_id=exercise.id, course=source,
-                                template=source / "exercises" / f"{exercise.id}.ipynb",
+                                template=template,
                                 limits=_limits(config.get("limits", {})), jobs=1,
                                 isolation="none" if isolation == "none" else "auto", hide=(str(out),))
 
@@ -293,7 +282,7 @@ def run(root: Path) -> dict:
             isolation = next((line[len("- isolation: "):] for line in summary.splitlines()
                               if line.startswith("- isolation: ")), "")
         doc = results(exercise, graded, visibility=visibility, skipped=skipped, isolation=isolation,
-                      titles=question_titles(source / "exercises" / f"{exercise.id}.ipynb"))
+                      titles=question_titles(exercise, nbformat.read(template, as_version=4)))
         print(summary)
     except Exception as exc:  # never leave Gradescope without a results.json
         traceback.print_exc()

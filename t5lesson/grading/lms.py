@@ -169,7 +169,8 @@ def export(report: Path, ids_path: Path, out: Path, *, assignment: str | None = 
     report, out = Path(report), Path(out)
     if canvas_id_column not in CANVAS_IDENTITY[1:4]:
         raise ValueError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
-    exercise, graded, _, _, _ = outputs.read(report)
+    run = outputs.read(report)
+    exercise, graded = run.exercise, run.graded
     by_student = {g.student: g for g in graded}
     rows = {_uncell(r["student"]): r for r in _read_csv(report / "gradebook.csv")}
     if set(rows) != set(by_student):

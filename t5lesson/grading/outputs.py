@@ -6,7 +6,9 @@ made by exactly the code that makes a single run's:
 - gradebook.csv, free_text.csv, summary.md, feedback/<student>.md (`t5lesson.grading.report`);
 - report.html and class_report/*.csv, the class at a glance (`t5lesson.grading.class_report`);
 - grades.json: every verdict (status, one outcome per question, notes, free text, the answer
-  summaries of `t5lesson.grading.answers`), the settings, and which shard this was, if any.
+  summaries of `t5lesson.grading.answers`), the settings, which shard this was, if any, the
+  folder's entries without a row, and the questions' titles (the headings of the handed-out
+  notebook, so that a merge on another machine shows them too).
   `merge` and the LMS export read it back with `read`; the numbers in it are the gradebook's.
 
 Like the rest of the report, grades.json holds no clock and no path of the machine, and
@@ -16,7 +18,9 @@ same bytes.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import NamedTuple
 
 from . import bank
 from .intake import Skipped
@@ -24,10 +28,34 @@ from .protocol import Status
 from .questions import Outcome
 from .report import Graded, _atomic_write, write_reports
 
-__all__ = ["FORMAT", "GRADES_FILE", "write_all", "grades_text", "read"]
+__all__ = ["FORMAT", "GRADES_FILE", "Run", "write_all", "grades_text", "read", "question_titles"]
 
 FORMAT = "t5lesson-grades/1"
 GRADES_FILE = "grades.json"
+
+
+HEADING = re.compile(r"^## Question (\d+) \([^)]*\): (.+)$", re.MULTILINE)
+
+
+def question_titles(exercise, notebook) -> dict[str, str]:
+    """{question id: title} from the notebook's headings ("## Question 5 (1 point): a bucket ...")."""
+    try:
+        markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    except AttributeError:
+        return {}
+    by_number = {int(n): title.strip() for n, title in HEADING.findall(markdown)}
+    return {q.id: by_number[i] for i, q in enumerate(exercise.questions, 1) if i in by_number}
+
+
+class Run(NamedTuple):
+    """What a report folder's grades.json holds."""
+
+    exercise: object
+    graded: list
+    settings: dict
+    shard: str | None
+    skipped: list
+    titles: dict
 
 
 def _plain(g: Graded) -> dict:
@@ -40,10 +68,11 @@ def _plain(g: Graded) -> dict:
     }
 
 
-def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | None = None, skipped=()) -> str:
+def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | None = None, skipped=(),
+                titles: dict | None = None) -> str:
     """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
-    and the entries of the folder that have no row (`intake.Skipped`)."""
-    doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard,
+    the entries of the folder that have no row (`intake.Skipped`) and the questions' titles."""
+    doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
            "settings": {k: settings[k] for k in sorted(settings)},
            "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
            "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
@@ -51,7 +80,7 @@ def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | Non
 
 
 def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: str | None = None,
-              skipped=()) -> list[str]:
+              skipped=(), titles: dict | None = None) -> list[str]:
     """Write the whole report folder (see module doc); return what could not be written, in words.
 
     As in `write_reports`, one file that fails does not stop the others.
@@ -66,9 +95,9 @@ def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: 
         except Exception as exc:
             failed.append(f"{relative}: {type(exc).__name__}: {exc}")
 
-    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, shard, skipped))
+    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, shard, skipped, titles))
     try:
-        files = class_report_files(exercise, graded)
+        files = class_report_files(exercise, graded, titles)
     except Exception as exc:  # the class report must never cost the gradebook
         failed.append(f"report.html: {type(exc).__name__}: {exc}")
         files = {}
@@ -84,8 +113,8 @@ def _status(value: str):
         return value
 
 
-def read(report_dir: Path):
-    """(exercise, verdicts, settings, shard, skipped) from a report folder's grades.json."""
+def read(report_dir: Path) -> Run:
+    """What a report folder's grades.json holds (see `Run`)."""
     path = Path(report_dir) / GRADES_FILE
     if not path.is_file():
         raise ValueError(f"{report_dir} has no {GRADES_FILE}: is it a report folder written by this grader?")
@@ -103,4 +132,4 @@ def read(report_dir: Path):
         graded.append(Graded(s["student"], s["file"], _status(s["status"]), outcomes, list(s["notes"]),
                              dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {}))))
     skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
-    return exercise, graded, dict(doc["settings"]), doc.get("shard"), skipped
+    return Run(exercise, graded, dict(doc["settings"]), doc.get("shard"), skipped, dict(doc.get("titles") or {}))

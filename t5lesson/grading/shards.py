@@ -24,7 +24,7 @@ from . import outputs
 __all__ = ["parse_shard", "select", "merge", "main"]
 
 # Settings that may differ between the machines of one class without changing a single grade.
-MACHINE_SETTINGS = ("isolation",)
+MACHINE_SETTINGS = ("isolation", "memory")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -74,38 +74,40 @@ def merge(report_dirs: list[Path], out: Path, *, allow_missing: bool = False):
     out = Path(out).resolve()
     if any(Path(d).resolve() == out for d in report_dirs):
         raise ValueError("write the merged report to a new folder, not into one of the shards")
-    read = [(Path(d), *outputs.read(Path(d))) for d in report_dirs]
-    runs = [run[:5] for run in read]
-    skipped = sorted({(s.relative, s.reason): s for run in read for s in run[5]}.values(), key=lambda s: s.relative)
-    exercise = runs[0][1]
-    for folder, other, _, _, _ in runs[1:]:
-        if other.id != exercise.id:
-            raise ValueError(f"{folder} grades exercise {other.id}, {runs[0][0]} grades {exercise.id}")
+    runs = [(Path(d), outputs.read(Path(d))) for d in report_dirs]
+    first_folder, first = runs[0]
+    exercise = first.exercise
+    for folder, run in runs[1:]:
+        if run.exercise.id != exercise.id:
+            raise ValueError(f"{folder} grades exercise {run.exercise.id}, {first_folder} grades {exercise.id}")
     if not allow_missing:
-        _check_shards([(folder, shard) for folder, _, _, _, shard in runs])
+        _check_shards([(folder, run.shard) for folder, run in runs])
 
     def comparable(settings: dict) -> dict:
         return {k: v for k, v in settings.items() if k not in MACHINE_SETTINGS + ("shard",)}
 
-    base = comparable(runs[0][3])
-    for folder, _, _, settings, _ in runs[1:]:
-        if comparable(settings) != base:
-            differ = sorted(k for k in set(base) | set(comparable(settings)) if base.get(k) != settings.get(k))
-            raise ValueError(f"{folder} was graded with other settings than {runs[0][0]}: {', '.join(differ)}")
+    base = comparable(first.settings)
+    for folder, run in runs[1:]:
+        if comparable(run.settings) != base:
+            differ = sorted(k for k in set(base) | set(comparable(run.settings))
+                            if base.get(k) != run.settings.get(k))
+            raise ValueError(f"{folder} was graded with other settings than {first_folder}: {', '.join(differ)}")
     settings = dict(base)
     for key in MACHINE_SETTINGS:
-        values = sorted({str(s[key]) for _, _, _, s, _ in runs if key in s})
+        values = sorted({str(run.settings[key]) for _, run in runs if key in run.settings})
         if values:
             settings[key] = "; ".join(values)
+    skipped = sorted({(s.relative, s.reason): s for _, run in runs for s in run.skipped}.values(),
+                     key=lambda s: s.relative)
 
     graded, where = [], {}
-    for folder, _, verdicts, _, _ in runs:
-        for g in verdicts:
+    for folder, run in runs:
+        for g in run.graded:
             if g.student in where:
                 raise ValueError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
             where[g.student] = folder
             graded.append(g)
-    failed = outputs.write_all(out, exercise, graded, settings, skipped=skipped)
+    failed = outputs.write_all(out, exercise, graded, settings, skipped=skipped, titles=first.titles)
     if failed:
         raise ValueError("some reports could not be written: " + "; ".join(failed[:5]))
     return graded

@@ -12,11 +12,13 @@ import os
 import re
 from pathlib import Path
 
+import nbformat
 import pytest
 from fake_class import fake_class
 
 from t5lesson.grading.bank import Exercise
 from t5lesson.grading.class_report import class_report_files, compute
+from t5lesson.grading.outputs import question_titles
 
 from browser import CHROMIUM, CHROMIUM_ARGS, browser_missing_reason
 
@@ -120,6 +122,7 @@ def test_the_real_run_writes_the_report(sample_runs):
     assert page.count('<svg class="figure"') == 3  # distribution, questions, q7's cases
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
     assert "broken" in page and "unreadable" in page
+    assert "q5: a bucket in the encoder (1 point)" in page  # titles from the handed-out notebook
     wrong = _rows((sample_runs["whole"] / "class_report" / "wrong_answers.csv").read_text())
     assert {(r["question"], r["answer"]) for r in wrong} >= {("q1", "A"), ("q5", "28")}  # ben's answers
     cases = _rows((sample_runs["whole"] / "class_report" / "code_cases.csv").read_text())
@@ -135,9 +138,11 @@ def test_the_page_in_chromium(fake, tmp_path):
     from playwright.sync_api import sync_playwright
 
     exercise, graded, _ = fake
+    titles = question_titles(exercise, nbformat.read(ROOT / "exercises" / f"{exercise.id}.ipynb", as_version=4))
+    assert titles["q5"] == "a bucket in the encoder"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page_path = ARTIFACTS / "report.html"
-    page_path.write_text(class_report_files(exercise, graded)["report.html"], encoding="utf-8")
+    page_path.write_text(class_report_files(exercise, graded, titles)["report.html"], encoding="utf-8")
     requests, errors = [], []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
