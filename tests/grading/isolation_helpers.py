@@ -15,6 +15,7 @@ import os
 import pwd
 import subprocess
 import sys
+from pathlib import Path
 
 from t5lesson.grading import sandbox
 from t5lesson.grading.grade import _uids
@@ -56,3 +57,18 @@ def run_as(uid: int, gid: int, argv: list[str], *, cwd: str, env: dict, timeout:
 
 def python() -> str:
     return sys.executable
+
+
+def processes_running(*argv: str) -> list[int]:
+    """Pids of the processes whose command line starts with argv (e.g. "sleep", "987")."""
+    want = [a.encode() for a in argv]
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if command[:len(want)] == want:
+                found.append(int(entry))
+    return found

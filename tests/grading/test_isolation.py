@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
-from isolation_helpers import REQUIRED, WHY_NOT, normal_user, run_as
+from isolation_helpers import REQUIRED, WHY_NOT, normal_user, processes_running, run_as
 
 from t5lesson.grading import grade, sandbox
 from t5lesson.grading.course import PACKAGE_PARENT
@@ -159,16 +159,7 @@ def _hashes(folder: Path) -> dict:
 
 
 def _sleepers() -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv[:2] == [b"sleep", SLEEPER.encode()]:
-                found.append(int(entry))
-    return found
+    return processes_running("sleep", SLEEPER)
 
 
 def _leftovers() -> list[str]:
