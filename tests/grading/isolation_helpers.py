@@ -22,6 +22,7 @@ from t5lesson.grading.grade import _uids
 
 WHY_NOT = sandbox.probe(_uids(1)[0])
 ISOLATION = "auto" if WHY_NOT is None else "none"
+ISOLATION_ARGS = [] if WHY_NOT is None else ["--isolation", "none"]  # for the command line
 REQUIRED = os.environ.get("T5LESSON_REQUIRE_ISOLATION") == "1"
 USER = "t5lesson-grader"
 
