@@ -5,10 +5,12 @@ For every notebook under SUBMISSIONS_DIR (a student's id is its path without `.i
    (`t5lesson.grading.submission`: provided cells restored, answer cells taken from the submission,
    one harvesting cell per question added);
 2. run it in a worker process (`t5lesson.grading.runner`) with a fresh kernel started through
-   `t5lesson.grading.sandbox`: per-cell and whole-notebook time limits, an output cap, a memory limit,
-   and, when the grader is root, its own user id and a mount namespace that hides the
-   submissions, the report folder and the solutions. The grader kills the worker, the kernel
-   and everything the kernel started if the run outlives its hard limit;
+   `t5lesson.grading.sandbox`: per-cell and whole-notebook time limits, an output cap, memory
+   and disk limits for the whole submission, and its own namespaces (as root or as a normal
+   user: `t5lesson.grading.isolation`) that hide the submissions, the report folder and the
+   solutions and let it reach no other kernel; where that is impossible the grader refuses
+   unless told `--isolation none`. The grader kills the worker, the kernel and everything the
+   kernel started if the run outlives its hard limit;
 3. score the answers *here*, from the plain records the kernel printed (`t5lesson.grading.questions`):
    nothing the student's code returns is trusted beyond being their answer.
 Submissions run in parallel (one per core by default) and each line of progress shows one
@@ -17,7 +19,8 @@ gradebook.csv, free_text.csv, summary.md and feedback/<student>.md (`t5lesson.gr
 
 Every failure has a verdict and none stops the batch: an unreadable file, a damaged
 structure, a missing variable, a cell that raises, a loop that never ends (even one that
-ignores interrupts), a kernel that dies, floods of output, attempts to read or write outside.
+ignores interrupts), a kernel that dies, floods of output, attempts to read or write outside;
+and whatever still goes wrong in the grader for one submission is that row's "grader error".
 """
 from __future__ import annotations
 

@@ -15,12 +15,14 @@ import os
 import pwd
 import subprocess
 import sys
+from pathlib import Path
 
 from t5lesson.grading import sandbox
 from t5lesson.grading.grade import _uids
 
 WHY_NOT = sandbox.probe(_uids(1)[0])
 ISOLATION = "auto" if WHY_NOT is None else "none"
+ISOLATION_ARGS = [] if WHY_NOT is None else ["--isolation", "none"]  # for the command line
 REQUIRED = os.environ.get("T5LESSON_REQUIRE_ISOLATION") == "1"
 USER = "t5lesson-grader"
 
@@ -56,3 +58,18 @@ def run_as(uid: int, gid: int, argv: list[str], *, cwd: str, env: dict, timeout:
 
 def python() -> str:
     return sys.executable
+
+
+def processes_running(*argv: str) -> list[int]:
+    """Pids of the processes whose command line starts with argv (e.g. "sleep", "987")."""
+    want = [a.encode() for a in argv]
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if command[:len(want)] == want:
+                found.append(int(entry))
+    return found

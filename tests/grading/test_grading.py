@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from isolation_helpers import processes_running
 
 from t5lesson.grading import sandbox
 from t5lesson.grading.grade import Limits, _uids, grade_folder
@@ -55,16 +56,7 @@ def _hashes(folder: Path) -> dict[str, str]:
 
 
 def _sleepers() -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if argv[:2] == [b"sleep", SLEEP_MARKER.encode()]:
-                found.append(int(entry))
-    return found
+    return processes_running("sleep", SLEEP_MARKER)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from isolation_helpers import ISOLATION
 from nbclient import NotebookClient
 
 from t5lesson.grading import bank
@@ -71,7 +72,8 @@ def test_held_notebook_grades_in_full_without_notes(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
     shutil.copy(HELD, folder / "held.ipynb")
-    [graded] = grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=30), jobs=1)
+    [graded] = grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=30), jobs=1,
+                            isolation=ISOLATION)
     exercise = bank.get("01_unscaled_scores")
     assert (graded.status, graded.total) == ("graded", exercise.auto_points), graded
     assert graded.notes == [], graded.notes

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from isolation_helpers import ISOLATION_ARGS
+
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "sample_class"
 
@@ -14,7 +16,9 @@ def test_readme_grading_command_on_sample_class(tmp_path):
     assert "python -m t5lesson.grading.grade tests/sample_class --out /tmp/report" in readme
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in SAMPLES.glob("*.ipynb")}
     out = tmp_path / "report"
-    result = subprocess.run([sys.executable, "-m", "t5lesson.grading.grade", str(SAMPLES), "--out", str(out)],
+    # exactly the README's command where kernels can be isolated; elsewhere the grader would refuse
+    result = subprocess.run([sys.executable, "-m", "t5lesson.grading.grade", str(SAMPLES), "--out", str(out),
+                             *ISOLATION_ARGS],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     rows = {r["student"]: r for r in csv.DictReader((out / "gradebook.csv").open())}
