@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT / "tests" / "grading"))
 from synthetic_class import copies  # noqa: E402
 
 
-def _grade(args: list[str]) -> float:
+def _grade(args: list[str], isolation: str) -> float:
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "t5lesson.grading.grade", *args, "--quiet"], cwd=ROOT,
-                            capture_output=True, text=True)
+    command = [sys.executable, "-m", "t5lesson.grading.grade", *args, "--quiet", "--isolation", isolation]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"the grader failed:\n{result.stderr}")
     return time.monotonic() - start
@@ -58,6 +58,8 @@ def main(argv=None) -> int:
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--shards", type=int, default=0, help="also grade as N shards in turn and merge them")
     parser.add_argument("--class-size", type=int, default=2000)
+    parser.add_argument("--isolation", choices=("auto", "none"), default="auto",
+                        help="as the grader's option (auto refuses where kernels cannot be isolated)")
     parser.add_argument("--target", type=float, default=25.0,
                         help="submissions per minute; exit 1 when slower (default 25: 50 in two minutes)")
     args = parser.parse_args(argv)
@@ -66,12 +68,13 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder, out = Path(tmp) / "submissions", Path(tmp) / "report"
         copies(folder, args.count)
-        seconds = _grade([str(folder), "--out", str(out)])
+        seconds = _grade([str(folder), "--out", str(out)], args.isolation)
         rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
         isolation = next(line for line in (out / "summary.md").read_text().splitlines() if "isolation" in line)
         shard_lines = []
         if args.shards:
-            times = [_grade([str(folder), "--out", str(Path(tmp) / f"shard{k}"), "--shard", f"{k}/{args.shards}"])
+            times = [_grade([str(folder), "--out", str(Path(tmp) / f"shard{k}"), "--shard", f"{k}/{args.shards}"],
+                            args.isolation)
                      for k in range(1, args.shards + 1)]
             merged = Path(tmp) / "merged"
             subprocess.run([sys.executable, "-m", "t5lesson.grade", "merge",

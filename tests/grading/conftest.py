@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from isolation_helpers import ISOLATION, ISOLATION_ARGS
 
 from t5lesson.grading.grade import grade_folder
 
@@ -72,12 +73,13 @@ def sample_runs(tmp_path_factory):
     (submissions / "notes.txt").write_text("not a notebook: listed in the summary, no row", encoding="utf-8")
 
     whole = root / "whole"
-    grade_folder(submissions, whole, jobs=2)
+    grade_folder(submissions, whole, jobs=2, isolation=ISOLATION)
 
     shard1, shard2, merged = root / "shard1", root / "shard2", root / "merged"
-    code, terminal = run_in_terminal(grade_cli(str(submissions), "--out", str(shard1), "--shard", "1/2"))
+    code, terminal = run_in_terminal(grade_cli(str(submissions), "--out", str(shard1), "--shard", "1/2",
+                                               *ISOLATION_ARGS))
     assert code == 0, terminal
-    piped = subprocess.run(grade_cli(str(submissions), "--out", str(shard2), "--shard", "2/2"),
+    piped = subprocess.run(grade_cli(str(submissions), "--out", str(shard2), "--shard", "2/2", *ISOLATION_ARGS),
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert piped.returncode == 0, piped.stderr
     merge = subprocess.run(grade_cli("merge", str(shard1), str(shard2), "--out", str(merged)),

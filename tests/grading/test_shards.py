@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from isolation_helpers import ISOLATION_ARGS
 
 from conftest import ROOT, grade_cli
 from t5lesson.grading.shards import parse_shard, select
@@ -95,7 +96,8 @@ def test_an_empty_shard_is_a_valid_report_and_merges(tmp_path):
     for k in (1, 2):
         out = tmp_path / f"shard{k}"
         done = subprocess.run(grade_cli(str(submissions), "--out", str(out), "--shard", f"{k}/2", "--quiet",
-                                        "--exercise", "01_unscaled_scores"), cwd=ROOT, capture_output=True, text=True)
+                                        "--exercise", "01_unscaled_scores", *ISOLATION_ARGS),
+                              cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         reports.append(out)
     assert json.loads((reports[1] / "grades.json").read_text())["submissions"] == []
