@@ -79,7 +79,8 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wal
     """
     job_dir = Path(tempfile.mkdtemp(dir=work / "jobs"))
     home = Path(tempfile.mkdtemp(dir=work / "scratch"))
-    ipc_dir = Path(tempfile.mkdtemp(dir=work / "ipc"))  # the kernel's sockets: only it and the grader get in
+    # the kernel's sockets: only it and the grader get in; work/ipc links to a folder with a short path
+    ipc_dir = Path(os.path.realpath(tempfile.mkdtemp(dir=work / "ipc")))
     if uid is not None:
         os.chown(home, uid, uid)
         os.chown(ipc_dir, uid, uid)
@@ -315,6 +316,22 @@ def load_template(exercise, template: Path | None = None, course: Path | None = 
     return make_exercise(nbformat.read(solution, as_version=4), exercise)
 
 
+SOCKET_PATH_MAX = 107 - len("/tmpXXXXXXXX/k-65535")  # a Unix socket's path is at most 107 bytes
+
+
+def _socket_folder() -> Path:
+    """A private folder for the kernels' socket folders, with a path short enough for Unix sockets."""
+    for base in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if os.path.isdir(base) and len(os.fsencode(base)) + len("/t5ipc-XXXXXXXX") <= SOCKET_PATH_MAX:
+            try:
+                folder = Path(tempfile.mkdtemp(prefix="t5ipc-", dir=base))
+            except OSError:
+                continue
+            os.chmod(folder, 0o711)
+            return folder
+    raise RuntimeError("no folder with a path short enough for the kernels' sockets (set TMPDIR to a short path)")
+
+
 def _uids(count: int) -> list[int]:
     base = UID_BASE + (os.getpid() % 20_000) * 1_000
     return [base + (i % 1_000) for i in range(count)]
@@ -354,8 +371,9 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     os.chmod(work, 0o711)
     (work / "jobs").mkdir(mode=0o700)
     (work / "scratch").mkdir(mode=0o711)
-    (work / "ipc").mkdir(mode=0o711)
-    hidden = [str(submissions), str(work)] + [str(p) for p in (out,) if p.exists()]
+    ipc_root = _socket_folder()
+    (work / "ipc").symlink_to(ipc_root)
+    hidden = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
     hidden += [str(root / name) for name in HIDDEN]
     hidden += [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
@@ -413,6 +431,7 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     finally:
         if not os.environ.get("T5LESSON_GRADE_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(ipc_root, ignore_errors=True)
     settings = {key: value for key, value in asdict(limits).items()}
     walled = "full: own user id per kernel" if as_root else "full: user namespaces"
     settings.update(exercise=exercise.id, isolation=walled if full else "none (--isolation none)",

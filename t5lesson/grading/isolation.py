@@ -36,7 +36,9 @@ import os
 import signal
 import sys
 
-__all__ = ["probe", "enter", "WRITABLE", "supervise", "die_with_parent"]
+from .course import PACKAGE_PARENT
+
+__all__ = ["probe", "enter", "WRITABLE", "supervise", "die_with_parent", "expose", "needed_paths"]
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWIPC = 0x00020000, 0x10000000, 0x08000000
 CLONE_NEWNET, CLONE_NEWPID = 0x40000000, 0x20000000
@@ -195,8 +197,6 @@ def enter(plan: dict) -> None:
             _mount(None, path, None, MS_REMOUNT | MS_BIND | read_only | _flags_of(path), None, f"keep {path}")
         os.close(fds[path])
     if plan.get("uid") is not None:  # as root, for another user id: open closed folders on the way to Python
-        from .sandbox import expose, needed_paths
-
         expose(needed_paths() + keep)
     for folder in hide:  # a hidden folder inside one bound back (solutions/ in the course) is covered again
         inside_keep = any(k.startswith(folder.rstrip("/") + "/") for k in keep)
@@ -262,6 +262,62 @@ def die_with_parent() -> None:
             os._exit(1)
         os.close(fd)
     _PARENT_PIPE.clear()
+
+
+def _private_namespace() -> None:
+    """Give this process its own mount namespace, whose mounts never propagate back."""
+    libc = _libc()
+    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+
+
+def _blocked(path: str):
+    """(folder, child) for the first folder on the way to `path` that other users cannot enter."""
+    current = "/"
+    for name in path.strip("/").split("/"):
+        if not name:
+            continue
+        if not os.stat(current).st_mode & 0o001:
+            return current, name
+        current = os.path.join(current, name)
+    return None
+
+
+def expose(paths) -> None:
+    """Make `paths` reachable for an unprivileged user, inside this process's mount namespace.
+
+    Python may live in a folder others cannot enter (here: under /root, mode 0700). For each
+    such folder on the way to a needed path, an empty tmpfs is laid over it and only the needed
+    child is bind-mounted back, so the kernel reaches the interpreter and nothing else there.
+    """
+    libc = _libc()
+    for _ in range(8):  # nested closed folders are opened one level per round
+        groups: dict[str, set] = {}
+        for path in paths:
+            found = _blocked(os.path.realpath(path)) if os.path.exists(path) else None
+            if found:
+                groups.setdefault(found[0], set()).add(found[1])
+        if not groups:
+            return
+        for folder, children in groups.items():
+            fds = {child: os.open(os.path.join(folder, child), os.O_PATH) for child in children}
+            _check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,mode=0711"),
+                   f"cover {folder}")
+            for child, fd in fds.items():
+                target = os.path.join(folder, child)
+                if os.path.isdir(f"/proc/self/fd/{fd}"):
+                    os.mkdir(target)
+                else:
+                    open(target, "w").close()
+                source = os.fsencode(f"/proc/self/fd/{fd}")
+                _check(libc.mount(source, os.fsencode(target), None, MS_BIND | MS_REC, None), f"expose {target}")
+                os.close(fd)
+
+
+def needed_paths() -> list[str]:
+    """What the kernel must reach: the interpreter, its libraries and this package."""
+    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, str(PACKAGE_PARENT)]
+    return list(dict.fromkeys(p for p in paths + [p for p in sys.path if p] if os.path.exists(p)))
 
 
 def probe(uid: int | None = None) -> str | None:

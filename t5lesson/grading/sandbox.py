@@ -35,74 +35,14 @@ import sys
 from pathlib import Path
 
 from . import isolation
-from .course import PACKAGE_PARENT
-from .isolation import _check, _libc
+from .isolation import _private_namespace, expose, needed_paths  # noqa: F401 (the sandbox's own API too)
 from .protocol import KERNEL_MODULE
 
 __all__ = ["probe", "launch", "kill_user_processes", "remove_user_files", "expose", "needed_paths"]
 
-CLONE_NEWNS = 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 0x4000, 1 << 18
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
             "JPY_PARENT_PID")
 TEMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")
-
-
-def _private_namespace() -> None:
-    """Give this process its own mount namespace, whose mounts never propagate back."""
-    libc = _libc()
-    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
-
-
-def _blocked(path: str):
-    """(folder, child) for the first folder on the way to `path` that other users cannot enter."""
-    current = "/"
-    for name in path.strip("/").split("/"):
-        if not name:
-            continue
-        if not os.stat(current).st_mode & 0o001:
-            return current, name
-        current = os.path.join(current, name)
-    return None
-
-
-def expose(paths) -> None:
-    """Make `paths` reachable for an unprivileged user, inside this process's mount namespace.
-
-    Python may live in a folder others cannot enter (here: under /root, mode 0700). For each
-    such folder on the way to a needed path, an empty tmpfs is laid over it and only the needed
-    child is bind-mounted back, so the kernel reaches the interpreter and nothing else there.
-    """
-    libc = _libc()
-    for _ in range(8):  # nested closed folders are opened one level per round
-        groups: dict[str, set] = {}
-        for path in paths:
-            found = _blocked(os.path.realpath(path)) if os.path.exists(path) else None
-            if found:
-                groups.setdefault(found[0], set()).add(found[1])
-        if not groups:
-            return
-        for folder, children in groups.items():
-            fds = {child: os.open(os.path.join(folder, child), os.O_PATH) for child in children}
-            _check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,mode=0711"),
-                   f"cover {folder}")
-            for child, fd in fds.items():
-                target = os.path.join(folder, child)
-                if os.path.isdir(f"/proc/self/fd/{fd}"):
-                    os.mkdir(target)
-                else:
-                    open(target, "w").close()
-                source = os.fsencode(f"/proc/self/fd/{fd}")
-                _check(libc.mount(source, os.fsencode(target), None, MS_BIND | MS_REC, None), f"expose {target}")
-                os.close(fd)
-
-
-def needed_paths() -> list[str]:
-    """What the kernel must reach: the interpreter, its libraries and this package."""
-    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, str(PACKAGE_PARENT)]
-    return list(dict.fromkeys(p for p in paths + [p for p in sys.path if p] if os.path.exists(p)))
 
 
 def _limit(which, value) -> None:
