@@ -7,9 +7,13 @@ kernel: None, bools, ints, floats, strings, and lists/arrays of those, each tagg
 kind. Anything else is described by its type name only. A subclass of int is *not* an int here:
 an object whose `__eq__` always says True is reported as "a FakeInt object", never as a number.
 
-Whatever this code reports is only ever the student's own answer. If a submission tampers with
-it, it can spoil its own answers, nothing more: scoring happens on the reported plain values,
-in `t5lesson.grading.questions`, in the grader's process.
+Scoring happens on the reported plain values, in `t5lesson.grading.questions`, in the grader's
+process, so no object of the student's is ever trusted there. But this code runs in the
+student's kernel, so what it reports is only as honest as that kernel: a notebook that sets out
+to can rewrite these records (for instance by wrapping `publish_display_data`) or reach the
+reference implementation despite `blocking` (for instance with `importlib.reload`), and so
+report the reference's results as its own. That cannot be prevented from inside the kernel;
+docs/grading.md ("What the grader guarantees") says what an instructor should do about it.
 
 The module must stay self-contained (standard library only, no relative imports), because the
 grader runs its source with `exec` in a fresh namespace.

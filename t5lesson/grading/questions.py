@@ -7,8 +7,8 @@ grader this code runs in the grader's own process, outside the student's kernel;
 notebook, `check()` runs the very same code, so the two always agree.
 
 Answer keys for multiple-choice and numeric questions are stored as salted SHA-256 hashes.
-That is deterrence, not security: there are only a few options to try, and the class grader
-(which does not trust anything computed in the student's kernel) is what counts.
+That is deterrence, not security: there are only a few options to try, and a notebook can
+brute-force them with `answer_hash` itself (see docs/grading.md, "What the grader guarantees").
 
 Outcomes use the vocabulary of Kaggle's learntools: Correct, Incorrect (with a hint that does
 not give the answer away), Not attempted, Error (the learner's code raised, and where); code
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 
+from .bounds import MAX_ITEMS, plain_float, plain_int, shape_ok
 from .protocol import resolve
 
 __all__ = [
@@ -238,7 +239,13 @@ class Numeric(Question):
                 return self.outcome(CORRECT, 1)
             return self.outcome(INCORRECT, 0, self.feedback.get(digest, self.first_hint()))
         step = self.tolerance / self.GRID
-        centre = round(number / step)
+        try:
+            ratio = number / step
+        except OverflowError:  # an int too large for a float
+            ratio = math.inf
+        if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
+            return self.outcome(INCORRECT, 0, self.first_hint())
+        centre = round(ratio)
         near = [answer_hash(self.id, str(centre + d)) for d in range(-self.GRID, self.GRID + 1)]
         if self.key in near:
             return self.outcome(CORRECT, 1)
@@ -418,33 +425,51 @@ class FreeText(Question):
                        "your instructor reads free-text answers; check() cannot mark them.")
 
 
-_PLAIN_KINDS = {"none": type(None), "bool": bool, "int": int, "float": (int, float, str), "str": str}
+_NON_FINITE = ("inf", "-inf", "nan")  # how the harvest writes non-finite floats
 
 
-def clean_plain(value, depth: int = 0) -> dict:
+def _clean_number(kind: str, v):
+    """An int within bounds, a finite float, or a non-finite float as its repr; None if neither."""
+    if kind == "int":
+        return v if plain_int(v) else None
+    if plain_float(v) or plain_int(v):
+        return v
+    if type(v) is float:  # NaN or an infinity parsed from a forged record: the harvest's own spelling
+        return repr(v)
+    return v if isinstance(v, str) and v in _NON_FINITE else None
+
+
+def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
     """A tagged plain value exactly as `t5lesson.grading.harvest.to_plain` makes it, or "unreadable".
 
     The grader calls this on everything that came out of a student's kernel before scoring it,
-    so a forged or damaged record can only ever read as a wrong answer.
+    so a forged or damaged record can only ever read as a wrong answer. Bounded: at most 6
+    levels deep, `bounds.MAX_ITEMS` items per list, 200,000 values in all; ints within
+    +-10**18, floats finite (non-finite ones are kept as "inf", "-inf" or "nan"), arrays of a
+    small shape that matches their items (`bounds.shape_ok`).
     """
     unreadable = {"t": "other", "type": "unreadable"}
-    if not isinstance(value, dict) or depth > 6:
+    budget = [200_000] if budget is None else budget
+    budget[0] -= 1
+    if not isinstance(value, dict) or depth > 6 or budget[0] < 0:
         return unreadable
     kind = value.get("t")
     if kind == "none":
         return {"t": "none"}
-    if kind in _PLAIN_KINDS:
-        v = value.get("v")
-        if kind == "int" and type(v) is not int:
-            return unreadable
-        if not isinstance(v, _PLAIN_KINDS[kind]) or (kind != "bool" and type(v) is bool):
-            return unreadable
-        return {"t": kind, "v": v[:5000] if isinstance(v, str) else v}
-    if kind in ("list", "array") and isinstance(value.get("v"), list) and len(value["v"]) <= 1000:
-        out = {"t": kind, "v": [clean_plain(item, depth + 1) for item in value["v"]]}
+    v = value.get("v")
+    if kind in ("int", "float"):
+        number = _clean_number(kind, v)
+        return unreadable if number is None else {"t": kind, "v": number}
+    if kind == "bool":
+        return {"t": "bool", "v": v} if type(v) is bool else unreadable
+    if kind == "str":
+        return {"t": "str", "v": v[:5000]} if isinstance(v, str) else unreadable
+    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
+        if kind == "array" and not shape_ok(value.get("shape"), len(v)):
+            return {"t": "other", "type": "array of an impossible shape"}
+        out = {"t": kind, "v": [clean_plain(item, depth + 1, budget) for item in v]}
         if kind == "array":
-            shape = value.get("shape")
-            out["shape"] = shape if isinstance(shape, list) and all(type(n) is int for n in shape) else []
+            out["shape"] = list(value["shape"])
         return out
     if kind == "other":
         return {"t": "other", "type": str(value.get("type", "unknown"))[:60]}
@@ -456,6 +481,7 @@ def clean_record(record) -> dict:
     if not isinstance(record, dict):
         return {"status": "missing"}
     status = record.get("status")
+    budget = [200_000]  # values in the whole record (see clean_plain)
     if status == "value":
         return {"status": "value", "value": clean_plain(record.get("value"))}
     if status == "not_callable":
@@ -465,7 +491,7 @@ def clean_record(record) -> dict:
         for case in record["cases"][:10_000]:
             case = case if isinstance(case, dict) else {}
             if "ok" in case:
-                cases.append({"ok": clean_plain(case["ok"])})
+                cases.append({"ok": clean_plain(case["ok"], 0, budget)})
             elif "error" in case:
                 cases.append({"error": str(case["error"])[:300], "where": str(case.get("where", ""))[:100]})
             else:

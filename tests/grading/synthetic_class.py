@@ -2,7 +2,7 @@
 
 Every submission is made from the real solution or exercise notebook by editing cells, the
 way a student would. The tests (tests/grading/test_grading.py) grade the folder and compare the
-gradebook with the exact rows below; benchmarks/grade_class.py grades 50 of them for timing.
+gradebook with the exact rows below; benchmarks/grade_class.py grades 100 of them for timing.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from isolation_helpers import ISOLATION_ARGS
 
 from t5lesson.grading import generate
 from t5lesson.grading.bank import get
@@ -102,7 +103,7 @@ def test_check_mode_reports_stale_and_orphan_files(tmp_path, capsys):
 
 def _grade(folder: Path, out: Path, exercise_id: str) -> None:
     command = [sys.executable, "-m", "t5lesson.grading.grade", str(folder), "--out", str(out),
-               "--exercise", exercise_id]
+               "--exercise", exercise_id, *ISOLATION_ARGS]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "[2/2]" in result.stderr  # progress lines

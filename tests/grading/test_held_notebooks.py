@@ -18,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from isolation_helpers import ISOLATION
 from nbclient import NotebookClient
 
 from t5lesson.grading import bank
@@ -77,7 +78,8 @@ def test_held_notebook_grades_what_is_still_asked(tmp_path):
     folder = tmp_path / "class"
     folder.mkdir()
     shutil.copy(HELD, folder / "held.ipynb")
-    [graded] = grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=30), jobs=1)
+    [graded] = grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=30), jobs=1,
+                            isolation=ISOLATION)
     exercise = bank.get("01_unscaled_scores")
     points = {o.question: o.points for o in graded.outcomes}
     assert graded.status == "graded", graded
