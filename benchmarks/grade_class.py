@@ -1,9 +1,9 @@
-"""Time the class grader on 50 ordinary submissions: `python benchmarks/grade_class.py [--count N]`.
+"""Time the class grader on 100 ordinary submissions: `python benchmarks/grade_class.py [--count N]`.
 
 The submissions are the exercise-01 solution, a partly right one and a blank one, in turn
 (tests/grading/synthetic_class.py makes them). The grader runs exactly as an instructor would run it,
-`python -m t5lesson.grading.grade`, with its default limits and one job per core. Target: under two
-minutes for 50 submissions on 2 cores.
+`python -m t5lesson.grading.grade`, with its default limits, isolation and one job per core.
+Target: under two minutes for 100 submissions on 2 cores.
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from synthetic_class import copies  # noqa: E402
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--count", type=int, default=50)
+    parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--target", type=float, default=120.0, help="seconds; exit 1 when slower")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
