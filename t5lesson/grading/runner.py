@@ -104,7 +104,10 @@ class CappedClient(NotebookClient):
 
 def _where(traceback: list) -> tuple[str, str]:
     """(line, function) of the innermost frame in the cell, parsed from IPython's traceback."""
-    text = ANSI.sub("", "\n".join(t for t in traceback if isinstance(t, str)))
+    if not isinstance(traceback, list):
+        return "", ""
+    # bounded: the traceback is the kernel's, as long as it likes; the innermost frames are at the end
+    text = ANSI.sub("", "\n".join(t[-5000:] for t in traceback[-50:] if isinstance(t, str)))
     found = WHERE.findall(text)
     if not found:
         return "", ""

@@ -155,7 +155,7 @@ def _build(folder: Path, report: Path) -> None:
 
 
 def _hashes(folder: Path) -> dict:
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def _sleepers() -> list[int]:
@@ -174,9 +174,9 @@ def _leftovers() -> list[str]:
     return found + [f"process {pid}" for pid in _sleepers()]
 
 
-def _check_report(report: Path, folder: Path, before: dict, notes: dict[str, str]) -> None:
+def _check_report(report: Path, folder: Path, before: dict, notes: dict[str, str], extra=()) -> None:
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((report / "gradebook.csv").read_text()))}
-    assert set(rows) == {"a_victim", "a_spy", "thief", "leaver", "disk_hog", "memory_hog"}, rows
+    assert set(rows) == {"a_victim", "a_spy", "thief", "leaver", "disk_hog", "memory_hog", *extra}, rows
     assert rows["a_victim"]["total"] == "10"
     assert "spy reached 0 of" in notes["a_spy"], notes["a_spy"]
     assert rows["thief"]["total"] == "0", notes["thief"]  # nothing of the solutions' or the others' answers
@@ -222,6 +222,14 @@ def test_a_hostile_class_graded_by_a_normal_user():
         for path in [root, report, folder, *folder.iterdir()]:
             os.chown(path, uid, gid) if os.geteuid() == 0 else None
         os.chmod(root, 0o755)
+        extra = ()
+        if os.geteuid() == 0:  # a file and a folder the grader's user may not read: a row, and a line
+            write(full(), folder / "locked.ipynb")
+            (folder / "closed").mkdir()
+            write(full(), folder / "closed" / "inside.ipynb")
+            os.chmod(folder / "locked.ipynb", 0)
+            os.chmod(folder / "closed", 0)
+            extra = ("locked",)
         before = _hashes(folder)
         argv = [sys.executable, "-m", "t5lesson.grading.grade", str(folder), "--out", str(report), "--jobs", "2",
                 "--cell-timeout", str(LIMITS.cell_timeout), "--notebook-timeout", str(LIMITS.notebook_timeout),
@@ -239,7 +247,10 @@ def test_a_hostile_class_graded_by_a_normal_user():
         notes = {}
         for path in (report / "feedback").iterdir():
             notes[path.stem] = path.read_text().replace("\n", " ")
-        _check_report(report, folder, before, notes)
+        _check_report(report, folder, before, notes, extra)
+        if extra:
+            assert "could not be opened (Permission denied)" in notes["locked"]
+            assert "- `closed`: the folder could not be read (Permission denied)" in summary
     finally:
         for pid in _sleepers():
             os.kill(pid, 9)
