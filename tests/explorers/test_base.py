@@ -53,7 +53,10 @@ def test_widget_view_follows_controls_and_carries_static_png():
     first = image.value
     controls["freq"].value = 7  # what a slider move does
     assert e.values["freq"] == 7 and image.value != first and "freq = 7" in text.value
-    bundle = e._repr_mimebundle_()
+    bundle, metadata = e._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle and "image/png" in bundle
     assert bundle["text/plain"] == "Sine(freq=7, phase=0.0, kind='sin', grid=True)"
+    # The static copy is shown at 1x: half its pixels, the figure's display width.
+    assert metadata["image/png"]["width"] == e.display_width == 920
+    assert image.layout.width == "920px" and image.layout.max_width == "100%"
     assert box is e.widget()
