@@ -38,6 +38,7 @@ MOVED = {
     "t5lesson.runner": "t5lesson.grading.runner",
     "t5lesson.report": "t5lesson.grading.report",
     "t5lesson.exercise_bank": "t5lesson.grading.bank",
+    "t5lesson.exercise_bank.plain_code": "t5lesson.grading.plain_code",
 }
 
 

@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from ._validate import ArgumentError, check_int, is_torch
-from .buckets import bucket_config, relative_position_bucket
+from .buckets import bucket_config, bucket_ids
 
 __all__ = ["relative_bias", "distinct_offsets"]
 
@@ -66,7 +66,7 @@ def relative_bias(table, q_len, k_len, *, bidirectional=True, max_distance=128, 
     _check_table(table, bidirectional, max_distance)
     q_len, k_len, query_offset = _check_lengths(q_len, k_len, query_offset)
     offsets = distinct_offsets(q_len, k_len, query_offset)
-    buckets = relative_position_bucket(offsets, bidirectional, table.shape[0], max_distance)
+    buckets = bucket_ids(offsets, bidirectional, table.shape[0], max_distance)
 
     if is_torch(table):
         return _toeplitz_torch(table, buckets, q_len, k_len)

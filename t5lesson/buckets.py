@@ -42,7 +42,13 @@ import numpy as np
 
 from ._validate import ArgumentError, check_bool, check_int, is_torch
 
-__all__ = ["relative_position_bucket", "bucket_ranges", "BucketRange", "BucketTable", "bucket_config"]
+__all__ = ["relative_position_bucket", "bucket_ranges", "BucketRange", "BucketTable", "bucket_config", "bucket_ids"]
+
+
+def _halves(bidirectional: bool, num_buckets: int) -> tuple[int, int]:
+    """(buckets per direction, max_exact) of a configuration."""
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    return per_direction, per_direction // 2
 
 
 def bucket_config(bidirectional: bool, num_buckets: int, max_distance: int) -> tuple[int, int]:
@@ -61,8 +67,7 @@ def bucket_config(bidirectional: bool, num_buckets: int, max_distance: int) -> t
             f"num_buckets must be >= {smallest} for {kind} attention, got {num_buckets}: "
             "with fewer there is no bucket left for the exact offsets (max_exact would be 0)"
         )
-    per_direction = num_buckets // 2 if bidirectional else num_buckets
-    max_exact = per_direction // 2
+    per_direction, max_exact = _halves(bidirectional, num_buckets)
     max_distance = check_int("max_distance", max_distance)
     if max_distance <= max_exact:
         raise ArgumentError(
@@ -155,8 +160,17 @@ def relative_position_bucket(relative_position, bidirectional=True, num_buckets=
     >>> relative_position_bucket(3, bidirectional=False)   # decoder: future keys -> bucket 0
     0
     """
-    per_direction, max_exact = bucket_config(bidirectional, num_buckets, max_distance)
-    args = (bool(bidirectional), per_direction, max_exact, max_distance)
+    bucket_config(bidirectional, num_buckets, max_distance)
+    return bucket_ids(relative_position, bidirectional, num_buckets, max_distance)
+
+
+def bucket_ids(relative_position, bidirectional, num_buckets, max_distance):
+    """`relative_position_bucket` for a configuration its caller already checked with `bucket_config`.
+
+    The configuration is validated once, at the public boundary a call enters by; functions
+    built on buckets (`relative_bias`, `bucket_ranges`, the lessons' counts) then use this.
+    """
+    args = (bool(bidirectional), *_halves(bidirectional, num_buckets), max_distance)
 
     if is_torch(relative_position):
         if relative_position.dtype.is_floating_point or relative_position.dtype.is_complex:
@@ -247,7 +261,7 @@ def bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128) -> Bucke
     per_direction, _ = bucket_config(bidirectional, num_buckets, max_distance)
     reach = 2 * max_distance + 2  # beyond max_distance every offset is already in the last bucket
     offsets = np.arange(-reach, reach + 1)
-    buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
+    buckets = bucket_ids(offsets, bidirectional, num_buckets, max_distance)
 
     ranges = []
     for b in np.unique(buckets):
@@ -258,7 +272,7 @@ def bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128) -> Bucke
     unused = tuple(b for b in range(num_buckets) if b not in used)
 
     n = np.arange(reach + 1)
-    last = relative_position_bucket(-n, bidirectional, num_buckets, max_distance)
+    last = bucket_ids(-n, bidirectional, num_buckets, max_distance)
     last_bucket_start = int(n[last == last.max()].min())
     tie_n, _ = _exact_ties(n, per_direction, per_direction // 2, max_distance)
     ties = sorted([-t for t in tie_n] + (list(tie_n) if bidirectional else []))

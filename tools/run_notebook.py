@@ -4,32 +4,20 @@ Run: python tools/run_notebook.py notebooks/01_x.ipynb [more.ipynb ...] [--timeo
 
 Why not `jupyter nbconvert --execute`: nbclient can stall on cells that display widgets (it only
 notices the kernel's reply when the per-cell timeout expires, in about half of fresh runs here).
-We execute with nbclient too, always with a per-cell timeout, so a stall costs at most that
-long instead of hanging. Each run prints the notebook's wall time; a time near a multiple of the
-timeout means a stall happened. --check executes without writing and fails on error.
+`t5lesson.grading.generate.execute` (the same code that refreshes solutions/) always runs with
+a per-cell timeout, so a stall costs at most that long instead of hanging. Each run prints the
+notebook's wall time; a time near a multiple of the timeout means a stall happened. Lessons
+run with the repository as working folder. --check executes without writing and fails on error.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+from t5lesson.grading.generate import execute
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def execute(path: Path, timeout: int = 120) -> tuple[nbformat.NotebookNode, float]:
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}},
-        iopub_timeout=10, record_timing=False, shutdown_kernel="immediate",
-    )
-    start = time.perf_counter()
-    client.execute()
-    return nb, time.perf_counter() - start
 
 
 def main():
@@ -39,9 +27,7 @@ def main():
     parser.add_argument("--check", action="store_true", help="execute but do not write")
     args = parser.parse_args()
     for path in args.paths:
-        nb, seconds = execute(path, args.timeout)
-        if not args.check:
-            nbformat.write(nb, path)
+        seconds = execute(path, args.timeout, cwd=ROOT, write=not args.check)
         print(f"{path}: executed in {seconds:.1f} s")
 
 

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.artist import Artist
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
-from matplotlib.figure import Figure
 
 from .._validate import ArgumentError
+from ..lessons.figures import new_figure
 
 __all__ = ["GlyphAtlas", "freeze", "PixelBlock", "Heatmap", "to_rgba_bytes"]
 
@@ -46,8 +45,8 @@ class GlyphAtlas:
         height, width = self.cell
         baseline_from_top = int(np.ceil(em_px * 0.95))  # room for the tallest ascender
         pad = width  # empty space between cells, so antialiased edges never spill into a neighbour
-        fig = Figure(figsize=(len(_CHARS) * (width + pad) / dpi, height / dpi), dpi=dpi)
-        canvas = FigureCanvasAgg(fig)
+        fig = new_figure(len(_CHARS) * (width + pad) / dpi, height / dpi, dpi=dpi, layout=None)
+        canvas = fig.canvas
         fig.patch.set_facecolor("white")
         for i, char in enumerate(_CHARS):
             fig.text(i * (width + pad) / fig.bbox.width, 1 - baseline_from_top / height, char, family=family,

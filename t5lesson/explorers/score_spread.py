@@ -17,14 +17,13 @@ import math
 import numpy as np
 
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
-from ..lessons.figures import SMALL, WIDTH, as_image, new_figure, styled
+from ..lessons.figures import SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: for notebooks saved before the split)
 from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
 
-__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "as_image", "no_minor_ticks", "D_MAX",
-           "D_STOPS"]
+__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "no_minor_ticks", "D_MAX", "D_STOPS"]
 
 D_MAX = 1024
 D_STOPS = tuple(2 ** k for k in range(1, 11))  # the slider's values of d: 2, 4, ..., 1024 (64 is T5's d_kv)

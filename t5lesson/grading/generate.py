@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -33,16 +34,27 @@ def build(solution: Path) -> str:
     return dumps(make_exercise(nb, bank.get(exercise_id), where=solution.name))
 
 
-def execute(solution: Path, timeout: int = 300) -> None:
-    """Run a solution notebook in a fresh kernel and store it with its outputs."""
+def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: bool = True) -> float:
+    """Run a notebook top to bottom in a fresh kernel; store it with its outputs unless write=False.
+
+    The one way this course executes a stored notebook: solutions here (`--execute`), lessons
+    through tools/run_notebook.py. Every cell gets a timeout: nbclient can miss the kernel's
+    reply on cells that display widgets, and then a stall costs that long instead of hanging.
+    The kernel starts in `cwd` (default: the notebook's folder). Returns the wall time in seconds.
+    """
     from nbclient import NotebookClient
 
-    nb = nbformat.read(solution, as_version=4)
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                   resources={"metadata": {"path": str(solution.parent)}}).execute()
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, iopub_timeout=10,
+                            shutdown_kernel="immediate", resources={"metadata": {"path": str(cwd or path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
-    solution.write_text(nbformat.writes(nb), encoding="utf-8")
+    if write:
+        nbformat.write(nb, path)
+    return seconds
 
 
 def main(argv=None) -> int:

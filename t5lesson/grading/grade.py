@@ -33,41 +33,20 @@ import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
 from . import bank, sandbox
 from .notebook_format import exercise_id_of, make_exercise
+from .protocol import FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
 from .report import Graded, write_reports
 from .submission import Prepared, prepare
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 UID_BASE = 2_100_000_000
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Every limit of one run, in seconds, bytes and megabytes."""
-
-    cell_timeout: float = 30.0
-    notebook_timeout: float = 120.0
-    harvest_timeout: float = 30.0
-    startup_timeout: float = 60.0
-    stuck_grace: float = 5.0
-    output_limit: int = 100_000  # characters of output kept per cell
-    total_output_limit: int = 1_000_000  # and for all the student's cells together
-    harvest_limit: int = 2_000_000  # characters of one harvested record
-    memory_mb: int = 2048
-    max_notebook_mb: int = 20
-    max_processes: int = 256
-
-    def hard_limit(self, questions: int) -> float:
-        """When the grader kills a run from outside, whatever the worker is doing."""
-        return (self.startup_timeout + self.notebook_timeout + self.cell_timeout + self.stuck_grace
-                + questions * self.harvest_timeout + 10)
 
 
 # --------------------------------------------------------------------------- running one
@@ -90,27 +69,19 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
     os.chmod(home, 0o700)
     (job_dir / "run.ipynb").write_text(nbformat.writes(prep.notebook), encoding="utf-8")
     pid_file = job_dir / "kernel.pid"
-    job = {
-        "notebook": str(job_dir / "run.ipynb"), "result": str(job_dir / "result.json"),
-        "private_dir": str(job_dir),
-        "cell_timeout": limits.cell_timeout, "notebook_timeout": limits.notebook_timeout,
-        "harvest_timeout": limits.harvest_timeout, "startup_timeout": limits.startup_timeout,
-        "stuck_grace": limits.stuck_grace, "output_limit": limits.output_limit,
-        "total_output_limit": limits.total_output_limit, "harvest_limit": limits.harvest_limit,
-        "sandbox": {
+    Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
+        limits=limits, sandbox={
             "home": str(home), "uid": uid, "hide": hide, "pid_file": str(pid_file),
             "memory_bytes": limits.memory_mb * 2 ** 20,
             "cpu_seconds": int(limits.hard_limit(questions)) + 5,
             "file_bytes": 64 * 2 ** 20, "max_processes": limits.max_processes,
-        },
-    }
-    (job_dir / "job.json").write_text(json.dumps(job))
+        }).write(job_dir / "job.json")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
                JUPYTER_PLATFORM_DIRS="1",
                PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p))
     start = time.monotonic()
     with open(job_dir / "worker.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "t5lesson.grading.runner", str(job_dir / "job.json")],
+        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job_dir / "job.json")],
                                 cwd=job_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)
         try:
@@ -171,23 +142,24 @@ def _cell_error(cell: dict, origin: str) -> str:
 
 def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
     notes, skipped = [], 0
+    harvesting = set(prep.harvest_cell.values())
     for index in sorted(cells):
         cell, origin = cells[index], prep.origin.get(index, f"cell {index + 1}")
-        if origin.startswith("the grader's reading"):
+        if index in harvesting:
             continue
         status = cell.get("status")
-        if status == "error":
+        if status == CellStatus.ERROR:
             notes.append(f"Error: {_cell_error(cell, origin)}.")
-        elif status == "timeout":
+        elif status == CellStatus.TIMEOUT:
             notes.append(f"{origin.capitalize()} ran past the limit of {limits.cell_timeout:g} s per cell "
                          "and was interrupted.")
-        elif status == "stuck":
+        elif status == CellStatus.STUCK:
             notes.append(f"{origin.capitalize()} ran past its time limit and did not stop when interrupted; "
                          "nothing after it could run.")
-        elif status == "died":
+        elif status == CellStatus.DIED:
             notes.append(f"The kernel died while running {origin} (os._exit, a crash, or too much memory); "
                          "nothing after it could run.")
-        elif status == "skipped":
+        elif status == CellStatus.SKIPPED:
             skipped += 1
         if cell.get("truncated"):
             kept = limits.output_limit // 1000
@@ -198,16 +170,12 @@ def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
     return notes
 
 
-_ENDED = {"completed": "graded", "time limit": "time limit", "stuck": "stuck", "kernel died": "kernel died",
-          "startup failed": "grader error", "runner error": "grader error"}
-
-
 def score(exercise, prep: Prepared, result: dict | None, nonce: str,
-          limits: Limits) -> tuple[str, list[Outcome], list[str]]:
+          limits: Limits) -> tuple[Status, list[Outcome], list[str]]:
     """(status, one Outcome per question, notes) for one run, computed in the grader's process."""
     notes = list(prep.notes)
     if result is None:
-        status = "time limit"
+        status = Status.TIME_LIMIT
         auto = sum(1 for q in exercise.questions if q.auto_scored)
         why = f"the notebook was stopped after its hard limit of {limits.hard_limit(auto):g} s"
         notes.append(f"The run was stopped from outside: {why}.")
@@ -216,14 +184,14 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
         cells = {c["index"]: c for c in result.get("cells", [])
                  if isinstance(c, dict) and isinstance(c.get("index"), int)}
         harvest = result.get("harvest", {}) if isinstance(result.get("harvest"), dict) else {}
-        status = _ENDED.get(result.get("ended"), "grader error")
+        status = status_of(result.get("ended"))
         notes += _cell_notes(prep, cells, limits)
-        if status == "grader error":
+        if status == Status.GRADER_ERROR:
             notes.append(f"The grader could not run this notebook: {result.get('detail', '')}. "
                          "Please tell your instructor.")
-        why = {"stuck": "a cell never stopped, so the answers could not be read",
-               "kernel died": "the kernel died before the answers could be read",
-               "grader error": "the notebook could not be run"}.get(status, "")
+        why = {Status.STUCK: "a cell never stopped, so the answers could not be read",
+               Status.KERNEL_DIED: "the kernel died before the answers could be read",
+               Status.GRADER_ERROR: "the notebook could not be run"}.get(status, "")
 
     outcomes = []
     for q in exercise.questions:
@@ -232,20 +200,19 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
             continue
         record = _read_harvest(harvest.get(q.id), nonce, q.id)
         if record is None:
-            label = f"the grader's reading of {q.id}"
-            reading = next((c for i, c in cells.items() if prep.origin.get(i) == label), None)
+            reading = cells.get(prep.harvest_cell.get(q.id, -1))
             reason = why or "your answer could not be read back"
-            if reading is not None and reading.get("status") in ("error", "timeout"):
+            if reading is not None and reading.get("status") in (CellStatus.ERROR, CellStatus.TIMEOUT):
                 reason = (f"your answer could not be read back ({_cell_error(reading, 'the grader')}); "
                           "did the notebook replace a built-in?")
             outcomes.append(q.outcome(ERROR, 0, reason + "."))
             continue
         outcome = q.score(record)
         answer = cells.get(prep.answer_cell.get(q.id, -1))
-        failed = answer is not None and answer.get("status") in ("error", "timeout", "died", "stuck")
+        failed = answer is not None and answer.get("status") in FAILED_CELL
         if outcome.status == NOT_ATTEMPTED and failed:
             origin = prep.origin[prep.answer_cell[q.id]]
-            what = _cell_error(answer, origin) if answer["status"] == "error" else f"{origin} did not finish"
+            what = _cell_error(answer, origin) if answer["status"] == CellStatus.ERROR else f"{origin} did not finish"
             outcome = q.outcome(ERROR, 0, f"{what}.")
         outcomes.append(outcome)
     return status, outcomes, notes
@@ -334,11 +301,11 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
         data = datas[path]
         if data is None:
             prep = Prepared(problem=f"the file is larger than {limits.max_notebook_mb} MB")
-            status = "too large"
+            status = Status.TOO_LARGE
         else:
             nonce = secrets.token_hex(16)
             prep = prepare(data, template_nb, exercise, nonce)
-            status = "unreadable" if prep.problem else ""
+            status = Status.UNREADABLE if prep.problem else ""
         if prep.problem:
             outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {prep.problem}.") for q in exercise.questions]
             return Graded(student, path.name, status, outcomes, [f"Your file could not be graded: {prep.problem}."])

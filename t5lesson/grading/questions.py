@@ -18,13 +18,14 @@ Submitted (read by the instructor, never auto-scored).
 from __future__ import annotations
 
 import hashlib
-import importlib
 import math
 import re
 import string
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+
+from .protocol import resolve
 
 __all__ = [
     "CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED",
@@ -287,12 +288,39 @@ class Code(Question):
         return {"id": self.id, "kind": "code", "name": self.name, "timeout": self.case_timeout,
                 "cases": [c.plain() for c in self.cases], "blocked": list(self.blocked)}
 
+    def reference_results(self) -> list:
+        """The reference's result for every case, as it returns them, computed in this process."""
+        function = resolve(self.reference)
+        return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
+
+    def expect(self, result):
+        """One reference result in the form `_problem` compares with (here: an int)."""
+        return int(result)
+
     @cached_property
-    def expected(self) -> tuple[int, ...]:
-        """The reference's result for every case, computed in this process."""
-        module, _, attr = self.reference.partition(":")
-        function = getattr(importlib.import_module(module), attr)
-        return tuple(int(function(*c.args, **dict(c.kwargs))) for c in self.cases)
+    def expected(self) -> tuple:
+        """What every case should give, computed once in this process."""
+        return tuple(self.expect(result) for result in self.reference_results())
+
+    def _problem(self, want, got: dict) -> str | None:
+        """The per-case check: None if the case's result is right, else what is wrong with it.
+
+        Here the result must be a genuine int equal to the reference's; kinds whose answers are
+        structures or floats (`t5lesson.grading.plain_code`) override this, `expect` and
+        `_wrong_case`, and nothing else.
+        """
+        value = got.get("ok")
+        if isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int:
+            return None if value["v"] == want else f"returned {value['v']}, which is not right"
+        return f"returned {_describe(value)}; it should return an int"
+
+    def _wrong_case(self, where: str, want, got: dict) -> str:
+        """The sentence for a case that ran and returned a wrong answer."""
+        problem = self._problem(want, got)
+        value = got.get("ok")
+        if isinstance(value, dict) and value.get("t") == "int":
+            return f"{where} {problem}. Hint: {self.first_hint()}"
+        return f"{where} {problem}."
 
     def score(self, record) -> Outcome:
         if _missing(record):
@@ -308,15 +336,13 @@ class Code(Question):
 
         right, first_miss, first_error = 0, None, None
         for case, want, got in zip(self.cases, self.expected, results, strict=True):
-            value = got.get("ok") if isinstance(got, dict) else None
-            if isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int \
-                    and value["v"] == want:
+            if isinstance(got, dict) and "ok" in got and self._problem(want, got) is None:
                 right += 1
                 continue
             if first_error is None and isinstance(got, dict) and ("error" in got or "timeout" in got):
-                first_error = (case, got)
+                first_error = (case, want, got)
             if first_miss is None:
-                first_miss = (case, got)
+                first_miss = (case, want, got)
         total = len(self.cases)
         if right == total:
             return self.outcome(CORRECT, 1, f"all {total} cases right.")
@@ -348,15 +374,11 @@ class Code(Question):
             return f"{where} raised {got['error']}{place}."
         return None
 
-    def _explain(self, case: Case, got) -> str:
+    def _explain(self, case: Case, want, got) -> str:
+        """One sentence about a failed case: why it gave no value, or what is wrong with the value."""
         where = self._case_name(case)
         failure = self._run_failure(where, got)
-        if failure is not None:
-            return failure
-        value = got.get("ok")
-        if isinstance(value, dict) and value.get("t") == "int":
-            return f"{where} returned {value['v']}, which is not right. Hint: {self.first_hint()}"
-        return f"{where} returned {_describe(value)}; it should return an int."
+        return failure if failure is not None else self._wrong_case(where, want, got)
 
 
 @dataclass(frozen=True)

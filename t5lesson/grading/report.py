@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .bank import Exercise
+from .protocol import Status
 from .questions import Outcome, format_points
 
 __all__ = ["Graded", "write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "safe_name"]
@@ -27,7 +28,7 @@ class Graded:
 
     student: str
     file: str
-    status: str  # graded, unreadable, too large, time limit, stuck, kernel died, runner error
+    status: Status
     outcomes: list[Outcome]
     notes: list[str] = field(default_factory=list)
     free_text: dict[str, str] = field(default_factory=dict)

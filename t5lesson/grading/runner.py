@@ -1,5 +1,7 @@
 """Run one prepared notebook in a fresh, sandboxed kernel: `python -m t5lesson.grading.runner JOB.json`.
 
+The job file and the result's statuses are defined in `t5lesson.grading.protocol`.
+
 The class grader starts one such worker process per submission (see `t5lesson.grading.grade`). The
 worker executes the notebook the grader composed (the student's cells, the provided cells,
 then one harvesting cell per question), cell by cell with nbclient, and writes a small JSON
@@ -43,9 +45,10 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
+from .protocol import HARVEST_MIME, SANDBOX_MODULE, CellStatus, Job, RunEnd, harvest_question  # noqa: E402
+
 KERNEL_NAME = "t5lesson-sandbox"
 TIMEOUT_ENAME = "CellTimeoutError"
-HARVEST_MIME = "text/x-t5lesson-harvest"
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_display_data")
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 WHERE = re.compile(r"(?:Cell In\[\d*\]|File <[^>]*>|input-\d+-\w+), line (\d+)(?:, in (\S+?)\(?\)?$)?", re.M)
@@ -81,7 +84,7 @@ class CappedClient(NotebookClient):
 
     def process_message(self, msg, cell, cell_index):
         if msg["msg_type"] in OUTPUT_TYPES:
-            harvest = "harvest" in cell.metadata.get("t5grade", {})
+            harvest = harvest_question(cell) is not None
             if harvest:  # harvesting cells keep only their own records
                 data = msg["content"].get("data", {})
                 if msg["msg_type"] != "display_data" or HARVEST_MIME not in data:
@@ -109,15 +112,15 @@ def _where(traceback: list) -> tuple[str, str]:
 
 def _cell_result(client: CappedClient, index: int, cell, seconds: float) -> dict:
     reply = client.replies.get(index, {})
-    result = {"index": index, "status": "ok", "seconds": round(seconds, 3),
+    result = {"index": index, "status": CellStatus.OK, "seconds": round(seconds, 3),
               "output_bytes": client.bytes_seen.get(index, 0), "truncated": index in client.truncated}
     if reply.get("status") == "error":
-        result["status"] = "timeout" if reply.get("ename") == TIMEOUT_ENAME else "error"
+        result["status"] = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
         result["ename"] = str(reply.get("ename", ""))[:100]
         result["evalue"] = str(reply.get("evalue", ""))[:300]
         result["line"], result["function"] = _where(reply.get("traceback", []))
     elif reply.get("status") == "aborted":
-        result["status"] = "error"
+        result["status"] = CellStatus.ERROR
         result["ename"], result["evalue"] = "Aborted", "the kernel aborted this cell"
     return result
 
@@ -134,7 +137,7 @@ async def _responsive(client: CappedClient, seconds: float) -> bool:
 def _kernelspec(folder: Path, config_path: Path) -> KernelSpecManager:
     spec = folder / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "t5lesson.grading.sandbox", str(config_path), "{connection_file}"]
+    argv = [sys.executable, "-m", SANDBOX_MODULE, str(config_path), "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({
         "argv": argv, "display_name": "t5lesson grading sandbox", "language": "python",
         "interrupt_mode": "signal",
@@ -142,47 +145,48 @@ def _kernelspec(folder: Path, config_path: Path) -> KernelSpecManager:
     return KernelSpecManager(kernel_dirs=[str(folder)])
 
 
-async def run(job: dict) -> dict:
+async def run(job: Job) -> dict:
     """Execute the job's notebook; return the result record (see module doc)."""
-    nb = nbformat.read(job["notebook"], as_version=4)
-    private = Path(job["private_dir"])
+    nb = nbformat.read(job.notebook, as_version=4)
+    limits = job.limits
+    private = Path(job.private_dir)
     config_path = private / "sandbox.json"
-    config_path.write_text(json.dumps(job["sandbox"]))
+    config_path.write_text(json.dumps(job.sandbox))
     km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path))
     budget_end = None
 
     def timeout_for(cell) -> int:
-        if "harvest" in cell.metadata.get("t5grade", {}):
-            return int(job["harvest_timeout"])
-        left = budget_end - time.monotonic() if budget_end is not None else job["notebook_timeout"]
-        return max(1, int(min(job["cell_timeout"], left) + 0.999))
+        if harvest_question(cell) is not None:
+            return int(limits.harvest_timeout)
+        left = budget_end - time.monotonic() if budget_end is not None else limits.notebook_timeout
+        return max(1, int(min(limits.cell_timeout, left) + 0.999))
 
     client = CappedClient(
         nb, km=km, kernel_name=KERNEL_NAME, timeout_func=timeout_for, interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
-        allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(job["startup_timeout"]),
-        shutdown_kernel="immediate", cell_cap=int(job["output_limit"]), total_cap=int(job["total_output_limit"]),
-        resources={"metadata": {"path": job["sandbox"]["home"]}},
+        allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
+        shutdown_kernel="immediate", cell_cap=int(limits.output_limit), total_cap=int(limits.total_output_limit),
+        resources={"metadata": {"path": job.sandbox["home"]}},
     )
-    result = {"cells": [], "harvest": {}, "ended": "completed", "detail": ""}
+    result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
     try:
         async with client.async_setup_kernel():
-            budget_end = time.monotonic() + job["notebook_timeout"]
+            budget_end = time.monotonic() + limits.notebook_timeout
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
-                harvest = cell.metadata.get("t5grade", {}).get("harvest")
+                harvest = harvest_question(cell)
                 if harvest is None and time.monotonic() >= budget_end:
-                    result["cells"].append({"index": index, "status": "skipped"})
-                    result["ended"] = "time limit"
+                    result["cells"].append({"index": index, "status": CellStatus.SKIPPED})
+                    result["ended"] = RunEnd.TIME_LIMIT
                     continue
                 start = time.monotonic()
                 try:
                     await client.async_execute_cell(cell, index)
                 except DeadKernelError:
                     seconds = round(time.monotonic() - start, 3)
-                    result["cells"].append({"index": index, "status": "died", "seconds": seconds})
-                    result["ended"], result["detail"] = "kernel died", str(index)
+                    result["cells"].append({"index": index, "status": CellStatus.DIED, "seconds": seconds})
+                    result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
                     break
                 cell_result = _cell_result(client, index, cell, time.monotonic() - start)
                 result["cells"].append(cell_result)
@@ -190,32 +194,29 @@ async def run(job: dict) -> dict:
                     for output in cell.outputs:
                         text = output.get("data", {}).get(HARVEST_MIME)
                         if isinstance(text, str) and harvest not in result["harvest"]:
-                            result["harvest"][harvest] = text[: job["harvest_limit"]]
-                if cell_result["status"] == "timeout" and not await _responsive(client, job["stuck_grace"]):
+                            result["harvest"][harvest] = text[: limits.harvest_limit]
+                if cell_result["status"] == CellStatus.TIMEOUT and not await _responsive(client, limits.stuck_grace):
                     if not await client.km.is_alive():
-                        cell_result["status"] = "died"
-                        result["ended"], result["detail"] = "kernel died", str(index)
+                        cell_result["status"] = CellStatus.DIED
+                        result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
                     else:
-                        cell_result["status"] = "stuck"
-                        result["ended"], result["detail"] = "stuck", str(index)
+                        cell_result["status"] = CellStatus.STUCK
+                        result["ended"], result["detail"] = RunEnd.STUCK, str(index)
                     break
     except DeadKernelError:
-        result["ended"] = "kernel died"
+        result["ended"] = RunEnd.KERNEL_DIED
     except Exception as exc:  # the kernel would not start, or nbclient failed: report, never hang
-        if not result["cells"]:
-            result["ended"] = "startup failed"
-        else:
-            result["ended"] = "runner error"
+        result["ended"] = RunEnd.WORKER_ERROR if result["cells"] else RunEnd.STARTUP_FAILED
         result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
     return result
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    job = json.loads(Path(argv[0]).read_text())
-    os.environ["JUPYTER_RUNTIME_DIR"] = job["private_dir"]
+    job = Job.read(Path(argv[0]))
+    os.environ["JUPYTER_RUNTIME_DIR"] = job.private_dir
     result = asyncio.run(run(job))
-    target = Path(job["result"])
+    target = Path(job.result)
     partial = target.with_suffix(".partial")
     partial.write_text(json.dumps(result))
     os.replace(partial, target)

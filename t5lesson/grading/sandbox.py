@@ -254,6 +254,12 @@ def remove_user_files(uid: int) -> None:
                 continue
 
 
+def main(argv=None) -> None:
+    """`python -m t5lesson.grading.sandbox CONFIG.json CONNECTION_FILE`: the kernelspec's command."""
+    argv = sys.argv[1:] if argv is None else argv
+    with open(argv[0], encoding="utf-8") as f:
+        launch(json.load(f), argv[1])
+
+
 if __name__ == "__main__":
-    with open(sys.argv[1], encoding="utf-8") as f:
-        launch(json.load(f), sys.argv[2])
+    main()

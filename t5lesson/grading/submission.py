@@ -25,6 +25,7 @@ from nbformat.v4 import new_code_cell
 
 from .bank import Exercise
 from .notebook_format import cell_info, cell_key, exercise_id_of
+from .protocol import mark_harvest
 from .questions import FreeText
 
 __all__ = ["Prepared", "parse", "prepare", "harvest_source"]
@@ -47,6 +48,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     free_text: dict[str, str] = field(default_factory=dict)
     answer_cell: dict[str, int] = field(default_factory=dict)  # question -> index in the run notebook
+    harvest_cell: dict[str, int] = field(default_factory=dict)  # question -> index of its harvesting cell
     origin: dict[int, str] = field(default_factory=dict)  # index in the run notebook -> words for feedback
 
 
@@ -161,7 +163,8 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str) -> Prepared:
     for q in exercise.questions:
         if q.auto_scored:
             cell = new_code_cell(harvest_source(q.harvest_spec(), nonce))
-            cell.metadata["t5grade"] = {"harvest": q.id}
+            mark_harvest(cell, q.id)
+            out.harvest_cell[q.id] = len(run_cells)
             add(cell, f"the grader's reading of {q.id}")
     nb = nbformat.v4.new_notebook(cells=run_cells)
     nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}

@@ -1,24 +1,30 @@
 """How much training signal each bias parameter gets: counting (query, key) pairs.
 
-In a causal sequence of length L, query i sees keys j <= i. The pairs with offset d = i - j are
-(d, 0), (d + 1, 1), ..., (L - 1, L - 1 - d): there are L - d of them. So offset 0 occurs L
-times per sequence and offset L - 1 once. A parameter that serves a single large offset is
-trained by a handful of pairs; a bucket pools the pairs of all its offsets.
+In a causal sequence of length L, query i sees keys j <= i. Lesson 5 counts how far back the
+key is, d = i - j >= 0 (the course's offset j - i, negated). The pairs with d are (d, 0),
+(d + 1, 1), ..., (L - 1, L - 1 - d): there are L - d of them. So d = 0 occurs L times per
+sequence and d = L - 1 once. A parameter that serves a single large d is trained by a handful
+of pairs; a bucket pools the pairs of all its offsets. The pairs themselves are counted once,
+by `t5lesson.lessons.pair_counts.offset_pair_counts`.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._validate import check_int
+from ..lessons.pair_counts import offset_pair_counts
 from .schemes import get_scheme
 
 __all__ = ["offset_counts", "pairs_per_parameter", "training_pairs_behind_offset"]
 
 
 def offset_counts(length) -> np.ndarray:
-    """[length] number of causal (query, key) pairs with offset d = i - j, for d = 0..length-1: L - d."""
+    """[length] number of causal (query, key) pairs with d = i - j steps back, for d = 0..length-1: L - d."""
     length = check_int("length", length, minimum=1)
-    return length - np.arange(length)
+    offsets, counts = offset_pair_counts(length, causal=True)  # offsets j - i = -(L-1)..0
+    by_steps_back = np.empty_like(counts)
+    by_steps_back[-offsets] = counts
+    return by_steps_back
 
 
 def pairs_per_parameter(scheme, train_len) -> np.ndarray:

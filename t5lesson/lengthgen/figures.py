@@ -1,6 +1,6 @@
 """The figures of lesson 5, each a function of results, so the notebook cells stay one line.
 
-All figures are plain matplotlib `Figure`s (no pyplot, nothing global); `as_image(fig)` turns
+All figures are plain matplotlib `Figure`s (no pyplot, nothing global); `lessons.figures.as_image` turns
 one into the PNG a notebook cell displays.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from .._validate import ArgumentError, check_int
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
-from ..lessons.figures import as_image, new_figure
+from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
 
-__all__ = ["SCHEME_COLORS", "as_image", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
+__all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
 
 SMALL_OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 512)  # for narrow panels: no crowded 128, 256
 LINE_STYLES = {"per-offset-0": (0, (4, 2)), "t5-far": (0, (1, 1))}  # so lines that coincide stay visible

@@ -21,6 +21,7 @@ from torch.nn import functional as F
 
 from .._validate import ArgumentError, check_int
 from ..determinism import perturb_
+from ..lessons.determinism import one_thread_forked_rng
 from .model import TinyAttentionModel
 from .schemes import get_scheme
 from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch
@@ -88,20 +89,6 @@ def warmup_cosine(step, steps, warmup):
     return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
 
 
-class _OneThread:
-    """Run on one thread with a forked torch RNG; restore both afterwards."""
-
-    def __enter__(self):
-        self._threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        self._rng = torch.random.fork_rng(devices=[])
-        self._rng.__enter__()
-
-    def __exit__(self, *exc):
-        self._rng.__exit__(*exc)
-        torch.set_num_threads(self._threads)
-
-
 def _task_index(task):
     return sorted(("copy-k", "last-marker")).index(task)
 
@@ -134,7 +121,7 @@ def train(scheme, task, seeds, config=Config()):
     task = get_task(task)
     seeds = _check_seeds(seeds)
     config = _check_config(config)
-    with _OneThread():
+    with one_thread_forked_rng():
         model = perturb_(TinyAttentionModel(task.vocab_size, config.d_model, config.num_heads, scheme,
                                             config.train_len, seeds=seeds))
         table = [p for name, p in model.named_parameters() if name.startswith("position.")]
@@ -191,7 +178,7 @@ def evaluate(model, task, lengths, eval_batch=8):
         raise ArgumentError(f"lengths must be a non-empty sequence of evaluation lengths, got {lengths!r}")
     lengths = [check_int("each of lengths", n, minimum=COPY_K + 1) for n in lengths]
     out = {seed: [] for seed in model.seeds}
-    with _OneThread(), torch.no_grad():
+    with one_thread_forked_rng(), torch.no_grad():
         for length in lengths:
             data = [make_batch(task, eval_batch, length, _rng(seed, task, 1, length)) for seed in model.seeds]
             tokens, targets = np.stack([d[0] for d in data]), np.stack([d[1] for d in data])

@@ -30,7 +30,7 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int
-from ..buckets import bucket_config, relative_position_bucket
+from ..buckets import bucket_config, bucket_ids
 from ..layer import RelativePositionBias
 
 __all__ = ["Scheme", "SCHEMES", "get_scheme", "t5_scheme", "PositionBias", "alibi_slopes"]
@@ -79,7 +79,7 @@ class Scheme:
         train_len = check_int("train_len", train_len, minimum=2)
         d = np.arange(n)
         if self.kind == "t5":
-            return relative_position_bucket(-d, False, self.num_buckets, self.max_distance)
+            return bucket_ids(-d, False, self.num_buckets, self.max_distance)  # checked in __post_init__
         if self.kind == "per-offset":
             last = self.last_own_offset(train_len)
             index = np.minimum(d, last)
@@ -100,8 +100,7 @@ class Scheme:
 
 
 def t5_scheme(max_distance=32, num_buckets=16) -> Scheme:
-    """T5 causal buckets with the given max_distance (name "t5-md<max_distance>")."""
-    bucket_config(False, num_buckets, max_distance)
+    """T5 causal buckets with the given max_distance (name "t5-md<max_distance>"); checked by `Scheme`."""
     return Scheme(f"t5-md{max_distance}", f"T5 buckets, max_distance {max_distance}", "t5",
                   num_buckets=num_buckets, max_distance=max_distance)
 
@@ -174,7 +173,7 @@ class PositionBias(nn.Module):
         s = self.scheme
         d = torch.arange(n)
         if s.kind == "t5":
-            return self.t5.table[relative_position_bucket(-d, False, s.num_buckets, s.max_distance)].t()
+            return self.t5.table[bucket_ids(-d, False, s.num_buckets, s.max_distance)].t()
         if s.kind == "per-offset":
             values = self.table[d.clamp(max=self.last_own)].t()
             if s.unseen == "zero":  # never trained: the start value, 0, and no gradient

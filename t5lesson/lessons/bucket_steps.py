@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..buckets import _exact_ties, bucket_config, relative_position_bucket
+from ..buckets import _exact_ties, bucket_config, bucket_ids
 
 __all__ = ["BucketSteps", "bucket_steps"]
 
@@ -96,7 +96,7 @@ def bucket_steps(offset, bidirectional=True, num_buckets=32, max_distance=128) -
         half_start, n = (per_direction if offset > 0 else 0), abs(offset)
     else:
         half_start, n = 0, max(-offset, 0)
-    bucket = relative_position_bucket(offset, bidirectional, num_buckets, max_distance)
+    bucket = bucket_ids(offset, bidirectional, num_buckets, max_distance)
     if n < max_exact:
         region, log_value, tie = "exact", None, False
     else:

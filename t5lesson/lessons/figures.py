@@ -67,20 +67,22 @@ def styled(function):
     return wrapper
 
 
-def new_figure(width, height, layout="constrained"):
+def new_figure(width, height, dpi=None, layout="constrained"):
     """A `Figure` of width x height display inches, at the course dpi, with an Agg canvas.
 
     Call it (and add artists) inside `style()` or a `styled` function, so fonts follow the style.
+    `dpi` is for helper canvases only (a glyph atlas): a course figure keeps the default, and is
+    at most `WIDTH` wide.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     from .._validate import ArgumentError
 
-    if not 0 < width <= WIDTH + 1e-9 or not 0 < height <= 12:
+    if dpi is None and (not 0 < width <= WIDTH + 1e-9 or not 0 < height <= 12):
         raise ArgumentError(f"a course figure is at most {WIDTH} x 12 display inches, got {width} x {height}")
     # The tiny extra keeps float rounding from losing a pixel (9.2 * 200 is 1839.99...).
-    fig = Figure(figsize=(width + 1e-6, height + 1e-6), dpi=DPI, layout=layout)
+    fig = Figure(figsize=(width + 1e-6, height + 1e-6), dpi=DPI if dpi is None else dpi, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 

@@ -30,6 +30,7 @@ from .._validate import ArgumentError, check_int, is_torch
 from ..determinism import perturb_
 from ..layer import T5SelfAttention
 from ..saturation import softmax_entropy
+from .determinism import one_thread_forked_rng
 
 __all__ = ["initial_logit_std", "fold_query_scale", "RecallTask", "RecallAttention", "TrainingTrace",
            "train_recall", "describe_runs", "reached_by", "VARIANTS", "OPTIMIZERS", "DEFAULT_LR"]
@@ -188,28 +189,22 @@ def train_recall(variant, optimizer="adam", *, lr=None, steps=200, eval_every=20
     batch = check_int("batch", batch, minimum=1)
     eval_size = check_int("eval_size", eval_size, minimum=1)
     task = RecallTask(n_symbols, n_memory, d_model, seed=seed + 1)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = perturb_(RecallAttention(d_model, d_kv, n_symbols, variant))
-            opt = _make_optimizer(optimizer, model.parameters(), float(lr))
-            data = torch.Generator().manual_seed(seed + 2)
-            held_out = task.batch(eval_size, torch.Generator().manual_seed(seed + 3))
-            rows = []
-            for step in range(steps + 1):
-                if step % eval_every == 0 or step == steps:
-                    rows.append((step, *_evaluate(model, held_out)))
-                if step == steps:
-                    break
-                query, memory, answer = task.batch(batch, data)
-                loss = nn.functional.cross_entropy(model(query, memory)[0], answer)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-    finally:
-        torch.set_num_threads(threads)
+    with one_thread_forked_rng(seed):
+        model = perturb_(RecallAttention(d_model, d_kv, n_symbols, variant))
+        opt = _make_optimizer(optimizer, model.parameters(), float(lr))
+        data = torch.Generator().manual_seed(seed + 2)
+        held_out = task.batch(eval_size, torch.Generator().manual_seed(seed + 3))
+        rows = []
+        for step in range(steps + 1):
+            if step % eval_every == 0 or step == steps:
+                rows.append((step, *_evaluate(model, held_out)))
+            if step == steps:
+                break
+            query, memory, answer = task.batch(batch, data)
+            loss = nn.functional.cross_entropy(model(query, memory)[0], answer)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
     columns = [np.array(c) for c in zip(*rows, strict=True)]
     return TrainingTrace(variant, optimizer, float(lr), columns[0].astype(int), *columns[1:])
 

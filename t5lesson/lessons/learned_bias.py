@@ -26,6 +26,7 @@ from torch import nn
 from .._validate import ArgumentError, check_int
 from ..determinism import perturb_
 from ..layer import T5SelfAttention
+from .determinism import one_thread_forked_rng
 
 __all__ = ["LagModel", "lag_batch", "train_tiny_model", "TrainedLagModel"]
 
@@ -94,7 +95,10 @@ class TrainedLagModel:
 
 
 def train_tiny_model(lags=(1, 4), *, steps=100, seq_len=32, batch_size=32, vocab=16, lr=3e-2, seed=0):
-    """Train a `LagModel` on the lag task with AdamW; deterministic for a given seed."""
+    """Train a `LagModel` on the lag task with AdamW; deterministic for a given seed.
+
+    The global torch random state and thread count are left as they were (see `determinism`).
+    """
     seq_len = check_int("seq_len", seq_len, minimum=2)
     lags = _check_lags(lags, seq_len)
     steps = check_int("steps", steps, minimum=1)
@@ -102,10 +106,7 @@ def train_tiny_model(lags=(1, 4), *, steps=100, seq_len=32, batch_size=32, vocab
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1:
         raise ArgumentError(f"lr must be a number in (0, 1), got {lr!r}")
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        torch.manual_seed(seed)
+    with one_thread_forked_rng(seed):
         generator = torch.Generator().manual_seed(seed)
         model = perturb_(LagModel(vocab=vocab, num_lags=len(lags)))
         optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
@@ -124,6 +125,4 @@ def train_tiny_model(lags=(1, 4), *, steps=100, seq_len=32, batch_size=32, vocab
             predicted = model(tokens)[0].argmax(-1)
             kept = targets != -100
             accuracy = [float((predicted[t] == targets[t])[kept[t]].float().mean()) for t in range(len(lags))]
-    finally:
-        torch.set_num_threads(threads)
     return TrainedLagModel(model.eval(), lags, losses, accuracy)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_bool, check_int
-from ..buckets import bucket_config, relative_position_bucket
+from ..buckets import bucket_config, bucket_ids
 
 __all__ = ["offset_pair_counts", "bucket_pair_counts", "bucket_offset_counts", "pair_count_rows"]
 
@@ -37,23 +37,26 @@ def offset_pair_counts(seq_len, *, causal=False):
     return offsets, seq_len - np.abs(offsets)
 
 
+def _offset_buckets(seq_len, bidirectional, num_buckets, max_distance):
+    """(bucket of each occurring offset, pairs per offset), the configuration checked once."""
+    bucket_config(bidirectional, num_buckets, max_distance)
+    offsets, counts = offset_pair_counts(seq_len, causal=not bidirectional)
+    return bucket_ids(offsets, bidirectional, num_buckets, max_distance), counts
+
+
 def bucket_pair_counts(seq_len, bidirectional=True, num_buckets=32, max_distance=128):
     """int64 [num_buckets]: how many (query, key) pairs of one length-seq_len sequence use each bucket.
 
     For causal attention (bidirectional=False) only pairs allowed by the causal mask count.
     The counts add up to L*L (encoder) or L*(L+1)/2 (decoder).
     """
-    bucket_config(bidirectional, num_buckets, max_distance)
-    offsets, counts = offset_pair_counts(seq_len, causal=not bidirectional)
-    buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
+    buckets, counts = _offset_buckets(seq_len, bidirectional, num_buckets, max_distance)
     return np.bincount(buckets, weights=counts, minlength=num_buckets).astype(np.int64)
 
 
 def bucket_offset_counts(seq_len, bidirectional=True, num_buckets=32, max_distance=128):
     """int64 [num_buckets]: how many distinct offsets of a length-seq_len sequence fall into each bucket."""
-    bucket_config(bidirectional, num_buckets, max_distance)
-    offsets, _ = offset_pair_counts(seq_len, causal=not bidirectional)
-    buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
+    buckets, _ = _offset_buckets(seq_len, bidirectional, num_buckets, max_distance)
     return np.bincount(buckets, minlength=num_buckets).astype(np.int64)
 
 
@@ -63,7 +66,8 @@ def pair_count_rows(seq_len, bidirectional=True, num_buckets=32, max_distance=12
     `pairs per offset` is what one offset would get with its own parameter, on average over
     the bucket: sharing pools it `distinct offsets` times.
     """
-    pairs = bucket_pair_counts(seq_len, bidirectional, num_buckets, max_distance)
-    offsets = bucket_offset_counts(seq_len, bidirectional, num_buckets, max_distance)
+    buckets, counts = _offset_buckets(seq_len, bidirectional, num_buckets, max_distance)
+    pairs = np.bincount(buckets, weights=counts, minlength=num_buckets).astype(np.int64)
+    offsets = np.bincount(buckets, minlength=num_buckets)
     return [(b, int(offsets[b]), int(pairs[b]), float(pairs[b] / offsets[b]))
             for b in range(num_buckets) if offsets[b] > 0]

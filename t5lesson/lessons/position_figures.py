@@ -1,7 +1,7 @@
 """Static figures of lessons 3 and 4 (relative positions, buckets, pair counts, bias tables).
 
 Each function returns a matplotlib `Figure` built without pyplot (no global state, nothing shown
-by accident); `as_image(fig)` turns it into a PNG the notebook displays. All numbers drawn come
+by accident); `lessons.figures.as_image` turns it into a PNG the notebook displays. All numbers drawn come
 from the package: `relative_position_bucket`, `relative_bias`, `t5lesson.lessons.pair_counts`.
 
 Sign convention: offset = key - query (j - i); negative = the key is to the left.
@@ -13,11 +13,11 @@ import numpy as np
 
 from .._validate import ArgumentError, check_bool, check_int
 from ..bias import relative_bias
-from ..buckets import bucket_config, bucket_ranges, relative_position_bucket
+from ..buckets import bucket_config, bucket_ids, bucket_ranges
 from .pair_counts import bucket_pair_counts, offset_pair_counts
-from .figures import as_image, new_figure
+from .figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
 
-__all__ = ["as_image", "offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]
+__all__ = ["offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]
 
 DPI = 90
 
@@ -60,8 +60,8 @@ def offset_matrix_figure(seq_len=8, num_buckets=32, max_distance=128):
     axes = fig.subplots(1, 3)
     limit = seq_len - 1
     _annotated_matrix(axes[0], offsets, "RdBu_r", "offset j − i", -limit, limit)
-    encoder = relative_position_bucket(offsets, True, num_buckets, max_distance)
-    decoder = relative_position_bucket(offsets, False, num_buckets, max_distance)
+    encoder = bucket_ids(offsets, True, num_buckets, max_distance)
+    decoder = bucket_ids(offsets, False, num_buckets, max_distance)
     _annotated_matrix(axes[1], encoder, "viridis", "encoder bucket(j − i)", 0, num_buckets - 1)
     _annotated_matrix(axes[2], decoder, "viridis", "decoder bucket(j − i), mask in grey", 0, num_buckets - 1,
                       masked=offsets > 0)

@@ -6,7 +6,7 @@ import pytest
 
 from t5lesson.grading.check import Checker
 from t5lesson.grading.bank import get
-from t5lesson.grading.bank.ex02_where_sqrt_d_went import FloatCode, _plain_numbers
+from t5lesson.grading.plain_code import FloatCode, _plain_numbers
 from t5lesson.grading.questions import FreeText, MultipleChoice, Numeric, clean_record
 
 EXERCISE = get("02_where_sqrt_d_went")

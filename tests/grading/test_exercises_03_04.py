@@ -8,7 +8,7 @@ import t5lesson as t5
 from t5lesson import harvest
 from t5lesson.grading.bank import get
 from t5lesson.grading.bank.ex03_relative_position_buckets import reference_ranges
-from t5lesson.grading.bank.plain_code import from_plain, to_python
+from t5lesson.grading.plain_code import from_plain, to_python
 from t5lesson.grading.questions import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, answer_hash
 
 EX03, EX04 = get("03_relative_position_buckets"), get("04_bias_heatmaps")

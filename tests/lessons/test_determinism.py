@@ -1,11 +1,14 @@
-"""The perturbation switch (T5LESSON_PERTURB) and the robust description of training runs."""
+"""Reproducible training: the perturbation switch (T5LESSON_PERTURB), the robust description of
+training runs, and one thread with a forked torch RNG around every training run (restored afterwards)."""
 import numpy as np
 import pytest
 import torch
 
 from t5lesson import ArgumentError
 from t5lesson.determinism import perturb_, perturbation
-from t5lesson.lessons.folding import TrainingTrace, describe_runs, reached_by
+from t5lesson.lessons.determinism import one_thread_forked_rng
+from t5lesson.lessons.folding import TrainingTrace, describe_runs, reached_by, train_recall
+from t5lesson.lessons.learned_bias import train_tiny_model
 from t5lesson.reference import reference_bucket
 
 
@@ -69,3 +72,29 @@ def test_runs_are_described_in_bands_and_milestones():
     assert max(len(line) for line in table) < 90
     with pytest.raises(ArgumentError, match="TrainingTraces"):
         describe_runs([1.0])
+
+
+def test_threads_and_global_rng_are_restored_even_on_error():
+    threads = torch.get_num_threads()
+    before = torch.random.get_rng_state()
+    with pytest.raises(RuntimeError), one_thread_forked_rng(seed=5):
+        assert torch.get_num_threads() == 1
+        torch.rand(3)
+        raise RuntimeError
+    assert torch.get_num_threads() == threads
+    assert torch.equal(torch.random.get_rng_state(), before)
+
+
+def test_seed_gives_the_same_stream():
+    with one_thread_forked_rng(seed=7):
+        first = torch.rand(4)
+    with one_thread_forked_rng(seed=7):
+        second = torch.rand(4)
+    assert torch.equal(first, second)
+
+
+@pytest.mark.parametrize("train", [lambda: train_tiny_model(steps=2), lambda: train_recall("folded", steps=2)])
+def test_training_leaves_the_global_rng_alone(train):
+    before = torch.random.get_rng_state()
+    train()
+    assert torch.equal(torch.random.get_rng_state(), before)

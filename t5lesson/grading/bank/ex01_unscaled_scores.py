@@ -141,7 +141,8 @@ EXERCISE = Exercise(
             id="q7", points=4, name="my_bucket", title="Implement the bucket function",
             reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), case_timeout=1.0,
             blocked=tuple(f"t5lesson.buckets:{name}" for name in (
-                "relative_position_bucket", "bucket_ranges", "_bucket_numpy", "_bucket_torch", "_log_bucket_numpy",
+                "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",
+                "_log_bucket_numpy",
             )) + ("t5lesson.bias:relative_bias", "t5lesson.lessons.bucket_steps:bucket_steps",
                   "t5lesson.reference:reference_bucket", "transformers:",
                   "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket"),

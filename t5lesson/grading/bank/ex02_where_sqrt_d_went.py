@@ -8,81 +8,18 @@ the masked score matrix, the folded initialisation and the placement of the bias
 Keys are salted hashes (`t5lesson.grading.questions.answer_hash`, `Numeric.float_key`); recompute one
 with `python -m t5lesson.grading.questions hash|float-key ...`. The two code questions return floats
 and float matrices, which the integer-only `Code` kind cannot compare, so they use `FloatCode`
-below: `PlainCode`'s harvesting, comparison and partial credit, with messages about arrays.
+(`t5lesson.grading.plain_code`): `PlainCode`'s comparison, with messages about arrays.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
-from ..questions import Case, FreeText, MultipleChoice, Numeric, _describe
+from ..plain_code import FloatCode
+from ..questions import Case, FreeText, MultipleChoice, Numeric
 from . import Exercise
-from .plain_code import PlainCode, differences, from_plain
 
-__all__ = ["EXERCISE", "FloatCode", "reference_entropy", "reference_scores"]
-
-
-def _only_numbers(plain) -> bool:
-    return all(map(_only_numbers, plain)) if isinstance(plain, list) else isinstance(plain, (int, float))
-
-
-def _plain_numbers(value):
-    """A harvested plain value as a float array, or None unless it is numbers (not bools) in a regular shape."""
-    plain = from_plain(value, bools=False)
-    if not _only_numbers(plain):
-        return None
-    try:
-        return np.array(plain, dtype=float)
-    except ValueError:  # ragged lists
-        return None
-
-
-@dataclass(frozen=True)
-class FloatCode(PlainCode):
-    """A function returning a number or an array of numbers, compared within `tolerance`.
-
-    `PlainCode` with answers that must be numbers in the reference's shape, and messages about
-    arrays (shape, nan, how many values are wrong) rather than the first differing index. With
-    `masked_below` (see `PlainCode`), T5's most negative float, Mesh TF's -1e9 and -inf all count.
-    """
-
-    @cached_property
-    def expected(self) -> tuple[np.ndarray, ...]:
-        return tuple(np.asarray(result, dtype=float) for result in self.reference_results())
-
-    def close(self, want, got) -> bool:
-        """numpy.isclose(got, want)'s rule: within `tolerance`, absolute or relative to the reference.
-
-        These questions have always been graded by it; `PlainCode`'s symmetric rule differs only
-        within twice the tolerance, but a refactor should not change anyone's grade.
-        """
-        return (abs(got - want) <= self.tolerance + self.tolerance * abs(want) and math.isfinite(want)) or got == want
-
-    def _problem(self, want: np.ndarray, got) -> str | None:
-        """None if the case is right, else a short description of what is wrong."""
-        value = got.get("ok") if isinstance(got, dict) else None
-        array = _plain_numbers(value)
-        if array is None:
-            return f"returned {_describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
-        if array.shape != want.shape:
-            return f"returned shape {tuple(array.shape)}, the right answer has shape {tuple(want.shape)}"
-        kinds = [kind for _, kind, _ in differences(want.tolist(), array.tolist(), self.close, self.masked_below)]
-        if "masked" in kinds:
-            return "a position that may not be attended to is not pushed far enough down"
-        if np.isnan(array).any():
-            return "the result contains nan (is something like 0 * log 0 or inf - inf computed?)"
-        if kinds:
-            compared = want.size if self.masked_below is None else int((want > self.masked_below).sum())
-            return f"{len(kinds)} of {compared} values are not right"
-        return None
-
-    def _case_name(self, case: Case) -> str:
-        """By number and topic: the inputs are long lists."""
-        number = self.cases.index(case) + 1
-        return f"case {number} ({case.topic})" if case.topic else f"case {number}"
+__all__ = ["EXERCISE", "reference_entropy", "reference_scores"]
 
 
 # --- references, called in the grader's process with the plain (list) arguments ----------------

@@ -13,9 +13,9 @@ far beyond max_distance, and the smallest legal tables.
 from __future__ import annotations
 
 from ...buckets import bucket_ranges
+from ..plain_code import PlainCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
 from . import Exercise
-from .plain_code import PlainCode
 
 __all__ = ["EXERCISE", "reference_ranges"]
 

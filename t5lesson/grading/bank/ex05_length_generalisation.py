@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..plain_code import FloatCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
 from . import Exercise
-from .ex02_where_sqrt_d_went import FloatCode
 
 __all__ = ["EXERCISE", "reference_clipped_bias"]
 
@@ -100,7 +100,8 @@ EXERCISE = Exercise(
             id="q4", points=3, name="clipped_bias_matrix", title="A per-offset bias table with clipping",
             reference="t5lesson.grading.bank.ex05_length_generalisation:reference_clipped_bias",
             cases=_cases(), case_timeout=1.0, tolerance=1e-9,
-            blocked=(f"{__name__}:reference_clipped_bias", "t5lesson.lengthgen.schemes:PositionBias"),
+            blocked=(f"{__name__}:reference_clipped_bias", "t5lesson.lengthgen.schemes:Scheme.parameter_of_offset",
+                     "t5lesson.lengthgen.schemes:PositionBias.per_offset"),
             hints=(
                 "entry (i, j) uses the offset d = i - j: how many steps back key j is from query i.",
                 "offsets larger than clip all use table[clip]; keys after the query (j > i) get 0.0.",

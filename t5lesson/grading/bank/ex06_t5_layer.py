@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...bias import relative_bias
+from ..plain_code import PlainCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
 from ...scores import attention, causal_mask
 from . import Exercise
-from .plain_code import PlainCode
 
 __all__ = ["EXERCISE", "reference_attend"]
 

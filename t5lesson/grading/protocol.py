@@ -1,0 +1,157 @@
+"""What the grader, its worker and the harvesting cells agree on, written once.
+
+The class grader (`grade`) composes a notebook (`submission`), hands it to a worker process
+(`runner`) through a job file, and reads back a result file; the worker starts each kernel
+through `sandbox`; inside the kernel the harvesting cells (`harvest`) print one record per
+question as display data. Every name, key, status and limit that crosses one of those
+boundaries is defined here, and nowhere else:
+
+- the module paths started as processes (`RUNNER_MODULE`, `SANDBOX_MODULE`) and the
+  "module:attribute" references of code questions (`resolve`);
+- the metadata that marks a harvesting cell (`mark_harvest`, `harvest_question`) and the MIME
+  type of its records (`HARVEST_MIME`, owned by harvest.py, which must stay self-contained);
+- how a run ended (`RunEnd`), how each cell ended (`CellStatus`), and the status a student
+  gets in the gradebook (`Status`, `status_of`);
+- the limits of one run (`Limits`) and the job file (`Job`: written with `asdict`, read by
+  one loader).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum
+from pathlib import Path
+
+from .harvest import MIME as HARVEST_MIME
+
+__all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "HARVEST_MIME", "GRADER_KEY", "resolve", "mark_harvest",
+           "harvest_question", "RunEnd", "CellStatus", "Status", "status_of", "Limits", "Job"]
+
+_PACKAGE = __name__.rpartition(".")[0]
+RUNNER_MODULE = f"{_PACKAGE}.runner"  # python -m RUNNER_MODULE JOB.json: one worker per submission
+SANDBOX_MODULE = f"{_PACKAGE}.sandbox"  # python -m SANDBOX_MODULE CONFIG CONNECTION_FILE: the kernel launcher
+GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} on a harvesting cell
+
+
+def resolve(reference: str):
+    """The object a "module:attribute.path" reference names (a code question's reference)."""
+    module, _, path = reference.partition(":")
+    obj = importlib.import_module(module)
+    for part in filter(None, path.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def mark_harvest(cell, question_id: str) -> None:
+    """Mark a cell of the run notebook as the harvesting cell of one question."""
+    cell.metadata[GRADER_KEY] = {"harvest": question_id}
+
+
+def harvest_question(cell) -> str | None:
+    """The question a harvesting cell reads, or None for every other cell."""
+    marker = cell.metadata.get(GRADER_KEY)
+    return marker.get("harvest") if isinstance(marker, dict) else None
+
+
+class _Words(str, Enum):
+    """An enum whose members are their words, in JSON, CSV and f-strings alike."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class RunEnd(_Words):
+    """How the worker's run of one notebook ended (the result file's "ended")."""
+
+    COMPLETED = "completed"
+    TIME_LIMIT = "time limit"  # the whole-notebook budget ran out; later cells were skipped
+    STUCK = "stuck"  # a cell ignored the interrupt
+    KERNEL_DIED = "kernel died"
+    STARTUP_FAILED = "startup failed"
+    WORKER_ERROR = "worker error"  # nbclient or the worker failed after the kernel started
+
+
+class CellStatus(_Words):
+    """How one cell ended, as the worker reports it."""
+
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    STUCK = "stuck"
+    DIED = "died"
+    SKIPPED = "skipped"
+
+
+FAILED_CELL = (CellStatus.ERROR, CellStatus.TIMEOUT, CellStatus.DIED, CellStatus.STUCK)
+
+
+class Status(_Words):
+    """A submission's status in the gradebook."""
+
+    GRADED = "graded"
+    UNREADABLE = "unreadable"
+    TOO_LARGE = "too large"
+    TIME_LIMIT = "time limit"
+    STUCK = "stuck"
+    KERNEL_DIED = "kernel died"
+    GRADER_ERROR = "grader error"
+
+
+_STATUS_OF_END = {RunEnd.COMPLETED: Status.GRADED, RunEnd.TIME_LIMIT: Status.TIME_LIMIT, RunEnd.STUCK: Status.STUCK,
+                  RunEnd.KERNEL_DIED: Status.KERNEL_DIED, RunEnd.STARTUP_FAILED: Status.GRADER_ERROR,
+                  RunEnd.WORKER_ERROR: Status.GRADER_ERROR}
+
+
+def status_of(ended) -> Status:
+    """The gradebook status for a run that ended so; anything unknown is the grader's error."""
+    try:
+        return _STATUS_OF_END[RunEnd(ended)]
+    except ValueError:
+        return Status.GRADER_ERROR
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every limit of one run, in seconds, bytes and megabytes."""
+
+    cell_timeout: float = 30.0
+    notebook_timeout: float = 120.0
+    harvest_timeout: float = 30.0
+    startup_timeout: float = 60.0
+    stuck_grace: float = 5.0
+    output_limit: int = 100_000  # characters of output kept per cell
+    total_output_limit: int = 1_000_000  # and for all the student's cells together
+    harvest_limit: int = 2_000_000  # characters of one harvested record
+    memory_mb: int = 2048
+    max_notebook_mb: int = 20
+    max_processes: int = 256
+
+    def hard_limit(self, questions: int) -> float:
+        """When the grader kills a run from outside, whatever the worker is doing."""
+        return (self.startup_timeout + self.notebook_timeout + self.cell_timeout + self.stuck_grace
+                + questions * self.harvest_timeout + 10)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the grader hands one worker: the notebook to run, where to write, the limits, the sandbox."""
+
+    notebook: str
+    result: str
+    private_dir: str
+    limits: Limits = Limits()
+    sandbox: dict = field(default_factory=dict)  # sandbox.launch's config, passed through as is
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self)))
+
+    @classmethod
+    def read(cls, path: Path) -> Job:
+        data = json.loads(Path(path).read_text())
+        known = {f.name for f in fields(Limits)}
+        limits = Limits(**{k: v for k, v in data.get("limits", {}).items() if k in known})
+        return cls(data["notebook"], data["result"], data["private_dir"], limits, data.get("sandbox", {}))

@@ -1,0 +1,77 @@
+"""Notebooks handed out before the package was split (commit 92d9028) still check and grade.
+
+`held_92d9028/01_unscaled_scores.ipynb` is exercise 1 exactly as handed out then, with a
+student's right answers typed into its answer cells. Its provided cells (setup and imports)
+are the old ones; the grader must neither fail on them nor report them as edited.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from t5lesson.grading import bank
+from t5lesson.grading.grade import Limits, grade_folder
+
+HERE = Path(__file__).resolve().parent
+HELD = HERE / "held_92d9028" / "01_unscaled_scores.ipynb"
+
+# Every t5lesson import line in the code cells of notebooks/ and exercises/ at commit 92d9028.
+IMPORTS_AT_92D9028 = """
+from t5lesson import bucket_ranges
+from t5lesson import causal_mask, relative_bias
+from t5lesson.bias_sharing import owners_by_kind, reference_models
+from t5lesson.bucket_steps import bucket_steps
+from t5lesson.check import checker
+from t5lesson.costs import bias_timings
+from t5lesson.explorers.bias_heatmap import BiasHeatmapExplorer
+from t5lesson.explorers.buckets_explorer import BucketBoundaryExplorer
+from t5lesson.explorers.folding import BiasScale, training_figure
+from t5lesson.explorers.lengthgen import MAX_DISTANCES, LengthGeneralisationExplorer
+from t5lesson.explorers.scaling import AttentionRow, DotProductSpread, as_image, saturation_figure
+from t5lesson.explorers.warmup import SoftmaxOfTwo
+from t5lesson.folding import fold_query_scale, initial_logit_std, train_recall
+from t5lesson.learned_bias import train_tiny_model
+from t5lesson.lengthgen import SCHEMES, Config, evaluate, run_experiment, t5_variants, train
+from t5lesson.lengthgen.counts import offset_counts, pairs_per_parameter, training_pairs_behind_offset
+from t5lesson.lengthgen.figures import accuracy_figure, as_image, bias_figure, mean_table_text, pairs_figure
+from t5lesson.lengthgen.stored import LESSON_SCHEMES, STORED_SETS, load_stored
+from t5lesson.pair_counts import bucket_pair_counts, offset_pair_counts, pair_count_rows
+from t5lesson.position_figures import as_image, bias_by_offset, bias_table_figure
+from t5lesson.position_figures import as_image, offset_matrix_figure, pair_count_figure
+from t5lesson.reference import reference_attention, reference_mask, report_match
+from t5lesson.reference import reference_bias
+""".strip().splitlines()
+
+
+@pytest.mark.parametrize("line", IMPORTS_AT_92D9028)
+def test_old_import_lines_still_work(line):
+    module, names = re.fullmatch(r"from ([\w.]+) import (.+)", line).groups()
+    loaded = importlib.import_module(module)
+    for name in names.split(", "):
+        assert hasattr(loaded, name), f"{line}: {name} is gone"
+
+
+def test_held_notebook_checks_in_its_kernel():
+    nb = nbformat.read(HELD, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(HERE)}}).execute()
+    lines = [output.get("text", "").strip() for cell in nb.cells if cell.cell_type == "code"
+             for output in cell.get("outputs", []) if output.get("name") == "stdout"]
+    verdicts = [line for line in lines if re.match(r"q\d+: ", line)]
+    assert len(verdicts) == sum(q.auto_scored for q in bank.get("01_unscaled_scores").questions), lines
+    assert all(v.split(": ")[1].startswith("Correct") for v in verdicts), verdicts
+
+
+def test_held_notebook_grades_in_full_without_notes(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    shutil.copy(HELD, folder / "held.ipynb")
+    [graded] = grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=30), jobs=1)
+    exercise = bank.get("01_unscaled_scores")
+    assert (graded.status, graded.total) == ("graded", exercise.auto_points), graded
+    assert graded.notes == [], graded.notes
