@@ -21,7 +21,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from .._validate import ArgumentError
 from ..buckets import bucket_ranges, relative_position_bucket
-from ..lessons.figures import DPI, PIXEL_RATIO, SMALL, WIDTH
+from ..lessons.figures import DPI, SMALL, WIDTH
 from .base import Explorer, Param, register
 from .raster import GlyphAtlas, PixelBlock, freeze, to_rgba_bytes
 from .render import BlitRender
@@ -29,7 +29,7 @@ from .render import BlitRender
 ROWS_PER_COLUMN = 16
 MAX_COLUMNS = 3  # so at most 48 buckets: the table must stay legible in a small figure
 UNUSED_COLOR = "tab:red"
-CHAR_PX = 7 * PIXEL_RATIO  # table characters are 7 CSS px wide (about a 12 px monospace font)
+CHAR_PX = 15  # table characters are 7.5 CSS px wide: a 9 pt monospace font, the course's smallest size
 _ATLAS = {}
 # Slider stops: every value near max_exact (where settings break), then about 1.25x apart.
 MAX_DISTANCES = (*range(8, 21), 24, 28, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
@@ -90,7 +90,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         # Fixed axes positions, wide enough for the longest tick labels: constrained layout
         # would cost about as much as drawing everything else.
         fig.set_layout_engine("none")
-        ax = self.ax = fig.add_axes((0.065, 0.14, 0.49, 0.83))
+        ax = self.ax = fig.add_axes((0.065, 0.14, 0.47, 0.83))
 
         ax.set_xscale("symlog", linthresh=1, linscale=0.4)
         ax.set_xlabel("offset j − i  (key − query; negative = key to the left)")
@@ -122,7 +122,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         for mode in ("encoder", "decoder"):
             keep = [(h, lab) for h, lab in zip(handles, labels, strict=True)
                     if mode == "decoder" or h is not self.masked_band]
-            legend = fig.legend(*zip(*keep, strict=True), loc="lower left", bbox_to_anchor=(0.6, 0.01),
+            legend = fig.legend(*zip(*keep, strict=True), loc="lower left", bbox_to_anchor=(0.575, 0.01),
                                 frameon=False, ncols=2, borderaxespad=0, handlelength=1.6, columnspacing=1.0)
             (self.legends[mode],) = freeze(fig, [legend])
 
@@ -192,7 +192,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         self._place(self._blocks[key])
 
     def _place(self, block):
-        self.table_image.set_pixels(block, 0.6 * self.fig.bbox.width, 0.985 * self.fig.bbox.height)
+        self.table_image.set_pixels(block, 0.575 * self.fig.bbox.width, 0.985 * self.fig.bbox.height)
 
     def _show_error(self, attention):
         for line in (self.steps, self.unused_lines, self.max_distance_lines, self.last_start_marks):
