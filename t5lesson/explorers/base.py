@@ -97,8 +97,12 @@ class Param:
             raise ArgumentError(f"{self.name} must be between {self.min} and {self.max}, got {value}")
         return int(value) if is_int else float(value)
 
-    def widget(self, value=None):
-        """The ipywidgets control, set to `value` (default: the default)."""
+    def widget(self, value=None, label_chars=None):
+        """The ipywidgets control, set to `value` (default: the default).
+
+        label_chars: the width of a slider's description, in characters (1ch, about the widest
+        character): sliders of one explorer share it, so their tracks line up.
+        """
         import ipywidgets as w
 
         value = self.default if value is None else value
@@ -112,9 +116,11 @@ class Param:
                                                    margin="2px 24px 2px 0"))
         if isinstance(self.default, bool):
             return w.Checkbox(value=value, description=desc, indent=False, style=style)
-        # The track gets TRACK_PX plus what a description of this many characters leaves over
-        # (a character is at most about 1ch wide); the readout takes about 90 px.
-        layout = w.Layout(width=f"calc({len(desc)}ch + {TRACK_PX + 100}px)", margin="2px 24px 2px 0")
+        # The description gets label_chars x 1ch (at least its own length: a character is at most
+        # about 1ch wide, so it is never cut off), the track TRACK_PX, the readout about 90 px.
+        chars = max(len(desc), label_chars or 0)
+        style = {"description_width": f"{chars}ch"}
+        layout = w.Layout(width=f"calc({chars}ch + {TRACK_PX + 100}px)", margin="2px 24px 2px 0")
         if self.stops is not None:
             stops = sorted(set(self.stops) | {value})
             return w.SelectionSlider(options=[(_stop_label(v), v) for v in stops], value=value, description=desc,
@@ -196,7 +202,9 @@ class Explorer:
         if self._view is None:
             import ipywidgets as w
 
-            controls = {p.name: p.widget(self.values[p.name]) for p in self.params if p.shown}
+            shown = [p for p in self.params if p.shown]
+            chars = max((len(p.label or p.name) for p in shown if p.options is None), default=0)
+            controls = {p.name: p.widget(self.values[p.name], chars) for p in shown}
             width = f"{self.display_width}px"
             # Shown at its natural width (the PNG has 2x the pixels), smaller in a narrow window.
             image = w.Image(format="png", layout=w.Layout(width=width, max_width="100%", height="auto"))

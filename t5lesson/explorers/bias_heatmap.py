@@ -24,7 +24,7 @@ from ..scores import attention_scores, causal_mask, softmax
 from ..lessons.figures import SMALL, WIDTH
 from ..lessons.toy_heads import HEAD_NAMES, toy_bias_table
 from .base import Explorer, Param, register
-from .raster import Heatmap, freeze
+from .raster import AxisTicks, Heatmap, TextBlock, freeze
 from .render import BlitRender
 
 MAX_LEN = 64
@@ -105,8 +105,13 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
                 spine.set_zorder(2.6)
         self.axes[0].set_ylabel("query position i")
         self.axes[0].yaxis.set_label_coords(-0.17, 0.5)
-        self.axes[1].tick_params(labelleft=False)
-        self.titles = [ax.set_title("", fontsize=SMALL + 1, y=1.01) for ax in self.axes]
+        # Ticks that follow the sequence length, drawn with every move from cached label pixels
+        # (raster.py), so the background never changes with the limits.
+        self.ticks = [AxisTicks(ax, "x") for ax in self.axes] + [
+            AxisTicks(ax, "y", labels=ax is not self.axes[1]) for ax in self.axes]
+        # Titles as cached pixels (raster.py): they change with the head, the mode, the content.
+        self.titles = [TextBlock(fig, ax.get_position().x0 + ax.get_position().width / 2,
+                                 ax.get_position().y1 + 0.02, SMALL + 1) for ax in self.axes]
         bias_bar = fig.colorbar(_mappable(self.images[1]), cax=fig.add_axes((0.57, 0.15, 0.012, 0.74)))
         bias_bar.set_label("bias (logit units)", labelpad=2)
         weight_bar = fig.colorbar(_mappable(self.images[2]), cax=fig.add_axes((0.92, 0.15, 0.012, 0.74)))
@@ -138,7 +143,11 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
 
     def moving_artists(self):
         # Spines last: the images fill the axes and would cover half of each frame line.
-        return [*self.images, *self.titles, *(spine for ax in self.axes for spine in ax.spines.values())]
+        return [*self.images, *self.titles, *(spine for ax in self.axes for spine in ax.spines.values()),
+                *self.ticks]
+
+    def _background_key(self):
+        return ()  # nothing in the background depends on the limits: the ticks are drawn with each move
 
     def readout(self):
         v = self.values

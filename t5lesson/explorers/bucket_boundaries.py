@@ -23,7 +23,7 @@ from .._validate import ArgumentError
 from ..buckets import bucket_ranges, relative_position_bucket
 from ..lessons.figures import DPI, SMALL, WIDTH
 from .base import Explorer, Param, register
-from .raster import GlyphAtlas, PixelBlock, freeze, to_rgba_bytes
+from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze, to_rgba_bytes
 from .render import BlitRender
 
 ROWS_PER_COLUMN = 16
@@ -98,8 +98,6 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         # Fixed label places: placing them automatically measures every tick label on each draw.
         ax.xaxis.set_label_coords(0.5, -0.105)
         ax.yaxis.set_label_coords(-0.085, 0.5)
-        ax.grid(True, alpha=0.25)
-        ax.set_axisbelow(True)  # grid under the shaded bands, whether drawn in full or blitted
         for spine in ax.spines.values():  # frame over the tick marks, as when blitted (moving_artists)
             spine.set_zorder(2.6)
         band = blended_transform_factory(ax.transData, ax.transAxes)  # x in offsets, y in axes
@@ -114,6 +112,9 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         self.error_text = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
                                   fontsize=SMALL, color="tab:red")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        # Ticks and grid follow num_buckets and the offset range: drawn with every move from
+        # cached label pixels (raster.py), so the background does not depend on the limits.
+        self.ticks = [AxisTicks(ax, "x", grid=0.25), AxisTicks(ax, "y", grid=0.25)]
         # The table and the legend are drawn as prepared pixels (see raster.py): as matplotlib
         # text they cost more than the whole rest of the figure. The legend goes under the table,
         # one for each kind of attention (the encoder has no masked band), shown in turn.
@@ -204,10 +205,10 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
 
     def moving_artists(self):
         return [self.exact_band, self.masked_band, self.steps, self.unused_lines, self.max_distance_lines,
-                self.last_start_marks, self.error_text, *self.ax.spines.values(), self.table_image]
+                self.last_start_marks, self.error_text, *self.ax.spines.values(), self.table_image, *self.ticks]
 
     def _background_key(self):
-        return (*super()._background_key(), self.values["attention"])  # each kind has its own legend
+        return (self.values["attention"],)  # each kind has its own legend; nothing else in it changes
 
     def readout(self):
         if self.error is not None:

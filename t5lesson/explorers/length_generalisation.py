@@ -11,8 +11,9 @@ drawn dashed on top of the chosen line so that it shows where the two coincide. 
 learned bias of each head against the offset d = i - j (how far back the key is), with the
 offsets never seen in training shaded and the start of the last bucket marked.
 
-Rendering: `BlitRender`; axes, ticks, labels and legends never change (one background per
-left-panel choice, whose y label differs), and each update redraws the lines on top.
+Rendering: `BlitRender`; axes, ticks and labels never change (one background per left-panel
+choice, whose y label differs); each update redraws the lines on top, then the legends, kept
+as prepared pixels.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..lengthgen.run import Config
 from ..lengthgen.variants import t5_variants
 from ..lessons.figures import SMALL, WIDTH
 from .base import Explorer, Param, register
+from .raster import freeze
 from .render import BlitRender
 
 MAX_DISTANCES = tuple(2 ** k for k in range(4, 10))  # 16 .. 512, one trained model each
@@ -63,7 +65,7 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
                                  label="chosen max_distance")
         (self.reference_line,) = left.plot(lengths, lengths * 0.0, "--", color="0.25", marker="s", ms=4, lw=1.5,
                                            label=f"max_distance {REFERENCE} (the experiment's)")
-        self.left_legend = left.legend(loc="upper center", fontsize=SMALL)
+        left.legend(loc="upper center", fontsize=SMALL)
         self.title = fig.text(0.245, 0.975, "", fontsize=SMALL + 1, ha="center", va="top")
 
         self.offsets = np.arange(max(lengths))
@@ -81,17 +83,18 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
         right.set_ylabel("learned bias (logit units)")
         right.set_title("learned bias of each head (start value 0)", fontsize=SMALL + 1)
         right.grid(True, alpha=0.3)
-        self.right_legend = right.legend(loc="upper right", fontsize=SMALL, ncols=2, framealpha=0.9)
+        right.legend(loc="upper right", fontsize=SMALL, ncols=2, framealpha=0.9)
         biases = np.concatenate([v.bias.ravel() for v in self.variants.values()])
         pad = 0.1 * (biases.max() - biases.min())
         right.set_ylim(biases.min() - pad, biases.max() + 5 * pad)  # room for the legend
         for spine in (*left.spines.values(), *right.spines.values()):
             spine.set_zorder(2.6)
+        # The legends never change: drawn once, then copied as pixels over the lines (raster.py).
+        self.legends = freeze(fig, [left.get_legend(), right.get_legend()])
 
     def moving_artists(self):
         # Legends last, so lines never cover them; spines are static (the lines stay inside).
-        return [self.line, self.reference_line, self.title, *self.head_lines, self.last_bucket,
-                self.left_legend, self.right_legend]
+        return [self.line, self.reference_line, self.title, *self.head_lines, self.last_bucket, *self.legends]
 
     def _background_key(self):
         return (*super()._background_key(), self.values["show"])  # the left y label differs
