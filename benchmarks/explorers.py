@@ -38,8 +38,9 @@ def moves(cls, count, seed=0):
         elif isinstance(p.default, int):
             step = int(p.step or 1)
             value = p.min + step * rng.randrange((int(p.max) - int(p.min)) // step + 1)
-        else:
-            value = rng.uniform(p.min, p.max)
+        else:  # a float slider's steps
+            step = p.step or (p.max - p.min) / 100
+            value = min(p.max, p.min + step * rng.randrange(round((p.max - p.min) / step) + 1))
         out.append({p.name: value})
     return out
 

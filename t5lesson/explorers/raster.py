@@ -248,7 +248,6 @@ class AxisTicks(Artist):
         ax.grid(False, axis=which)
         self.set_zorder(2.5)
         ax.figure.add_artist(self)
-        self._labels = {}
 
     def ticks(self):
         """(values, label texts) of the ticks inside the current view."""
@@ -257,9 +256,7 @@ class AxisTicks(Artist):
         return values, self.axis.get_major_formatter().format_ticks(values)
 
     def _label_pixels(self, text):
-        if text not in self._labels:
-            self._labels[text] = _text_rgba(text, self.fontsize, self.ax.figure.dpi)
-        return self._labels[text]
+        return _text_rgba(text, self.fontsize, self.ax.figure.dpi)
 
     def draw(self, renderer):
         from matplotlib.path import Path
@@ -303,26 +300,41 @@ class AxisTicks(Artist):
         self.stale = False
 
 
+_TEXT_PIXELS: dict = {}  # (text, fontsize, dpi) -> RGBA, shared by every axis and explorer of the process
+_SCRATCH: dict = {}  # dpi -> (figure, text artist) used to render them
+
+
 def _text_rgba(text, fontsize, dpi):
-    """Black text as RGBA pixels (ink in the alpha channel), rows bottom up, cropped to the ink; None if blank."""
+    """Black text as RGBA pixels (ink in the alpha channel), rows bottom up, cropped to the text's box;
+    None if blank. Rendered once per (text, size, dpi) in this process, then reused."""
     from matplotlib.figure import Figure
 
     if not text.strip():
         return None
-    fig = Figure(figsize=(0.2 + 0.1 * len(text), 0.6), dpi=dpi)
-    canvas = FigureCanvasAgg(fig)
-    fig.patch.set_facecolor("white")
-    label = fig.text(0.5, 0.5, text, fontsize=fontsize, ha="center", va="center_baseline", color="black")
-    canvas.draw()
-    grey = np.asarray(canvas.buffer_rgba())[:, :, 0].astype(np.float32)
-    box = label.get_window_extent(canvas.get_renderer())
+    key = (text, fontsize, dpi)
+    if key in _TEXT_PIXELS:
+        return _TEXT_PIXELS[key]
+    if dpi not in _SCRATCH:
+        fig = Figure(figsize=(6.0, 0.6), dpi=dpi)
+        FigureCanvasAgg(fig)
+        fig.patch.set_facecolor("white")
+        _SCRATCH[dpi] = (fig, fig.text(0.5, 0.5, "", ha="center", va="center_baseline", color="black"))
+    fig, label = _SCRATCH[dpi]
+    label.set_text(text)
+    label.set_fontsize(fontsize)
+    fig.canvas.draw()
+    grey = np.asarray(fig.canvas.buffer_rgba())[:, :, 0].astype(np.float32)
+    box = label.get_window_extent(fig.canvas.get_renderer())
     height = grey.shape[0]
     x0, x1 = max(int(np.floor(box.x0)), 0), min(int(np.ceil(box.x1)), grey.shape[1])
     y0, y1 = max(int(np.floor(box.y0)), 0), min(int(np.ceil(box.y1)), height)
     ink = 1.0 - grey[height - y1:height - y0, x0:x1] / 255.0
     rgba = np.zeros(ink.shape + (4,), dtype=np.uint8)
     rgba[..., 3] = np.clip(ink * 255 + 0.5, 0, 255)
-    return np.ascontiguousarray(rgba[::-1])
+    if len(_TEXT_PIXELS) > 2000:
+        _TEXT_PIXELS.clear()
+    _TEXT_PIXELS[key] = np.ascontiguousarray(rgba[::-1])
+    return _TEXT_PIXELS[key]
 
 
 class TextBlock(Artist):
@@ -337,7 +349,6 @@ class TextBlock(Artist):
         self.fig, self.x, self.y, self.fontsize, self.ha, self.va = fig, x, y, fontsize, ha, va
         self.set_zorder(zorder)
         self._text = ""
-        self._cache = {}
         fig.add_artist(self)
 
     def set_text(self, text):
@@ -350,9 +361,7 @@ class TextBlock(Artist):
     def draw(self, renderer):
         if not self.get_visible() or not self._text.strip():
             return
-        if self._text not in self._cache:
-            self._cache[self._text] = _text_rgba(self._text, self.fontsize, self.fig.dpi)
-        pixels = self._cache[self._text]
+        pixels = _text_rgba(self._text, self.fontsize, self.fig.dpi)
         height, width = pixels.shape[:2]
         x, y = self.x * self.fig.bbox.width, self.y * self.fig.bbox.height
         left = x - {"left": 0, "center": width / 2, "right": width}[self.ha]
