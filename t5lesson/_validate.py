@@ -7,10 +7,9 @@ consistent.
 from __future__ import annotations
 
 import numbers
+import sys
 
 import numpy as np
-
-import sys
 
 
 class ArgumentError(ValueError, TypeError):
@@ -25,6 +24,11 @@ def is_torch(x) -> bool:
     """True for a torch tensor. Never imports torch: if torch is not loaded, x cannot be a tensor."""
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(x, torch.Tensor)
+
+
+def loaded_torch():
+    """torch, already imported by whoever handed us a tensor (so NumPy users never load it)."""
+    return sys.modules["torch"]
 
 
 def check_int(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:

@@ -19,11 +19,9 @@ The learned table itself, as a PyTorch module, is `t5lesson.layer.RelativePositi
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
-from ._validate import ArgumentError, check_int, is_torch
+from ._validate import ArgumentError, check_int, is_torch, loaded_torch
 from .buckets import bucket_config, bucket_ids
 
 __all__ = ["relative_bias", "distinct_offsets"]
@@ -80,7 +78,7 @@ def _toeplitz_numpy(per_offset, k_len):
 
 
 def _toeplitz_torch(table, buckets, q_len, k_len):
-    torch = sys.modules["torch"]
+    torch = loaded_torch()
     index = torch.from_numpy(buckets).to(table.device)
     per_offset = table[index].t().contiguous()  # [heads, q+k-1], small
     needs_grad = table.requires_grad and torch.is_grad_enabled()

@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 from ._validate import ArgumentError, check_bool, check_int
-from .scores import attention, causal_mask, combine_masks, padding_mask
 from .bias import relative_bias
 from .buckets import bucket_config
+from .scores import attention, causal_mask, combine_masks, padding_mask
 
 __all__ = ["RelativePositionBias", "T5SelfAttention", "AttentionOutput"]
 

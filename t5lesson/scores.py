@@ -21,16 +21,9 @@ from __future__ import annotations
 
 import math
 
-import sys
-
 import numpy as np
 
-from ._validate import ArgumentError, check_array, check_int, is_torch
-
-
-def _torch():
-    """torch, already imported by whoever handed us a tensor (so NumPy users never load it)."""
-    return sys.modules["torch"]
+from ._validate import ArgumentError, check_array, check_int, is_torch, loaded_torch
 
 __all__ = [
     "attention_scores", "attention", "softmax", "causal_mask", "padding_mask", "combine_masks",
@@ -62,7 +55,7 @@ def padding_mask(attention_mask):
     if not (m.dtype == bool or np.isin(m, (0, 1)).all()):
         raise ArgumentError("attention_mask must hold only 0/1 or True/False (1 = real token, 0 = padding)")
     allowed = m.astype(bool)[:, None, None, :]
-    return _torch().from_numpy(allowed).to(attention_mask.device) if torch_in else allowed
+    return loaded_torch().from_numpy(allowed).to(attention_mask.device) if torch_in else allowed
 
 
 def combine_masks(*masks):
@@ -71,9 +64,9 @@ def combine_masks(*masks):
     if not masks:
         return None
     if any(is_torch(m) for m in masks):
-        out = _torch().as_tensor(masks[0])
+        out = loaded_torch().as_tensor(masks[0])
         for m in masks[1:]:
-            out = out & _torch().as_tensor(m, device=out.device)
+            out = out & loaded_torch().as_tensor(m, device=out.device)
         return out
     out = np.asarray(masks[0], dtype=bool)
     for m in masks[1:]:
@@ -84,9 +77,9 @@ def combine_masks(*masks):
 def additive_mask(mask, dtype):
     """0 where allowed, the dtype's most negative finite value where not (bool masks only)."""
     if is_torch(mask):
-        mask = mask.to(_torch().bool)
-        zero = _torch().zeros((), dtype=dtype, device=mask.device)
-        return _torch().where(mask, zero, _torch().finfo(dtype).min)
+        mask = mask.to(loaded_torch().bool)
+        zero = loaded_torch().zeros((), dtype=dtype, device=mask.device)
+        return loaded_torch().where(mask, zero, loaded_torch().finfo(dtype).min)
     mask = np.asarray(mask, dtype=bool)
     return np.where(mask, dtype.type(0), np.finfo(dtype).min).astype(dtype)
 
@@ -132,7 +125,7 @@ def attention_scores(q, k, bias=None, mask=None, scale=1.0):
     _check_pair(q, k)
     multiplier = resolve_scale(scale, q.shape[-1])
     if is_torch(q):
-        scores = _torch().matmul(q, k.transpose(-1, -2))
+        scores = loaded_torch().matmul(q, k.transpose(-1, -2))
     else:
         scores = q @ np.swapaxes(k, -1, -2)
     if multiplier != 1.0:
@@ -143,11 +136,11 @@ def attention_scores(q, k, bias=None, mask=None, scale=1.0):
         scores = scores + bias
     if mask is not None:
         if is_torch(scores) and not is_torch(mask):
-            mask = _torch().from_numpy(np.asarray(mask)).to(scores.device)  # a NumPy mask for torch scores
+            mask = loaded_torch().from_numpy(np.asarray(mask)).to(scores.device)  # a NumPy mask for torch scores
         elif not is_torch(scores) and is_torch(mask):
             raise ArgumentError("mask is a torch tensor but q and k are NumPy arrays: pass a NumPy mask")
         _check_broadcast("mask", mask, shape)
-        is_bool = mask.dtype == _torch().bool if is_torch(mask) else np.asarray(mask).dtype == bool
+        is_bool = mask.dtype == loaded_torch().bool if is_torch(mask) else np.asarray(mask).dtype == bool
         scores = scores + (additive_mask(mask, scores.dtype) if is_bool else mask)
     return scores
 
@@ -155,10 +148,10 @@ def attention_scores(q, k, bias=None, mask=None, scale=1.0):
 def softmax(scores, axis=-1):
     """Numerically stable softmax, computed in float32 (or float64 if given) and cast back."""
     if is_torch(scores):
-        work = scores.float() if scores.dtype in (_torch().float16, _torch().bfloat16) else scores
+        work = scores.float() if scores.dtype in (loaded_torch().float16, loaded_torch().bfloat16) else scores
         # -inf becomes the most negative finite value, so a fully masked row is uniform, not NaN.
-        work = work.clamp(min=_torch().finfo(work.dtype).min)
-        return _torch().softmax(work, dim=axis).to(scores.dtype)
+        work = work.clamp(min=loaded_torch().finfo(work.dtype).min)
+        return loaded_torch().softmax(work, dim=axis).to(scores.dtype)
     scores = np.asarray(scores)
     work = scores.astype(np.float32) if scores.dtype == np.float16 else scores
     work = np.maximum(work, np.finfo(work.dtype).min)
@@ -177,5 +170,5 @@ def attention(q, k, v, bias=None, mask=None, scale=1.0, return_weights=False):
     if v.shape[-2] != k.shape[-2]:
         raise ArgumentError(f"k and v must have the same number of keys, got k {tuple(k.shape)} and v {tuple(v.shape)}")
     weights = softmax(attention_scores(q, k, bias=bias, mask=mask, scale=scale))
-    out = _torch().matmul(weights, v) if is_torch(weights) else weights @ v
+    out = loaded_torch().matmul(weights, v) if is_torch(weights) else weights @ v
     return (out, weights) if return_weights else out

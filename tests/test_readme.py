@@ -1,5 +1,6 @@
 """The README's two commands are the ones CI runs and the ones that work."""
 import re
+from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,3 +29,17 @@ def test_first_command_opens_the_start_notebook_with_the_repository_as_root():
     first = readme_commands()[0]
     assert first.endswith("jupyter lab --allow-root --LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb")
     assert (ROOT / "notebooks" / "00_start_here.ipynb").exists()
+
+
+def test_module_table_matches_the_folders():
+    """Every module of the package is in the README's "Where things live" table, in its folder's row."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### Where things live", 1)[1].split("\n## ", 1)[0]
+    listed = defaultdict(set)
+    for folder, modules in re.findall(r"^\| `(t5lesson/[\w/]*)` \| ([^|]+) \|", section, re.MULTILINE):
+        listed[folder.rstrip("/")] |= set(re.findall(r"`(\w+)\.py`", modules))
+    actual = defaultdict(set)
+    for path in (ROOT / "t5lesson").rglob("*.py"):
+        if path.name != "__init__.py":
+            actual[path.parent.relative_to(ROOT).as_posix()].add(path.stem)
+    assert dict(listed) == dict(actual)

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
-from ..lessons.figures import SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: for notebooks saved before the split)
+from ..lessons.figures import SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
 from .base import Explorer, Param, register

@@ -20,9 +20,8 @@ from pathlib import Path
 import nbformat
 
 from . import bank
+from .course import CourseError, course_root
 from .notebook_format import SourceError, dumps, exercise_id_of, make_exercise
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def build(solution: Path) -> str:
@@ -31,6 +30,8 @@ def build(solution: Path) -> str:
     exercise_id = exercise_id_of(nb)
     if exercise_id is None:
         raise SourceError(f"{solution}: metadata.t5lesson.exercise is missing")
+    if solution.stem != exercise_id:
+        raise SourceError(f"{solution}: the file of exercise {exercise_id!r} must be named {exercise_id}.ipynb")
     return dumps(make_exercise(nb, bank.get(exercise_id), where=solution.name))
 
 
@@ -59,11 +60,20 @@ def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: b
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.generate", description=__doc__.split("\n")[0])
-    parser.add_argument("--solutions", type=Path, default=REPO / "solutions")
-    parser.add_argument("--exercises", type=Path, default=REPO / "exercises")
+    parser.add_argument("--course", type=Path,
+                        help="the course folder (default: the repository this package runs from)")
+    parser.add_argument("--solutions", type=Path, help="default: COURSE/solutions")
+    parser.add_argument("--exercises", type=Path, help="default: COURSE/exercises")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
     parser.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
     args = parser.parse_args(argv)
+    if args.solutions is None or args.exercises is None:
+        try:
+            root = course_root(args.course)
+        except CourseError as exc:
+            parser.error(str(exc))
+        args.solutions = args.solutions or root / "solutions"
+        args.exercises = args.exercises or root / "exercises"
 
     sources = sorted(args.solutions.glob("[0-9]*.ipynb"))
     if not sources:

@@ -39,13 +39,13 @@ from pathlib import Path
 import nbformat
 
 from . import bank, sandbox
+from .course import HIDDEN, PACKAGE_PARENT, CourseError, course_root
 from .notebook_format import exercise_id_of, make_exercise
 from .protocol import FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
 from .questions import ERROR, NOT_ATTEMPTED, Outcome, clean_record
 from .report import Graded, write_reports
 from .submission import Prepared, prepare
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 UID_BASE = 2_100_000_000
 
 
@@ -78,7 +78,7 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, hid
         }).write(job_dir / "job.json")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
                JUPYTER_PLATFORM_DIRS="1",
-               PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p))
+               PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p))
     start = time.monotonic()
     with open(job_dir / "worker.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job_dir / "job.json")],
@@ -248,13 +248,15 @@ def _infer_exercise(datas: list[bytes]) -> str | None:
     return ids[0] if len(ids) == 1 else None
 
 
-def load_template(exercise, template: Path | None = None):
-    """The student version of the exercise: --template, else exercises/, else built from solutions/."""
-    candidates = [template] if template else [PACKAGE_ROOT / "exercises" / f"{exercise.id}.ipynb"]
-    for path in candidates:
-        if path and path.exists():
-            return nbformat.read(path, as_version=4)
-    solution = PACKAGE_ROOT / "solutions" / f"{exercise.id}.ipynb"
+def load_template(exercise, template: Path | None = None, course: Path | None = None):
+    """The student version of the exercise: `template`, else the course's exercises/, else built from solutions/."""
+    if template is not None:
+        return nbformat.read(template, as_version=4)
+    root = course_root(course)
+    handed_out = root / "exercises" / f"{exercise.id}.ipynb"
+    if handed_out.exists():
+        return nbformat.read(handed_out, as_version=4)
+    solution = root / "solutions" / f"{exercise.id}.ipynb"
     return make_exercise(nbformat.read(solution, as_version=4), exercise)
 
 
@@ -264,6 +266,7 @@ def _uids(count: int) -> list[int]:
 
 
 def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None, template: Path | None = None,
+                 course: Path | None = None,
                  limits: Limits = Limits(), jobs: int | None = None, isolation: str = "auto",
                  hide: tuple[str, ...] = (), progress=None) -> list[Graded]:
     """Grade every submission under `submissions`; write the reports under `out`; return the verdicts."""
@@ -279,7 +282,8 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     if exercise_id is None:
         raise ValueError("cannot tell which exercise this is; pass --exercise")
     exercise = bank.get(exercise_id)
-    template_nb = load_template(exercise, template)
+    root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
+    template_nb = load_template(exercise, template, root)
     auto = sum(1 for q in exercise.questions if q.auto_scored)
 
     uids = _uids(len(files))
@@ -292,7 +296,7 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     (work / "jobs").mkdir(mode=0o700)
     (work / "scratch").mkdir(mode=0o711)
     hidden = [str(submissions), str(work / "jobs")] + [str(p) for p in (out,) if p.exists()]
-    hidden += [str(PACKAGE_ROOT / name) for name in ("solutions", "tests", ".git", "benchmarks")]
+    hidden += [str(root / name) for name in HIDDEN]
     hidden += [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h)]
 
@@ -353,6 +357,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="folder for the reports")
     parser.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
     parser.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
+    parser.add_argument("--course", type=Path, help="the course folder with exercises/ and solutions/ (default: the "
+                        "repository this package runs from; required after a non-editable install)")
     parser.add_argument("--jobs", type=int, default=None, help="submissions run at once (default: one per core)")
     parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
     parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
@@ -371,9 +377,10 @@ def main(argv=None) -> int:
     start = time.monotonic()
     try:
         graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
+                              course=args.course,
                               limits=limits, jobs=args.jobs, isolation=args.isolation, hide=tuple(args.hide),
                               progress=None if args.quiet else _print_progress)
-    except (ValueError, RuntimeError, KeyError) as exc:
+    except (ValueError, RuntimeError, KeyError, CourseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:

@@ -22,6 +22,11 @@ HERE`; any other region (a function body) becomes `# YOUR CODE HERE` and `raise
 NotImplementedError()`, at the marker's indentation, as in nbgrader. A Markdown answer cell
 (free text) is replaced whole by the question's placeholder. Outputs, execution counts and
 volatile metadata are dropped, so generating twice gives the same bytes.
+
+The exercise bank (`t5lesson.grading.bank`) is the source of the exercise's id, title and each
+question's points; the notebook shows them, and `validate` fails when they disagree: the
+metadata's id and the `checker("...")` call, the title heading (`# <title>`), and one heading
+`## Question N (P points[, marked by your instructor]): ...` per question, in order.
 """
 from __future__ import annotations
 
@@ -154,6 +159,33 @@ def validate(nb, exercise: Exercise, where: str = "notebook") -> None:
             raise SourceError(f"{where}: the answer cell of {question.id} must be named {question.name!r}")
     if answers:
         raise SourceError(f"{where}: answer cells for unknown questions {sorted(map(str, answers))}")
+    _validate_shown_facts(nb, exercise, where)
+
+
+QUESTION_HEADING = re.compile(r"^## Question (\d+) \((\d+(?:\.\d+)?) points?(, marked by your instructor)?\): ",
+                              re.MULTILINE)
+CHECKER_CALL = re.compile(r"""checker\(["']([^"']+)["']\)""")
+
+
+def _validate_shown_facts(nb, exercise: Exercise, where: str) -> None:
+    """The title, the question headings and points, and the checker's id agree with the bank."""
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    title = re.search(r"^# (.+)$", markdown, re.MULTILINE)
+    if title is None or title.group(1).strip() != exercise.title:
+        shown = title.group(1).strip() if title else None
+        raise SourceError(f"{where}: the title heading is {shown!r}; the bank's title is {exercise.title!r}")
+    headings = QUESTION_HEADING.findall(markdown)
+    if len(headings) != len(exercise.questions):
+        raise SourceError(f"{where}: {len(headings)} question headings for {len(exercise.questions)} questions")
+    for position, (question, (number, points, marked)) in enumerate(zip(exercise.questions, headings, strict=True), 1):
+        by_hand = not question.auto_scored
+        if int(number) != position or float(points) != question.points or bool(marked) != by_hand:
+            raise SourceError(f"{where}: the heading of question {number} says {points} points"
+                              f"{', marked by the instructor' if marked else ''}; the bank's {question.id} has "
+                              f"{question.points:g} points{', marked by the instructor' if by_hand else ''}")
+    ids = {m for c in nb.cells if c.cell_type == "code" for m in CHECKER_CALL.findall(c.source)}
+    if ids - {exercise.id}:
+        raise SourceError(f"{where}: checker() is called with {sorted(ids)}, expected {exercise.id!r}")
 
 
 def make_exercise(solution_nb, exercise: Exercise, where: str = "notebook"):

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import string
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
@@ -95,15 +94,15 @@ def _describe(value) -> str:
 
 @dataclass(frozen=True)
 class Question:
-    """What every graded question has: an id, points, a one-line title and hints in levels.
+    """What every graded question has: an id, points, and hints in levels.
 
     `name` is the variable (or function) the learner fills in; the grader reads it out of the
-    kernel, and `check("q1")` reads it from the notebook's namespace.
+    kernel, and `check("q1")` reads it from the notebook's namespace. The question's title is
+    its heading in the notebook (see `notebook_format.validate`), and only there.
     """
 
     id: str
     points: float
-    title: str
     name: str
     hints: tuple[str, ...] = ()
     kind = "question"
@@ -453,11 +452,6 @@ def clean_record(record) -> dict:
                 cases.append({flag: True for flag in flags if case.get(flag) is True} or {"skipped": True})
         return {"status": "ran", "cases": cases}
     return {"status": "missing"}
-
-
-def option_letters(n: int) -> str:
-    """"ABCDE" for n=5: the option labels of a multiple-choice question."""
-    return string.ascii_uppercase[:n]
 
 
 def _main(argv=None) -> int:

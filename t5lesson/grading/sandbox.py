@@ -32,6 +32,8 @@ import os
 import resource
 import sys
 
+from .course import PACKAGE_PARENT
+
 __all__ = ["probe", "launch", "kill_user_processes", "remove_user_files"]
 
 CLONE_NEWNS = 0x00020000
@@ -115,8 +117,7 @@ def expose(paths) -> None:
 
 def needed_paths() -> list[str]:
     """What the kernel must reach: the interpreter, its libraries and this package."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, here]
+    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, str(PACKAGE_PARENT)]
     return list(dict.fromkeys(p for p in paths + [p for p in sys.path if p] if os.path.exists(p)))
 
 

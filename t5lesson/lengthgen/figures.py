@@ -6,14 +6,13 @@ displays.
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .._validate import ArgumentError, check_int
+from ..lessons.figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
-from ..lessons.figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 
 __all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
 

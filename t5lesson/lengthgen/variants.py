@@ -18,7 +18,7 @@ from .run import Config, _check_config, evaluate, train
 from .schemes import t5_scheme
 from .tasks import get_task
 
-__all__ = ["Variant", "t5_variants", "clear_variant_cache", "cached_variant_count"]
+__all__ = ["Variant", "t5_variants", "cached_variant_count"]
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,6 @@ class Variant:
 
 
 _CACHE: dict = {}
-
-
-def clear_variant_cache():
-    """Forget every trained variant (tests use it to count trainings)."""
-    _CACHE.clear()
 
 
 def cached_variant_count() -> int:

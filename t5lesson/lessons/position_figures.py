@@ -8,14 +8,13 @@ Sign convention: offset = key - query (j - i); negative = the key is to the left
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from .._validate import ArgumentError, check_bool, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ids, bucket_ranges
-from .pair_counts import bucket_pair_counts, offset_pair_counts
 from .figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from .pair_counts import bucket_pair_counts, offset_pair_counts
 
 __all__ = ["offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]
 

@@ -3,8 +3,16 @@ import numpy as np
 import pytest
 import torch
 
-from t5lesson import (ArgumentError, additive_mask, attention, attention_scores, causal_mask,
-                      combine_masks, padding_mask, softmax)
+from t5lesson import (
+    ArgumentError,
+    additive_mask,
+    attention,
+    attention_scores,
+    causal_mask,
+    combine_masks,
+    padding_mask,
+    softmax,
+)
 from t5lesson.reference import reference_mask
 
 

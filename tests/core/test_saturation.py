@@ -3,8 +3,15 @@ import numpy as np
 import pytest
 import torch
 
-from t5lesson import (ArgumentError, max_weight, random_logits, saturation_curve, softmax,
-                      softmax_entropy, softmax_jacobian_norm)
+from t5lesson import (
+    ArgumentError,
+    max_weight,
+    random_logits,
+    saturation_curve,
+    softmax,
+    softmax_entropy,
+    softmax_jacobian_norm,
+)
 
 
 def test_jacobian_norm_matches_autograd():

@@ -10,8 +10,8 @@ from t5lesson import ArgumentError, max_weight, saturation_curve, softmax, softm
 from t5lesson.explorers import load_all
 from t5lesson.explorers.bias_scale import BiasScale, training_figure
 from t5lesson.explorers.score_spread import AttentionRow, DotProductSpread, saturation_figure
-from t5lesson.lessons.folding import train_recall
 from t5lesson.lessons.dot_products import prefix_dot_products
+from t5lesson.lessons.folding import train_recall
 
 EXPLORERS = [DotProductSpread, AttentionRow, BiasScale]
 MOVES = {DotProductSpread: [dict(d=2), dict(d=1024), dict(d=17)],

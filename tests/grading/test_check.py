@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from t5lesson.grading.check import Checker, checker
 from t5lesson.grading.bank import exercise_ids, get
+from t5lesson.grading.check import Checker, checker
 from t5lesson.grading.questions import FreeText, MultipleChoice, Numeric, answer_hash, clean_record
 
 check, hint = checker("01_unscaled_scores")

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from t5lesson.grading.check import Checker
 from t5lesson.grading.bank import get
+from t5lesson.grading.check import Checker
 from t5lesson.grading.plain_code import FloatCode, _plain_numbers
 from t5lesson.grading.questions import FreeText, MultipleChoice, Numeric, clean_record
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import t5lesson as t5
-from t5lesson import harvest
+from t5lesson.grading import harvest
 from t5lesson.grading.bank import get
 from t5lesson.grading.bank.ex03_relative_position_buckets import reference_ranges
 from t5lesson.grading.plain_code import from_plain, to_python

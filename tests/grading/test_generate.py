@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from t5lesson import generate
+from t5lesson.grading import generate
 from t5lesson.grading.bank import get
 from t5lesson.grading.notebook_format import SourceError, make_exercise, strip_solutions, validate
 
@@ -71,6 +71,22 @@ def test_format_errors_are_caught():
     nb.cells[2].source += "\n### BEGIN SOLUTION\n### END SOLUTION"
     with pytest.raises(SourceError, match="outside an answer cell"):
         make_exercise(nb, exercise)
+
+
+@pytest.mark.parametrize("old,new,error", [
+    ("# Exercise 1: the T5 score", "# Exercise 1: a T5 score", "the bank's title"),
+    ("## Question 7 (4 points)", "## Question 7 (3 points)", "question 7 says 3 points"),
+    ("## Question 3 (2 points, marked by your instructor)", "## Question 3 (2 points)", "marked by the instructor"),
+    ('checker("01_unscaled_scores")', 'checker("01_unscaled")', "checker"),
+])
+def test_shown_facts_must_agree_with_the_bank(old, new, error):
+    """Title, points and exercise id have one source, the bank; the notebook may only repeat them."""
+    nb = nbformat.read(SOLUTIONS[0], as_version=4)
+    changed = [c for c in nb.cells if old in c.source]
+    assert changed, old
+    changed[0].source = changed[0].source.replace(old, new)
+    with pytest.raises(SourceError, match=error):
+        validate(nb, get("01_unscaled_scores"))
 
 
 def test_check_mode_reports_stale_and_orphan_files(tmp_path, capsys):

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from synthetic_class import build_class
-from t5lesson import sandbox
+from t5lesson.grading import sandbox
 from t5lesson.grading.grade import Limits, _uids, grade_folder
+
+from synthetic_class import build_class
 
 LIMITS = Limits(cell_timeout=4, notebook_timeout=20, harvest_timeout=10, stuck_grace=3, startup_timeout=30)
 FULL_ISOLATION = sandbox.probe(_uids(1)[0]) is None

@@ -10,8 +10,18 @@ import nbformat
 import pytest
 
 from t5lesson.grading import bank, protocol
-from t5lesson.grading.protocol import (RUNNER_MODULE, SANDBOX_MODULE, Job, Limits, RunEnd, Status, harvest_question,
-                                       mark_harvest, resolve, status_of)
+from t5lesson.grading.protocol import (
+    RUNNER_MODULE,
+    SANDBOX_MODULE,
+    Job,
+    Limits,
+    RunEnd,
+    Status,
+    harvest_question,
+    mark_harvest,
+    resolve,
+    status_of,
+)
 from t5lesson.grading.questions import Code
 
 CODE_QUESTIONS = [(e, q) for e in bank.exercise_ids() for q in bank.get(e).questions if isinstance(q, Code)]

@@ -8,12 +8,25 @@ import pytest
 import torch
 
 from t5lesson import ArgumentError, attention_scores, causal_mask, relative_bias, softmax
-from t5lesson.lengthgen import (IGNORE, SCHEMES, Config, PositionBias, Results, TinyAttentionModel, alibi_slopes,
-                                evaluate, get_scheme, make_batch, run_experiment, t5_scheme, train, warmup_cosine)
+from t5lesson.lengthgen import (
+    IGNORE,
+    SCHEMES,
+    Config,
+    PositionBias,
+    Results,
+    TinyAttentionModel,
+    alibi_slopes,
+    evaluate,
+    get_scheme,
+    make_batch,
+    run_experiment,
+    t5_scheme,
+    train,
+    warmup_cosine,
+)
 from t5lesson.lengthgen.counts import offset_counts, pairs_per_parameter, training_pairs_behind_offset
 from t5lesson.lengthgen.stored import LESSON_SCHEMES, load_stored
 from t5lesson.lengthgen.tasks import COPY_K, N_MARKERS
-
 
 # --- tasks -------------------------------------------------------------------------------------
 

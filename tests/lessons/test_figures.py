@@ -9,8 +9,18 @@ from PIL import Image
 
 from t5lesson import ArgumentError
 from t5lesson.explorers import load_all
-from t5lesson.lessons.figures import (DISPLAY_DPI, DPI, PIXEL_RATIO, SMALL, WIDTH, as_image, display_size, encode_png,
-                                      new_figure, style)
+from t5lesson.lessons.figures import (
+    DISPLAY_DPI,
+    DPI,
+    PIXEL_RATIO,
+    SMALL,
+    WIDTH,
+    as_image,
+    display_size,
+    encode_png,
+    new_figure,
+    style,
+)
 
 
 def static_figures():

@@ -3,8 +3,13 @@ import numpy as np
 import pytest
 
 from t5lesson import ArgumentError, relative_bias
-from t5lesson.lessons.position_figures import (as_image, bias_by_offset, bias_table_figure, offset_matrix_figure,
-                                       pair_count_figure)
+from t5lesson.lessons.position_figures import (
+    as_image,
+    bias_by_offset,
+    bias_table_figure,
+    offset_matrix_figure,
+    pair_count_figure,
+)
 from t5lesson.lessons.toy_heads import HEAD_NAMES, toy_bias_table
 
 

@@ -1,28 +1,33 @@
 """The graded exercises: one module per exercise notebook, found by the notebook's id.
 
-An exercise notebook (`solutions/01_unscaled_scores.ipynb`) names its id in its metadata; the
-questions themselves (ids, points, kinds, hints, hashed keys, code cases) live here, in the
-package, so `check()` in the notebook and the class grader share one definition and no answer
-sits in plain text next to the question.
+A module's name is its exercise's id: `ex01_unscaled_scores.py` holds exercise
+"01_unscaled_scores", the questions of `solutions/01_unscaled_scores.ipynb`. Adding a module
+here registers it; the ids come from the module names, in order. The questions themselves (ids,
+points, kinds, hints, hashed keys, code cases) live here, in the package, so `check()` in the
+notebook and the class grader share one definition and no answer sits in plain text next to
+the question. The notebook must agree with this: `notebook_format.validate` checks its
+exercise id, its title and every question's heading and points against the bank.
 """
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 
 from ..questions import Question
 
-__all__ = ["Exercise", "get", "exercise_ids"]
+__all__ = ["Exercise", "get", "exercise_ids", "id_of_module"]
 
-_MODULES = {
-    "00_start_here": "ex00_start_here",
-    "01_unscaled_scores": "ex01_unscaled_scores",
-    "02_where_sqrt_d_went": "ex02_where_sqrt_d_went",
-    "03_relative_position_buckets": "ex03_relative_position_buckets",
-    "04_bias_heatmaps": "ex04_bias_heatmaps",
-    "06_t5_layer": "ex06_t5_layer",
-    "05_length_generalisation": "ex05_length_generalisation",
-}
+PREFIX = "ex"
+
+
+def id_of_module(module_name: str) -> str:
+    """The exercise id a bank module defines: "...bank.ex01_unscaled_scores" -> "01_unscaled_scores"."""
+    return module_name.rpartition(".")[2].removeprefix(PREFIX)
+
+
+_MODULES = dict(sorted((id_of_module(m.name), m.name) for m in pkgutil.iter_modules(__path__)
+                       if m.name.startswith(PREFIX) and m.name[len(PREFIX):][:2].isdigit()))
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,14 @@ Asked in notebooks/00_start_here.ipynb (not graded: there is no solutions/ noteb
 from __future__ import annotations
 
 from ..questions import Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 EXERCISE = Exercise(
-    id="00_start_here",
+    id=id_of_module(__name__),
     title="Practice: read a number off the slider",
     questions=(
         Numeric(
-            id="q1", points=1, name="answer_q1", title="The weight of key B at a score gap of 3",
-            tolerance=0.005, key="92264da9fd88e1e079e5e7af",
+            id="q1", points=1, name="answer_q1", tolerance=0.005, key="92264da9fd88e1e079e5e7af",
             hints=(
                 "move the slider to 3 and read the readout line under the figure.",
                 "key B is the orange bar; give the weight as a number between 0 and 1.",

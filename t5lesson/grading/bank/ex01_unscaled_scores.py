@@ -15,7 +15,7 @@ marks whether they compute in float32 or float64.
 from __future__ import annotations
 
 from ..questions import Case, Code, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 _DEFAULT = (True, 32, 128)
 
@@ -60,12 +60,11 @@ def _cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="01_unscaled_scores",
-    title="Exercise 1: T5's unscaled score and its relative-position buckets",
+    id=id_of_module(__name__),
+    title="Exercise 1: the T5 score, by hand and by code",
     questions=(
         MultipleChoice(
-            id="q1", points=1, name="answer_q1", title="Pick the unnormalised T5 score",
-            options="ABCDE", key="cceea8c4953b42f1cfd33c4b",
+            id="q1", points=1, name="answer_q1", options="ABCDE", key="cceea8c4953b42f1cfd33c4b",
             hints=(
                 "two things set T5 apart: what happens to the size of q.k, and how the position enters.",
                 "T5 divides q.k by nothing at all.",
@@ -82,8 +81,7 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q2", points=2, name="answer_q2", title="The two changes from standard attention",
-            options="ABCDE", multiple=True, key="4d2b1d530ca3f36521a44467",
+            id="q2", points=2, name="answer_q2", options="ABCDE", multiple=True, key="4d2b1d530ca3f36521a44467",
             hints=(
                 "exactly two options are right.",
                 "one change is about the scale of the scores, the other about where position information enters.",
@@ -94,11 +92,9 @@ EXERCISE = Exercise(
                 "e83fc0bd4028947018bfcaf1": "one change is missing: look at what happens to the size of q.k.",
             },
         ),
-        FreeText(
-            id="q3", points=2, name="q3-answer", title="What each change does (marked by your instructor)",
-        ),
+        FreeText(id="q3", points=2, name="q3-answer"),
         Numeric(
-            id="q4", points=1, name="answer_q4", title="One score by hand", tolerance=1e-4,
+            id="q4", points=1, name="answer_q4", tolerance=1e-4,
             key="03292d5b14f81032ab253150",
             hints=(
                 "the score is the plain dot product plus one entry of the bias table.",
@@ -112,8 +108,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q5", points=1, name="answer_q5", title="Bucket of an offset, encoder",
-            key="69cb062b565580945e15663f",
+            id="q5", points=1, name="answer_q5", key="69cb062b565580945e15663f",
             hints=(
                 "first the offset: key position minus query position.",
                 "offsets -1..-7 have a bucket each; from -8 on, each bucket covers a range "
@@ -125,8 +120,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q6", points=1, name="answer_q6", title="Bucket of an offset, decoder",
-            key="97435ba8b14ae839d4b2a143",
+            id="q6", points=1, name="answer_q6", key="97435ba8b14ae839d4b2a143",
             hints=(
                 "a causal table does not split the buckets in two halves: all 32 serve keys at or before the query.",
                 "with 32 buckets for one direction, offsets -1..-15 get a bucket each.",
@@ -138,7 +132,7 @@ EXERCISE = Exercise(
             },
         ),
         Code(
-            id="q7", points=4, name="my_bucket", title="Implement the bucket function",
+            id="q7", points=4, name="my_bucket",
             reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), case_timeout=1.0,
             blocked=tuple(f"t5lesson.buckets:{name}" for name in (
                 "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",

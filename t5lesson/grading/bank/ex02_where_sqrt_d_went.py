@@ -12,12 +12,11 @@ and float matrices, which the integer-only `Code` kind cannot compare, so they u
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..plain_code import FloatCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_entropy", "reference_scores"]
 
@@ -87,12 +86,11 @@ def _score_cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="02_where_sqrt_d_went",
-    title="Exercise 2: what dropping sqrt(d) does, and where T5 put it",
+    id=id_of_module(__name__),
+    title="Exercise 2: what dropping $\\sqrt{d}$ does, and where T5 put it",
     questions=(
         Numeric(
-            id="q1", points=1, name="answer_q1", title="The variance of q.k",
-            key="74114d953008d1bf4b4497c6",
+            id="q1", points=1, name="answer_q1", key="74114d953008d1bf4b4497c6",
             hints=(
                 "q.k is a sum of d independent products q_m k_m; variances of independent terms add.",
                 "the variance of a product of two independent zero-mean variables is the product of their variances.",
@@ -105,7 +103,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, name="answer_q2", title="A softmax weight from T5 scores", tolerance=1e-3,
+            id="q2", points=1, name="answer_q2", tolerance=1e-3,
             key="7cedc00aa94447e3c179a067",
             hints=(
                 "first build each key's score, q.k plus its bias, with no division; then take the softmax.",
@@ -118,7 +116,7 @@ EXERCISE = Exercise(
             },
         ),
         FloatCode(
-            id="q3", points=3, name="my_entropy", title="Implement the entropy statistic",
+            id="q3", points=3, name="my_entropy",
             reference="t5lesson.grading.bank.ex02_where_sqrt_d_went:reference_entropy",
             cases=_entropy_cases(), case_timeout=1.0, tolerance=1e-6,
             blocked=("t5lesson.saturation:softmax_entropy", f"{__name__}:reference_entropy", "scipy.stats:entropy"),
@@ -127,10 +125,9 @@ EXERCISE = Exercise(
                 "a zero weight contributes nothing (p log p goes to 0 as p goes to 0), but log(0) itself is -inf.",
             ),
         ),
-        FreeText(id="q4", points=3, name="q4-answer", title="Evaluate the design choice (marked by your instructor)"),
+        FreeText(id="q4", points=3, name="q4-answer"),
         MultipleChoice(
-            id="q5", points=2, name="answer_q5", title="What folding does and does not do",
-            options="ABCDE", multiple=True, key="7ecad69317cb46e4458ddd02",
+            id="q5", points=2, name="answer_q5", options="ABCDE", multiple=True, key="7ecad69317cb46e4458ddd02",
             hints=(
                 "three of the five statements are true.",
                 "think separately about initialisation, the exact identity, training, and where fp16 overflowed.",
@@ -145,7 +142,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q6", points=1, name="answer_q6", title="A bias inside the scaling", tolerance=1e-3,
+            id="q6", points=1, name="answer_q6", tolerance=1e-3,
             key="32702a0e9d5d34b20a952753",
             hints=(
                 "adding b to one key's logit multiplies its odds against any other key by e^b.",
@@ -157,7 +154,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q7", points=1, name="answer_q7", title="The folded initialisation", tolerance=1e-5,
+            id="q7", points=1, name="answer_q7", tolerance=1e-5,
             key="c4311c64e6d0eefde44fcc3f",
             hints=(
                 "the query projection's std carries one factor for d_model and one for d_kv.",
@@ -170,7 +167,7 @@ EXERCISE = Exercise(
             },
         ),
         FloatCode(
-            id="q8", points=4, name="my_scores", title="Implement T5's masked, biased, unscaled scores",
+            id="q8", points=4, name="my_scores",
             reference="t5lesson.grading.bank.ex02_where_sqrt_d_went:reference_scores",
             cases=_score_cases(), case_timeout=1.0, tolerance=1e-6, masked_below=-1e9,
             blocked=("t5lesson.scores:attention_scores", "t5lesson.scores:attention",
@@ -181,6 +178,6 @@ EXERCISE = Exercise(
                 "np.asarray turns the nested lists you receive into arrays; q @ k.T gives every dot product.",
             ),
         ),
-        FreeText(id="q9", points=2, name="q9-answer", title="Advise a colleague (marked by your instructor)"),
+        FreeText(id="q9", points=2, name="q9-answer"),
     ),
 )

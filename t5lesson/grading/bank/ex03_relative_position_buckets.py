@@ -15,7 +15,7 @@ from __future__ import annotations
 from ...buckets import bucket_ranges
 from ..plain_code import PlainCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_ranges"]
 
@@ -39,12 +39,11 @@ _CONFIGS = [
 ]
 
 EXERCISE = Exercise(
-    id="03_relative_position_buckets",
+    id=id_of_module(__name__),
     title="Exercise 3: relative positions and their buckets",
     questions=(
         Numeric(
-            id="q1", points=1, name="answer_q1", title="Bucket of an offset, encoder",
-            key="d10c02600fcc067274c80c6d",
+            id="q1", points=1, name="answer_q1", key="d10c02600fcc067274c80c6d",
             hints=(
                 "the offset is key position minus query position; a key before the query is negative.",
                 "with 16 buckets per side, max_exact is 8; from there the bucket grows with log(n).",
@@ -58,8 +57,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, name="answer_q2", title="Bucket of a key after the query, encoder",
-            key="d01070a8fdcfa95013ef98ce",
+            id="q2", points=1, name="answer_q2", key="d01070a8fdcfa95013ef98ce",
             hints=(
                 "a key after the query uses the upper half of the encoder's buckets.",
                 "compute the bucket of the distance n as on the left side, then add the number of buckets per side.",
@@ -69,8 +67,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, name="answer_q3", title="Bucket of an offset, decoder",
-            key="8c2143f48bd0a63d5cc42919",
+            id="q3", points=1, name="answer_q3", key="8c2143f48bd0a63d5cc42919",
             hints=(
                 "the decoder does not halve: all 32 buckets serve keys at or before the query.",
                 "so max_exact is 16 and the logarithmic formula uses 32 - 16 buckets between 16 and 128.",
@@ -81,8 +78,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q4", points=1, name="answer_q4", title="The first offset of a bucket",
-            key="b93b3f77efb1f7d1a634643e",
+            id="q4", points=1, name="answer_q4", key="b93b3f77efb1f7d1a634643e",
             hints=(
                 "bucket_ranges(bidirectional=False) lists the offsets of every bucket.",
                 "the offset nearest to the query is the one with the smallest distance.",
@@ -94,16 +90,14 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q5", points=1, name="answer_q5", title="Unused buckets of a configuration",
-            key="2aff7fa15240ded2c4757d95",
+            id="q5", points=1, name="answer_q5", key="2aff7fa15240ded2c4757d95",
             hints=(
                 "a bucket is unused when no offset at all maps to it.",
                 "look at the `unused` field of bucket_ranges(...), or count the buckets the log formula jumps over.",
             ),
         ),
         MultipleChoice(
-            id="q6", points=1, name="answer_q6", title="A bucket of their own for offsets +64..+90",
-            options="ABCDE", key="25fca1507f14dff1c2e3cac5",
+            id="q6", points=1, name="answer_q6", options="ABCDE", key="25fca1507f14dff1c2e3cac5",
             hints=(
                 "for each configuration, compute the buckets of +63, +64, +90 and +91.",
                 "a bucket of their own means: 64 and 90 in the same bucket, 63 and 91 in others.",
@@ -117,7 +111,7 @@ EXERCISE = Exercise(
             },
         ),
         PlainCode(
-            id="q7", points=4, name="my_bucket_ranges", title="bucket_ranges from scratch",
+            id="q7", points=4, name="my_bucket_ranges",
             reference="t5lesson.grading.bank.ex03_relative_position_buckets:reference_ranges",
             cases=tuple(Case((), kwargs, topic) for kwargs, topic in _CONFIGS), case_timeout=2.0,
             blocked=("t5lesson.buckets:bucket_ranges", "t5lesson.lessons.toy_heads:bucket_representatives",
@@ -131,7 +125,6 @@ EXERCISE = Exercise(
                 "a range that reaches -max_distance or +max_distance is open-ended: use None for that end.",
             ),
         ),
-        FreeText(id="q8", points=2, name="q8-answer",
-                 title="Why buckets grow logarithmically (marked by your instructor)"),
+        FreeText(id="q8", points=2, name="q8-answer"),
     ),
 )

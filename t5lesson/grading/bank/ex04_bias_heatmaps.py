@@ -17,7 +17,7 @@ import numpy as np
 from ...bias import relative_bias
 from ..plain_code import PlainCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_bias_lists"]
 
@@ -62,12 +62,11 @@ def _mask_cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="04_bias_heatmaps",
+    id=id_of_module(__name__),
     title="Exercise 4: bias heatmaps, masks and the cache",
     questions=(
         MultipleChoice(
-            id="q1", points=1, name="answer_q1", title="The bias of a future key in the decoder",
-            options="ABCDE", key="e2a0752f1a2488a538a3d2ba",
+            id="q1", points=1, name="answer_q1", options="ABCDE", key="e2a0752f1a2488a538a3d2ba",
             hints=(
                 "compute the decoder's bucket of a positive offset.",
                 "then ask what happens to that pair before the softmax.",
@@ -82,8 +81,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, name="answer_q2", title="A bucket when decoding with a cache",
-            key="aa0fc3e1e697957aaef87b7d",
+            id="q2", points=1, name="answer_q2", key="aa0fc3e1e697957aaef87b7d",
             hints=(
                 "the new query does not sit at position 0: where does it sit when 20 tokens are cached?",
                 "compute the offset key - query, then the decoder's bucket of it.",
@@ -94,8 +92,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, name="answer_q3", title="How many bias parameters in a T5",
-            key="3741f95f958260de41be4f83",
+            id="q3", points=1, name="answer_q3", key="3741f95f958260de41be4f83",
             hints=(
                 "a table has one number per bucket and per head.",
                 "how many tables does T5 have: one per layer, one per stack, or one in all?",
@@ -108,8 +105,7 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q4", points=2, name="answer_q4", title="Which layers own a bias table",
-            options="ABCDE", multiple=True, key="6f3d246a118a9197f008c484",
+            id="q4", points=2, name="answer_q4", options="ABCDE", multiple=True, key="6f3d246a118a9197f008c484",
             hints=(
                 "three statements are true.",
                 "look at has_relative_attention_bias in transformers' T5Stack, T5LayerCrossAttention "
@@ -122,7 +118,7 @@ EXERCISE = Exercise(
             },
         ),
         PlainCode(
-            id="q5", points=4, name="my_bias", title="The bias tensor from a table",
+            id="q5", points=4, name="my_bias",
             reference="t5lesson.grading.bank.ex04_bias_heatmaps:reference_bias_lists",
             cases=_bias_cases(), case_timeout=2.0, tolerance=1e-9,
             blocked=("t5lesson.bias:relative_bias", "t5lesson.bias:_toeplitz_numpy", "t5lesson.bias:_toeplitz_torch",
@@ -138,7 +134,7 @@ EXERCISE = Exercise(
             ),
         ),
         PlainCode(
-            id="q6", points=2, name="my_causal_mask", title="The causal mask, with a cache",
+            id="q6", points=2, name="my_causal_mask",
             reference="t5lesson.scores:causal_mask", cases=_mask_cases(), case_timeout=1.0,
             blocked=("t5lesson.scores:causal_mask",),
             hints=(
@@ -146,6 +142,6 @@ EXERCISE = Exercise(
                 "query i sits at position query_offset + i; key j at position j.",
             ),
         ),
-        FreeText(id="q7", points=2, name="q7-answer", title="Why the bias is cheap (marked by your instructor)"),
+        FreeText(id="q7", points=2, name="q7-answer"),
     ),
 )

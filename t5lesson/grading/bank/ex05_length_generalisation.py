@@ -11,7 +11,7 @@ import numpy as np
 
 from ..plain_code import FloatCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_clipped_bias"]
 
@@ -47,12 +47,11 @@ def _cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="05_length_generalisation",
+    id=id_of_module(__name__),
     title="Exercise 5: one bias for many distances, and sequences longer than training",
     questions=(
         MultipleChoice(
-            id="q1", points=1, name="answer_q1", title="Which model to deploy",
-            options="ABC", key="cceea8c4953b42f1cfd33c4b",
+            id="q1", points=1, name="answer_q1", options="ABC", key="cceea8c4953b42f1cfd33c4b",
             hints=(
                 "ask, for each model, which parameter supplies the bias of a pair 1500 tokens apart, "
                 "and how often that parameter was updated in training.",
@@ -65,8 +64,7 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q2", points=2, name="answer_q2", title="The best explanation",
-            options="ABCDE", key="e83fc0bd4028947018bfcaf1",
+            id="q2", points=2, name="answer_q2", options="ABCDE", key="e83fc0bd4028947018bfcaf1",
             hints=(
                 "count: how many (query, key) pairs per training document have offset 5, and how many offset 500?",
                 "what matters at test time is whether the parameter used for a far pair was trained on many pairs.",
@@ -83,8 +81,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, name="answer_q3", title="Pairs at one offset",
-            key="46f0a02ede57c7251d5820bf",
+            id="q3", points=1, name="answer_q3", key="46f0a02ede57c7251d5820bf",
             hints=(
                 "list the pairs: query i and key i - 480, for every query i that has such a key.",
                 "the first such query is at position 480 (positions count from 0).",
@@ -97,7 +94,7 @@ EXERCISE = Exercise(
             },
         ),
         FloatCode(
-            id="q4", points=3, name="clipped_bias_matrix", title="A per-offset bias table with clipping",
+            id="q4", points=3, name="clipped_bias_matrix",
             reference="t5lesson.grading.bank.ex05_length_generalisation:reference_clipped_bias",
             cases=_cases(), case_timeout=1.0, tolerance=1e-9,
             blocked=(f"{__name__}:reference_clipped_bias", "t5lesson.lengthgen.schemes:Scheme.parameter_of_offset",
@@ -108,7 +105,6 @@ EXERCISE = Exercise(
                 "np.minimum(d, clip) turns a matrix of offsets into a matrix of table indices in one step.",
             ),
         ),
-        FreeText(id="q5", points=3, name="q5-answer", title="When would you not choose buckets? (marked by your "
-                                                             "instructor)"),
+        FreeText(id="q5", points=3, name="q5-answer"),
     ),
 )

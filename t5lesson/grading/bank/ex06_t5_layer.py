@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...bias import relative_bias
+from ...scores import attention, causal_mask
 from ..plain_code import PlainCode
 from ..questions import Case, FreeText, MultipleChoice, Numeric
-from ...scores import attention, causal_mask
-from . import Exercise
+from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_attend"]
 
@@ -64,12 +64,11 @@ def _cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id="06_t5_layer",
+    id=id_of_module(__name__),
     title="Exercise 6: a T5 attention step, with a cache and a shared bias",
     questions=(
         MultipleChoice(
-            id="q1", points=2, name="answer_q1", title="What is different in cross-attention",
-            options="ABCDE", multiple=True, key="084c05066638b479285aa2bb",
+            id="q1", points=2, name="answer_q1", options="ABCDE", multiple=True, key="084c05066638b479285aa2bb",
             hints=(
                 "two statements are true.",
                 "in cross-attention the queries and the keys live in two different sequences: "
@@ -83,8 +82,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, name="answer_q2", title="The size of the bias during cached decoding",
-            key="ea8f5e0f5af9b81af0b73f35",
+            id="q2", points=1, name="answer_q2", key="ea8f5e0f5af9b81af0b73f35",
             hints=(
                 "the bias tensor has shape [1, heads, q_len, k_len].",
                 "with a cache, q_len counts only the new tokens, k_len counts the cached ones and the new ones.",
@@ -97,8 +95,7 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, name="answer_q3", title="How many bias tables",
-            key="8c37e12fdd036087a25c589b",
+            id="q3", points=1, name="answer_q3", key="8c37e12fdd036087a25c589b",
             hints=(
                 "which layers compute the bias, and which are handed it?",
                 "count per stack (encoder, decoder), and remember what cross-attention adds.",
@@ -110,8 +107,7 @@ EXERCISE = Exercise(
             },
         ),
         PlainCode(
-            id="q4", points=4, name="my_attend", title="One T5 attention step",
-            reference="t5lesson.grading.bank.ex06_t5_layer:reference_attend",
+            id="q4", points=4, name="my_attend", reference="t5lesson.grading.bank.ex06_t5_layer:reference_attend",
             cases=_cases(), case_timeout=2.0, tolerance=1e-6,
             blocked=("t5lesson.scores:attention", "t5lesson.scores:attention_scores",
                      "t5lesson.layer:T5SelfAttention.forward",
@@ -124,7 +120,6 @@ EXERCISE = Exercise(
                 "subtract each row's maximum, exponentiate, normalise, then multiply by v.",
             ),
         ),
-        FreeText(id="q5", points=2, name="q5-answer",
-                 title="Why the cache needs a query offset (marked by your instructor)"),
+        FreeText(id="q5", points=2, name="q5-answer"),
     ),
 )

@@ -1,0 +1,36 @@
+"""The grader and the generator find the course folder explicitly, never by guessing after an install."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from t5lesson.grading import course, generate
+from t5lesson.grading.bank import get
+from t5lesson.grading.course import CourseError, course_root
+from t5lesson.grading.grade import grade_folder, load_template
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_checkout_is_its_own_course_folder():
+    assert course_root() == ROOT
+    assert generate.main(["--check", "--course", str(ROOT)]) == 0
+
+
+def test_installed_outside_a_checkout_needs_course(monkeypatch, tmp_path):
+    monkeypatch.setattr(course, "checkout", lambda: None)  # as in site-packages: no solutions/ beside the package
+    with pytest.raises(CourseError, match="--course"):
+        course_root()
+    (tmp_path / "class").mkdir()
+    with pytest.raises(CourseError):
+        grade_folder(tmp_path / "class", tmp_path / "report", exercise_id="01_unscaled_scores")
+    with pytest.raises(SystemExit):
+        generate.main(["--check"])
+    template = load_template(get("01_unscaled_scores"), course=ROOT)
+    assert template.metadata["t5lesson"]["exercise"] == "01_unscaled_scores"
+
+
+def test_a_folder_without_exercises_is_not_a_course(tmp_path):
+    with pytest.raises(CourseError, match="not the course folder"):
+        course_root(tmp_path)
