@@ -1,4 +1,4 @@
-"""The length-generalisation experiment of lesson 5 (COURSE.md section 5).
+"""The length-generalisation experiment of lesson 5.
 
 Train a one-layer, attention-only causal model on length L and test it at L, 2L, 4L and 8L,
 with the position scheme as the only thing that changes:

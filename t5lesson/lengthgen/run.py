@@ -34,10 +34,10 @@ __all__ = ["COLUMNS", "Config", "Results", "train", "evaluate", "run_experiment"
 class Config:
     """Everything but the scheme, task and seed. Defaults: the lesson's experiment.
 
-    COURSE.md section 5 describes one learning rate, 3e-2. Here the weights get 1e-2 and the
-    position table 3e-2 (`bias_lr`): with 3e-2 everywhere, the unscaled logits made last-marker
-    training stall for most seeds (about 0.6 accuracy even at the training length), while the
-    position table still needs the larger rate to move in 300 steps.
+    Two learning rates: the weights get 1e-2 and the position table 3e-2 (`bias_lr`). With 3e-2
+    everywhere, the unscaled logits made last-marker training stall for most seeds (about 0.6
+    accuracy even at the training length), while the position table still needs the larger rate
+    to move in 300 steps.
     """
 
     train_len: int = 64

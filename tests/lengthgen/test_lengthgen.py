@@ -1,7 +1,7 @@
 """The length-generalisation experiment of lesson 5: tasks, schemes, model, training, results.
 
 The slow test (`test_ranking_at_8L`, about 15-25 s) trains the lesson's five schemes on copy-k
-with three seeds and asserts the ranking of COURSE.md section 5 at 8x the training length.
+with three seeds and asserts, at 8x the training length, the ranking that lesson 5 reports.
 """
 import numpy as np
 import pytest
@@ -262,7 +262,7 @@ def lesson_run():
 
 
 def test_ranking_at_8L(lesson_run):
-    """COURSE.md section 5 at 8x the training length, copy-k, mean of 3 seeds."""
+    """Lesson 5's ranking at 8x the training length, copy-k, mean of 3 seeds."""
     at_8l = {s: lesson_run.mean(s, "copy-k", 512) for s in LESSON_SCHEMES}
     assert at_8l["t5"] > at_8l["per-offset-A"] + 0.05 > at_8l["per-offset-0"] + 0.1  # T5 > Model A > never trained
     assert abs(at_8l["per-offset-32"] - at_8l["t5"]) < 0.05  # clipping inside L is about as good as T5
