@@ -30,6 +30,7 @@ def static_figures():
     from t5lesson.lengthgen.stored import LESSON_SCHEMES, load_stored
     from t5lesson.lessons.folding import train_recall
     from t5lesson.lessons.position_figures import bias_table_figure, offset_matrix_figure, pair_count_figure
+    from t5lesson.lessons.pretrained import bias_curves_figure, toy_tables
     from t5lesson.lessons.toy_heads import HEAD_NAMES, toy_bias_table
 
     stored = load_stored()
@@ -45,6 +46,7 @@ def static_figures():
         "lengthgen accuracy": lambda: accuracy_figure(stored["default"], "copy-k", schemes=LESSON_SCHEMES),
         "lengthgen accuracy x3": lambda: accuracy_figure(three, "copy-k", schemes=["t5", "per-offset-A"]),
         "lengthgen biases": lambda: bias_figure(stored["default"], "copy-k", LESSON_SCHEMES),
+        "pretrained bias curves": lambda: bias_curves_figure(toy_tables(), head_names=list(HEAD_NAMES)),
     }
 
 
