@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._validate import ArgumentError
-from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, encode_png, new_figure, style
+from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, encode_png, new_figure, style
 
 REGISTRY: dict[str, type] = {}
 TRACK_PX = 320  # the least length of a slider's track, in CSS pixels
@@ -237,7 +237,7 @@ class Explorer:
     def static_png(self) -> bytes:
         """The figure with `picture_note` above it: the image/png copy for readers without a kernel."""
         figure = self.pixels()
-        return encode_png(np.concatenate([_note_pixels(self.picture_note(), figure.shape[1]), figure]))
+        return compact_png(np.concatenate([_note_pixels(self.picture_note(), figure.shape[1]), figure]))
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget()._repr_mimebundle_(include=include, exclude=exclude) or {}

@@ -14,7 +14,8 @@ inline backend). The style, in one place:
   the `styled` decorator), a `matplotlib.rc_context`, so the user's own rcParams stay untouched.
 - **Encoding**: `encode_png` writes the Agg buffer as a PNG with zlib level 1 and no row filter:
   at 2x pixels it is 3-4 times faster than Pillow's encoder (which filters every row), for
-  files about 10% larger. Explorers make one PNG per slider move, so speed wins.
+  files about 10% larger. Explorers make one PNG per slider move, so speed wins. Pictures
+  stored in a notebook go through `compact_png` instead (256 colours, about a third the size).
 
 `new_figure(width, height)` makes a figure in this style; `as_image(fig)` turns it into the
 image a notebook cell displays.
@@ -22,13 +23,14 @@ image a notebook cell displays.
 from __future__ import annotations
 
 import functools
+import io
 import struct
 import zlib
 
 import numpy as np
 
 __all__ = ["DISPLAY_DPI", "PIXEL_RATIO", "DPI", "WIDTH", "SMALL", "NORMAL", "TITLE", "STYLE", "style", "styled",
-           "new_figure", "display_size", "encode_png", "figure_png", "as_image"]
+           "new_figure", "display_size", "encode_png", "compact_png", "figure_png", "as_image"]
 
 DISPLAY_DPI = 100
 PIXEL_RATIO = 2
@@ -111,16 +113,33 @@ def encode_png(pixels) -> bytes:
             + _chunk(b"IEND", b""))
 
 
-def figure_png(fig) -> bytes:
-    """The figure drawn in full and encoded (see `encode_png`)."""
+def compact_png(pixels) -> bytes:
+    """PNG bytes of an RGBA (or RGB) uint8 array in 256 colours (median cut, no dithering).
+
+    For pictures stored in a notebook (static figures, an explorer's picture): about three times
+    smaller than `encode_png` and, for the flat colours and antialiased edges of a chart, not
+    visibly different; about 0.1 s for a full-width figure, so never used for slider moves.
+    """
+    from PIL import Image
+
+    image = Image.fromarray(np.asarray(pixels)[..., :3])
+    buffer = io.BytesIO()
+    image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+        buffer, format="png", compress_level=6)
+    return buffer.getvalue()
+
+
+def figure_png(fig, compact=False) -> bytes:
+    """The figure drawn in full and encoded (`encode_png`, or `compact_png` if compact)."""
     with style():
         fig.canvas.draw()
-    return encode_png(np.asarray(fig.canvas.buffer_rgba()))
+    pixels = np.asarray(fig.canvas.buffer_rgba())
+    return compact_png(pixels) if compact else encode_png(pixels)
 
 
 def as_image(fig):
-    """The figure as an IPython PNG image (what a notebook cell shows), displayed at 1x."""
+    """The figure as an IPython PNG image (what a notebook cell shows and stores), displayed at 1x."""
     from IPython.display import Image
 
     width, height = display_size(fig)
-    return Image(figure_png(fig), width=width, height=height)
+    return Image(figure_png(fig, compact=True), width=width, height=height)

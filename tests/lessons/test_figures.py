@@ -28,6 +28,7 @@ def static_figures():
     from t5lesson.explorers.score_spread import saturation_figure
     from t5lesson.lengthgen.figures import accuracy_figure, bias_figure, pairs_figure
     from t5lesson.lengthgen.stored import LESSON_SCHEMES, load_stored
+    from t5lesson.lessons.bias_timing import bias_timing_figure
     from t5lesson.lessons.folding import train_recall
     from t5lesson.lessons.position_figures import bias_table_figure, offset_matrix_figure, pair_count_figure
     from t5lesson.lessons.pretrained import bias_curves_figure, toy_tables
@@ -47,6 +48,8 @@ def static_figures():
         "lengthgen accuracy x3": lambda: accuracy_figure(three, "copy-k", schemes=["t5", "per-offset-A"]),
         "lengthgen biases": lambda: bias_figure(stored["default"], "copy-k", LESSON_SCHEMES),
         "pretrained bias curves": lambda: bias_curves_figure(toy_tables(), head_names=list(HEAD_NAMES)),
+        "bias timing": lambda: bias_timing_figure([{"length": n, "ours_s": n * 1e-6, "reference_s": n * 3e-6}
+                                                   for n in (64, 512, 2048)]),
     }
 
 
