@@ -159,6 +159,9 @@ class Explorer:
         """One line of text under the figure (the numbers a learner should read off)."""
         return ""
 
+    def prepare_view(self):
+        """Called once before the notebook view first shows (a cache to warm, say)."""
+
     # --- the pure API ------------------------------------------------------------------
     def _checked(self, params):
         known = {p.name: p for p in self.params}
@@ -205,6 +208,7 @@ class Explorer:
             shown = [p for p in self.params if p.shown]
             chars = max((len(p.label or p.name) for p in shown if p.options is None), default=0)
             controls = {p.name: p.widget(self.values[p.name], chars) for p in shown}
+            self.prepare_view()
             width = f"{self.display_width}px"
             # Shown at its natural width (the PNG has 2x the pixels), smaller in a narrow window.
             image = w.Image(format="png", layout=w.Layout(width=width, max_width="100%", height="auto"))
