@@ -177,14 +177,18 @@ IMAGE_LOADED = """([index]) => {
   const img = document.querySelectorAll('.t5lesson-explorer')[index].querySelector('.t5lesson-figure');
   return img.complete && img.naturalWidth > 0;
 }"""
-# Watch explorer `index`'s figure <img>: the time of the next change of its src.
+# Watch explorer `index`: the time of the learner's next key press or click inside it (as the
+# page receives it, so the test driver's own round trips do not count) and of the next change
+# of its figure's src.
 WATCH_FIGURE = """([index]) => {
   const box = document.querySelectorAll('.t5lesson-explorer')[index];
   const img = box.querySelector('.t5lesson-figure');
-  window.__t5 = {before: img.src, changed: null};
+  window.__t5 = {before: img.src, changed: null, input: null, start: performance.now()};
+  const input = () => { if (window.__t5.input === null) window.__t5.input = performance.now(); };
+  box.addEventListener('keydown', input, {capture: true, once: true});
+  box.addEventListener('mousedown', input, {capture: true, once: true});
   new MutationObserver((m, obs) => { window.__t5.changed = performance.now(); obs.disconnect(); })
     .observe(img, {attributes: true, attributeFilter: ['src']});
-  window.__t5.start = performance.now();
 }"""
 PROGRESS_BARS = "() => document.querySelectorAll('.t5lesson-progress').length"
 VIEWPORT = {"width": 1400, "height": 900}
@@ -200,7 +204,7 @@ def _timed(page, index, action):
     page.evaluate(WATCH_FIGURE, [index])
     action()
     page.wait_for_function("() => window.__t5.changed !== null", timeout=30_000)
-    return page.evaluate("() => window.__t5.changed - window.__t5.start")
+    return page.evaluate("() => window.__t5.changed - (window.__t5.input ?? window.__t5.start)")
 
 
 def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run_timeout_s=600):

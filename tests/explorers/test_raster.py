@@ -81,7 +81,8 @@ def test_blitted_png_is_the_full_render(name, moves):
     assert len(explorer._backgrounds) <= explorer.background_cache_size
 
 
-@pytest.mark.parametrize("name, toggle", [("BucketBoundaryExplorer", "attention"), ("BiasHeatmapExplorer", "attention")])
+@pytest.mark.parametrize("name, toggle", [("BucketBoundaryExplorer", "attention"),
+                                          ("BiasHeatmapExplorer", "attention")])
 def test_prepared_backgrounds_are_the_right_ones(name, toggle):
     """The view draws every toggle choice's background in advance; each must match a fresh render."""
     import t5lesson.explorers.bias_heatmap  # noqa: F401  (registers the explorers)
