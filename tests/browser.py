@@ -2,7 +2,14 @@
 
 Used by tests/test_browser.py. Kept apart from the test so it can also be run by hand:
 
-    python tests/browser.py notebooks/01_x.ipynb     # prints latencies, writes a screenshot
+    python tests/browser.py notebooks/01_x.ipynb     # prints latencies and layout, writes screenshots
+
+In a 1400 x 900 window (the file browser open, as JupyterLab starts), for every lesson: a
+screenshot of the first explorer's stored picture before anything runs, then Run All; for
+every explorer, its layout as shown (slider tracks, descriptions, toggle rows, the image's
+natural and shown size, whether it fits the output area) and a screenshot with its cell at the
+top; then every slider moved by arrow keys and every toggle clicked, timing each change from
+the key press (or click) to the new image. Screenshots go to artifacts/browser/.
 
 The server runs on loopback with a random token, from a temporary root holding copies of the
 notebooks (JupyterLab may autosave; the repository's files are never touched), with its own
@@ -122,70 +129,173 @@ ERRORS = """() => Array.from(document.querySelectorAll(
   '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], ' +
   '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]'
 )).map(e => e.innerText.slice(0, 300))"""
-# Press a key on a slider and time until its explorer's figure <img> changes.
+# Code cells whose first line is test plumbing a learner should never see.
+PLUMBING = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .map((c, i) => [i, c.model.type, c.model.sharedModel.getSource()])
+  .filter(([i, type, source]) => type === 'code' && /^\\s*#\\s*NBVAL/i.test(source))
+  .map(([i, type, source]) => `cell ${i}: ${source.split('\\n')[0]}`)"""
+# Scroll the notebook so that cell `index` is at the top.
+SCROLL_TO_CELL = """async ([index]) => {
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  nb.activeCellIndex = index;
+  await nb.scrollToItem(index, 'start');
+}"""
+# The index of the first code cell whose source calls one of the explorers.
+FIRST_EXPLORER_CELL = """([names]) => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+  c => c.model.type === 'code' && names.some(n => c.model.sharedModel.getSource().includes(n + '(')))"""
+# The index (in the notebook) of the cell that holds explorer `index`.
+CELL_OF_EXPLORER = """([index]) => {
+  const box = document.querySelectorAll('.t5lesson-explorer')[index];
+  const cell = box.closest('.jp-Cell');
+  return window.jupyterapp.shell.currentWidget.content.widgets.findIndex(w => w.node === cell);
+}"""
+# What the learner sees of explorer `index`: controls, image scale, fit in the output area.
+LAYOUT = """([index]) => {
+  const box = document.querySelectorAll('.t5lesson-explorer')[index];
+  const area = box.closest('.jp-OutputArea-output');
+  const img = box.querySelector('.t5lesson-figure');
+  const r = e => e.getBoundingClientRect();
+  const cut = e => e.scrollWidth > e.clientWidth + 1;
+  return {
+    sliders: Array.from(box.querySelectorAll('.widget-slider')).map(s => {
+      const label = s.querySelector('.widget-label');
+      return {label: label.innerText.trim(), track: r(s.querySelector('.noUi-target')).width, label_cut: cut(label)};
+    }),
+    toggles: Array.from(box.querySelectorAll('.widget-toggle-buttons')).map(t => {
+      const label = t.querySelector('.widget-label');
+      return {label: label ? label.innerText.trim() : '', height: r(t).height,
+              buttons: t.querySelectorAll('button').length, label_cut: label ? cut(label) : false};
+    }),
+    image: {natural: [img.naturalWidth, img.naturalHeight], shown: [r(img).width, r(img).height]},
+    box: {left: r(box).left, right: r(box).right, width: r(box).width, height: r(box).height,
+          scroll_width: box.scrollWidth},
+    area: {left: r(area).left, right: r(area).right, width: area.clientWidth},
+    viewport: [window.innerWidth, window.innerHeight],
+  };
+}"""
+IMAGE_LOADED = """([index]) => {
+  const img = document.querySelectorAll('.t5lesson-explorer')[index].querySelector('.t5lesson-figure');
+  return img.complete && img.naturalWidth > 0;
+}"""
+# Watch explorer `index`: the time of the learner's next key press or click inside it (as the
+# page receives it, so the test driver's own round trips do not count) and of the next change
+# of its figure's src.
 WATCH_FIGURE = """([index]) => {
   const box = document.querySelectorAll('.t5lesson-explorer')[index];
   const img = box.querySelector('.t5lesson-figure');
-  window.__t5 = {before: img.src, changed: null};
+  window.__t5 = {before: img.src, changed: null, input: null, start: performance.now()};
+  const input = () => { if (window.__t5.input === null) window.__t5.input = performance.now(); };
+  box.addEventListener('keydown', input, {capture: true, once: true});
+  box.addEventListener('mousedown', input, {capture: true, once: true});
   new MutationObserver((m, obs) => { window.__t5.changed = performance.now(); obs.disconnect(); })
     .observe(img, {attributes: true, attributeFilter: ['src']});
-  window.__t5.start = performance.now();
 }"""
+PROGRESS_BARS = "() => document.querySelectorAll('.t5lesson-progress').length"
+VIEWPORT = {"width": 1400, "height": 900}
 
 
-def exercise_notebook(page, lab: JupyterLab, notebook: Path, screenshot: Path, run_timeout_s=180):
-    """Open, run all, move every slider of every explorer by keyboard. Returns a list of result dicts."""
+def _explorer_name(box, index):
+    return next((c[len("t5lesson-"):] for c in (box.get_attribute("class") or "").split()
+                 if c.startswith("t5lesson-") and c != "t5lesson-explorer"), f"explorer{index}")
+
+
+def _timed(page, index, action):
+    """Run `action` (a key press or a click) and return ms until the figure's <img> changes."""
+    page.evaluate(WATCH_FIGURE, [index])
+    action()
+    page.wait_for_function("() => window.__t5.changed !== null", timeout=30_000)
+    return page.evaluate("() => window.__t5.changed - (window.__t5.input ?? window.__t5.start)")
+
+
+def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run_timeout_s=600):
+    """Open, screenshot the stored picture, run all, check and screenshot every explorer, move every control.
+
+    Returns a dict: controls (one result per slider/toggle), layouts (one per explorer), plumbing
+    (code cells starting with an NBVAL comment), errors, screenshots, progress_bars.
+    """
     page.goto(lab.url(notebook))
     page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
                            "&& window.jupyterapp.shell.currentWidget.sessionContext", timeout=90_000)
     page.wait_for_function("() => window.jupyterapp.shell.currentWidget.sessionContext.session "
                            "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel", timeout=90_000)
+    page.wait_for_timeout(1000)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shots = []
+    plumbing = page.evaluate(PLUMBING)
+    first = page.evaluate(FIRST_EXPLORER_CELL, [list(explorer_names)])
+    if first >= 0:  # what a learner sees before running anything: the stored picture
+        page.evaluate(SCROLL_TO_CELL, [first])
+        page.wait_for_timeout(800)
+        shots.append(ARTIFACTS / f"{notebook.stem}-before-run.png")
+        page.screenshot(path=str(shots[-1]))
+
     page.evaluate(RUN_ALL)
     page.wait_for_function(ALL_DONE, timeout=run_timeout_s * 1000, polling=500)
     page.wait_for_timeout(500)
-    results = []
+    controls, layouts = [], []
     count = page.locator(".t5lesson-explorer").count()
     for index in range(count):
         box = page.locator(".t5lesson-explorer").nth(index)
-        name = next((c[len("t5lesson-"):] for c in (box.get_attribute("class") or "").split()
-                     if c.startswith("t5lesson-") and c != "t5lesson-explorer"), f"explorer{index}")
+        name = _explorer_name(box, index)
+        page.evaluate(SCROLL_TO_CELL, [page.evaluate(CELL_OF_EXPLORER, [index])])
+        page.wait_for_function(IMAGE_LOADED, arg=[index], timeout=30_000)
+        page.wait_for_timeout(300)
+        layouts.append({"explorer": name, **page.evaluate(LAYOUT, [index])})
+        shots.append(ARTIFACTS / f"{notebook.stem}-{index}-{name}.png")
+        page.screenshot(path=str(shots[-1]))
         box.scroll_into_view_if_needed()
         for s in range(box.locator(".widget-slider").count()):
             slider = box.locator(".widget-slider").nth(s)
             label = slider.locator(".widget-label").first.inner_text().strip()
             readout = slider.locator(".widget-readout").first
             before_value = readout.inner_text().strip()
+            handle = slider.locator(".noUi-handle").first
             latencies = []
             for key in ("ArrowRight", "ArrowRight", "ArrowLeft"):
-                page.evaluate(WATCH_FIGURE, [index])
-                slider.locator(".noUi-handle").first.focus()
-                page.keyboard.press(key)
-                page.wait_for_function("() => window.__t5.changed !== null", timeout=30_000)
-                latencies.append(page.evaluate("() => window.__t5.changed - window.__t5.start"))
+                def press(key=key, handle=handle):
+                    handle.focus()
+                    page.keyboard.press(key)
+                latencies.append(_timed(page, index, press))
+            handle.focus()
             page.keyboard.press("ArrowRight")
             page.wait_for_timeout(300)
             after_value = readout.inner_text().strip()
-            results.append({"explorer": name, "control": label, "value_before": before_value,
-                            "value_after": after_value, "latencies_ms": latencies,
-                            "median_ms": statistics.median(latencies)})
-    screenshot.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(screenshot), full_page=False)
-    return results, page.evaluate(ERRORS)
+            controls.append({"explorer": name, "control": label, "kind": "slider", "value_before": before_value,
+                             "value_after": after_value, "latencies_ms": latencies,
+                             "median_ms": statistics.median(latencies)})
+        for t in range(box.locator(".widget-toggle-buttons").count()):
+            toggle = box.locator(".widget-toggle-buttons").nth(t)
+            label = toggle.locator(".widget-label").first.inner_text().strip()
+            buttons = toggle.locator("button")
+            before_value = toggle.locator("button.mod-active").first.inner_text().strip()
+            latencies = []
+            for b in list(range(buttons.count())) + [0]:  # every other choice, then back to the first
+                button = buttons.nth(b)
+                if "mod-active" in (button.get_attribute("class") or ""):
+                    continue
+                latencies.append(_timed(page, index, button.click))
+            after_value = toggle.locator("button.mod-active").first.inner_text().strip()
+            controls.append({"explorer": name, "control": label, "kind": "toggle", "value_before": before_value,
+                             "value_after": after_value, "latencies_ms": latencies,
+                             "median_ms": statistics.median(latencies) if latencies else 0.0})
+    return {"controls": controls, "layouts": layouts, "plumbing": plumbing, "errors": page.evaluate(ERRORS),
+            "screenshots": shots, "progress_bars": page.evaluate(PROGRESS_BARS)}
 
 
 def run(notebooks: list[Path]):
-    """Exercise each notebook in one server and one browser; returns {notebook: (results, errors, png)}."""
+    """Exercise each notebook in one server and one browser; returns {notebook: result dict}."""
     from playwright.sync_api import sync_playwright
 
+    from t5lesson.explorers import load_all
+
+    names = sorted(load_all())
     out = {}
     with JupyterLab(notebooks) as lab, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
             for nb in notebooks:
-                page = browser.new_page(viewport={"width": 1280, "height": 1000})
-                png = ARTIFACTS / f"{nb.stem}.png"
-                results, errors = exercise_notebook(page, lab, nb, png)
-                out[nb] = (results, errors, png)
+                page = browser.new_page(viewport=VIEWPORT)
+                out[nb] = exercise_notebook(page, lab, nb, names)
                 page.evaluate("async () => { await window.jupyterapp.commands.execute('kernelmenu:shutdown'); }")
                 page.close()
         finally:
@@ -193,17 +303,52 @@ def run(notebooks: list[Path]):
     return out
 
 
+def percentile(values, q):
+    """The q-th percentile (0-100) of values, linear between the closest ranks."""
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    position = (len(values) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
+
+
+def all_latencies(out) -> list:
+    return [ms for result in out.values() for c in result["controls"] for ms in c["latencies_ms"]]
+
+
 def latency_table(out) -> str:
-    lines = [f"{'notebook':<32} {'explorer':<26} {'control':<20} {'median ms':>9}  value change"]
-    for nb, (results, _, _) in out.items():
-        for r in results:
-            lines.append(f"{nb.name:<32} {r['explorer']:<26} {r['control'][:20]:<20} {r['median_ms']:>9.0f}  "
-                         f"{r['value_before']} -> {r['value_after']}")
+    lines = [f"{'notebook':<32} {'explorer':<28} {'control':<24} {'median ms':>9} {'max ms':>7}  value change"]
+    for nb, result in out.items():
+        for c in result["controls"]:
+            lines.append(f"{nb.name:<32} {c['explorer']:<28} {c['control'][:24]:<24} {c['median_ms']:>9.0f} "
+                         f"{max(c['latencies_ms'] or [0]):>7.0f}  {c['value_before']} -> {c['value_after']}")
+    values = all_latencies(out)
+    if values:
+        lines.append(f"keypress (or click) to new image over {len(values)} changes: median "
+                     f"{percentile(values, 50):.0f} ms, 95th percentile {percentile(values, 95):.0f} ms, "
+                     f"max {max(values):.0f} ms")
+    return "\n".join(lines)
+
+
+def layout_table(out) -> str:
+    lines = [f"{'notebook':<32} {'explorer':<28} {'shortest track':>14} {'image natural/shown':>20} "
+             f"{'box w x h':>11} {'area w':>7}"]
+    for nb, result in out.items():
+        for lay in result["layouts"]:
+            tracks = [s["track"] for s in lay["sliders"]]
+            natural, shown = lay["image"]["natural"], lay["image"]["shown"]
+            lines.append(f"{nb.name:<32} {lay['explorer']:<28} {min(tracks, default=0):>12.0f}px "
+                         f"{natural[0]:>8}/{shown[0]:<6.0f}px {lay['box']['width']:>5.0f}x{lay['box']['height']:<5.0f} "
+                         f"{lay['area']['width']:>7}")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
     result = run([Path(a).resolve() for a in sys.argv[1:]])
     print(latency_table(result))
-    for nb, (_, errors, png) in result.items():
-        print(f"{nb.name}: screenshot {png}; errors: {errors or 'none'}")
+    print(layout_table(result))
+    for nb, r in result.items():
+        print(f"{nb.name}: errors {r['errors'] or 'none'}; NBVAL cells {r['plumbing'] or 'none'}; "
+              f"progress bars {r['progress_bars']}; screenshots {[str(p) for p in r['screenshots']]}")

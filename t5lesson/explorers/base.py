@@ -5,29 +5,38 @@ no global state) and a declared list of parameters. `update(**params)` is pure P
 the values, recomputes, and changes the existing artists in place (`set_data`, `set_array`,
 limits). Tests and benchmarks call it without a browser.
 
-In a notebook the explorer shows its sliders and the figure rendered to PNG in an
+In a notebook the explorer shows its controls and the figure rendered to PNG in an
 `ipywidgets.Image`. Why PNG-in-a-widget rather than ipympl or `interact`:
 - it needs only standard ipywidgets, so it works in JupyterLab, Notebook 7, VS Code and Colab
   without a front-end extension (ipympl needs one, and a matching version);
 - `interact` rebuilds a new inline figure on every move (measured here: about 124 ms an update
   against about 51 ms for in-place artists rendered to PNG);
 - the same display also carries a static `image/png` of the figure, so a reader without a kernel
-  (GitHub, nbviewer) sees it in its current state.
-Sliders send their value on release and on every arrow-key press (`continuous_update=False`), so
-dragging never queues up a backlog of redraws in the kernel.
+  (GitHub, nbviewer, or JupyterLab before the cell runs) sees it in its current state, with a
+  line above it saying that it is a picture and how to get the sliders.
+
+The figure follows the course style (`t5lesson.lessons.figures`): `figsize` is in display inches
+(100 CSS px each), the PNG has twice the pixels and is shown at its natural width (never
+stretched; smaller in a narrow window). Controls: every slider gets a track of at least
+`TRACK_PX` pixels and its full description; a parameter with `stops` gets a `SelectionSlider`
+over those values (for ranges spanning orders of magnitude: d, offsets, lengths); a parameter
+with one option only gets no control. Sliders send their value on release and on every
+arrow-key press (`continuous_update=False`), so dragging never queues a backlog of redraws.
 """
 from __future__ import annotations
 
 import base64
-import io
 import numbers
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .._validate import ArgumentError
-from ..lessons.figures import new_figure
+from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, encode_png, new_figure, style
 
 REGISTRY: dict[str, type] = {}
+TRACK_PX = 320  # the least length of a slider's track, in CSS pixels
 
 
 def register(cls):
@@ -36,9 +45,17 @@ def register(cls):
     return cls
 
 
+def _stop_label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 @dataclass(frozen=True)
 class Param:
-    """One control. Numbers get a slider (min/max/step), `options` a toggle, bools a checkbox."""
+    """One control. Numbers get a slider (min/max/step, or `stops`), `options` toggle buttons, bools a checkbox.
+
+    `stops`: the values a `SelectionSlider` moves through (sorted); min and max default to the
+    first and last. Code may still set any value between min and max.
+    """
 
     name: str
     default: Any
@@ -47,6 +64,21 @@ class Param:
     step: float | None = None
     options: tuple | None = None
     label: str | None = None
+    stops: tuple | None = None
+
+    def __post_init__(self):
+        if self.stops is not None:
+            if list(self.stops) != sorted(set(self.stops)) or self.default not in self.stops:
+                raise ArgumentError(f"{self.name}: stops must be sorted, distinct and hold the default")
+            if self.min is None:
+                object.__setattr__(self, "min", self.stops[0])
+            if self.max is None:
+                object.__setattr__(self, "max", self.stops[-1])
+
+    @property
+    def shown(self) -> bool:
+        """False for a choice with a single option: nothing to choose, so no control."""
+        return self.options is None or len(self.options) > 1
 
     def check(self, value):
         if self.options is not None:
@@ -65,34 +97,53 @@ class Param:
             raise ArgumentError(f"{self.name} must be between {self.min} and {self.max}, got {value}")
         return int(value) if is_int else float(value)
 
-    def widget(self):
+    def widget(self, value=None, label_chars=None):
+        """The ipywidgets control, set to `value` (default: the default).
+
+        label_chars: the width of a slider's description, in characters (1ch, about the widest
+        character): sliders of one explorer share it, so their tracks line up.
+        """
         import ipywidgets as w
 
+        value = self.default if value is None else value
         desc = self.label or self.name
+        # "initial": the description at its natural width, never cut off.
         style = {"description_width": "initial"}
         if self.options is not None:
-            return w.ToggleButtons(options=list(self.options), value=self.default, description=desc, style=style)
+            return w.ToggleButtons(options=list(self.options), value=value, description=desc,
+                                   style={**style, "button_width": "auto"},
+                                   layout=w.Layout(display="flex", flex_flow="row nowrap", width="auto",
+                                                   margin="2px 24px 2px 0"))
         if isinstance(self.default, bool):
-            return w.Checkbox(value=self.default, description=desc, style=style)
+            return w.Checkbox(value=value, description=desc, indent=False, style=style)
+        # The description gets label_chars x 1ch (at least its own length: a character is at most
+        # about 1ch wide, so it is never cut off), the track TRACK_PX, the readout about 90 px.
+        chars = max(len(desc), label_chars or 0)
+        style = {"description_width": f"{chars}ch"}
+        layout = w.Layout(width=f"calc({chars}ch + {TRACK_PX + 100}px)", margin="2px 24px 2px 0")
+        if self.stops is not None:
+            stops = sorted(set(self.stops) | {value})
+            return w.SelectionSlider(options=[(_stop_label(v), v) for v in stops], value=value, description=desc,
+                                     continuous_update=False, style=style, layout=layout)
         cls = w.IntSlider if isinstance(self.default, int) else w.FloatSlider
         step = self.step if self.step is not None else (1 if cls is w.IntSlider else (self.max - self.min) / 100)
-        return cls(value=self.default, min=self.min, max=self.max, step=step, description=desc,
-                   continuous_update=False, style=style)
+        return cls(value=value, min=self.min, max=self.max, step=step, description=desc,
+                   continuous_update=False, style=style, layout=layout)
 
 
 class Explorer:
     """Base class. Subclasses set `params` and implement `build(fig)` and `draw(**params)`."""
 
     params: tuple[Param, ...] = ()
-    figsize = (8.0, 3.6)
-    dpi = 80
+    figsize = (WIDTH, 3.6)  # display inches (100 CSS px each); at most WIDTH wide
 
     def __init__(self, **params):
-        self.fig = new_figure(*self.figsize, dpi=self.dpi)
         self.values = {p.name: p.default for p in self.params}
         self.values.update(self._checked(params))
-        self.build(self.fig)
-        self.draw(**self.values)
+        with style():
+            self.fig = new_figure(*self.figsize)
+            self.build(self.fig)
+            self.draw(**self.values)
         self._view = None
 
     # --- to implement ----------------------------------------------------------------
@@ -108,6 +159,9 @@ class Explorer:
         """One line of text under the figure (the numbers a learner should read off)."""
         return ""
 
+    def prepare_view(self):
+        """Called once before the notebook view first shows (a cache to warm, say)."""
+
     # --- the pure API ------------------------------------------------------------------
     def _checked(self, params):
         known = {p.name: p for p in self.params}
@@ -120,15 +174,25 @@ class Explorer:
     def update(self, **params):
         """Set some parameters, recompute, update the artists in place. Returns self."""
         self.values.update(self._checked(params))
-        self.draw(**self.values)
+        with style():  # artists made or restyled in draw (a title, say) follow the course style
+            self.draw(**self.values)
         if self._view is not None:
             self._refresh_view()
         return self
 
+    @property
+    def display_width(self) -> int:
+        """The width in CSS pixels at which the figure is shown (its PNG has PIXEL_RATIO times more)."""
+        return int(round(self.figsize[0] * DISPLAY_DPI))
+
+    def pixels(self) -> np.ndarray:
+        """The figure in its current state as an RGBA array [height, width, 4]."""
+        with style():
+            self.fig.canvas.draw()
+        return np.asarray(self.fig.canvas.buffer_rgba())
+
     def to_png(self) -> bytes:
-        buffer = io.BytesIO()
-        self.fig.canvas.print_png(buffer)
-        return buffer.getvalue()
+        return encode_png(self.pixels())
 
     def save(self, path):
         """Write the figure in its current state to a PNG file."""
@@ -141,18 +205,20 @@ class Explorer:
         if self._view is None:
             import ipywidgets as w
 
-            controls = {}
-            for p in self.params:
-                controls[p.name] = p.widget()
-                controls[p.name].value = self.values[p.name]
-            image = w.Image(format="png")
-            text = w.HTML()
+            shown = [p for p in self.params if p.shown]
+            chars = max((len(p.label or p.name) for p in shown if p.options is None), default=0)
+            controls = {p.name: p.widget(self.values[p.name], chars) for p in shown}
+            self.prepare_view()
+            width = f"{self.display_width}px"
+            # Shown at its natural width (the PNG has 2x the pixels), smaller in a narrow window.
+            image = w.Image(format="png", layout=w.Layout(width=width, max_width="100%", height="auto"))
+            text = w.HTML(layout=w.Layout(max_width=width))
             self._view = (controls, image, text)
             for name, widget in controls.items():
                 widget.observe(lambda change, name=name: self.update(**{name: change["new"]}), names="value")
             self._refresh_view()
-            self._box = w.VBox([w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap")),
-                                image, text])
+            row = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap", max_width=width))
+            self._box = w.VBox([row, image, text], layout=w.Layout(align_items="flex-start"))
             # CSS classes the browser test uses to find each explorer, its figure and readout
             self._box.add_class("t5lesson-explorer")
             self._box.add_class(f"t5lesson-{type(self).__name__}")
@@ -165,12 +231,46 @@ class Explorer:
         image.value = self.to_png()
         text.value = f"<code>{self.readout()}</code>" if self.readout() else ""
 
+    def picture_note(self) -> str:
+        """The line above the static picture: what it is, and how to get the controls."""
+        shown = [p for p in self.params if p.shown]
+        state = ", ".join(f"{p.label or p.name} {_stop_label(self.values[p.name])}" for p in shown)
+        controls = "slider" if len(shown) == 1 and shown[0].options is None else "controls"
+        return f"This is a picture ({state}). Run the cell (Shift+Enter) to get the {controls}."
+
+    def static_png(self) -> bytes:
+        """The figure with `picture_note` above it: the image/png copy for readers without a kernel."""
+        figure = self.pixels()
+        return compact_png(np.concatenate([_note_pixels(self.picture_note(), figure.shape[1]), figure]))
+
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget()._repr_mimebundle_(include=include, exclude=exclude) or {}
         if isinstance(bundle, tuple):
             bundle = bundle[0]
         bundle = dict(bundle)
         # Static copy for readers without a kernel; JupyterLab prefers the live widget view.
-        bundle["image/png"] = base64.b64encode(self.to_png()).decode("ascii")
+        png = self.static_png()
+        bundle["image/png"] = base64.b64encode(png).decode("ascii")
         bundle["text/plain"] = f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.values.items())})"
-        return bundle
+        height = int.from_bytes(png[20:24], "big") // PIXEL_RATIO  # from the PNG header
+        return bundle, {"image/png": {"width": self.display_width, "height": height}}
+
+
+def _note_pixels(text, width_px) -> np.ndarray:
+    """A strip of RGBA pixels `width_px` wide holding `text` (wrapped) on a pale yellow band."""
+    import textwrap
+
+    from ..lessons.figures import DPI, SMALL
+
+    size = SMALL + 1
+    per_line = max(20, int(width_px / PIXEL_RATIO / (0.55 * size * DISPLAY_DPI / 72)))  # about 0.55 em a character
+    lines = textwrap.wrap(text, per_line)
+    with style():
+        fig = new_figure(width_px / DPI, 0.1 + 0.19 * len(lines), layout=None)
+        fig.patch.set_facecolor("#fff7d6")
+        fig.text(0.01, 0.5, "\n".join(lines), va="center", ha="left", fontsize=size, color="0.15", style="italic")
+        fig.canvas.draw()
+    strip = np.asarray(fig.canvas.buffer_rgba())[:, :width_px]
+    if strip.shape[1] < width_px:  # float rounding: pad with the band's colour
+        strip = np.pad(strip, ((0, 0), (0, width_px - strip.shape[1]), (0, 0)), mode="edge")
+    return strip

@@ -20,10 +20,11 @@ from matplotlib.ticker import MaxNLocator
 from .._validate import ArgumentError
 from ..bias import relative_bias
 from ..buckets import bucket_config
+from ..lessons.figures import SMALL, WIDTH
 from ..lessons.toy_heads import HEAD_NAMES, toy_bias_table
 from ..scores import attention_scores, causal_mask, softmax
 from .base import Explorer, Param, register
-from .raster import freeze
+from .raster import AxisTicks, Heatmap, TextBlock, freeze
 from .render import BlitRender
 
 MAX_LEN = 64
@@ -65,6 +66,7 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
         Param("attention", "decoder", options=MODES, label="attention"),
         Param("content", 1.0, 0.0, 4.0, 0.25, label="std of q·k"),
     )
+    figsize = (WIDTH, 3.7)
 
     def __init__(self, tables=None, head_names=None, max_distance=128, **params):
         if tables is None:
@@ -88,27 +90,31 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
         # Fixed positions: constrained layout would cost more than drawing the figure.
         fig.set_layout_engine("none")
         limit = max(float(np.abs(t).max()) for t in self.tables.values()) or 1.0
-        self.axes = [fig.add_axes((x, 0.14, 0.225, 0.7)) for x in (0.065, 0.315, 0.675)]
-        empty = np.zeros((2, 2))
-        bias_style = dict(cmap=_grey_bad("RdBu_r"), vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
-        self.images = [self.axes[0].imshow(empty, **bias_style), self.axes[1].imshow(empty, **bias_style),
-                       self.axes[2].imshow(empty, cmap="viridis", vmin=0, vmax=1, aspect="auto",
-                                           interpolation="nearest")]
+        self.axes = [fig.add_axes((x, 0.15, 0.235, 0.74)) for x in (0.07, 0.325, 0.675)]
+        # Heatmaps drawn as prepared pixels (see raster.py): an imshow would resample on every move.
+        bias_style = dict(cmap=_grey_bad("RdBu_r"), vmin=-limit, vmax=limit)
+        self.images = [Heatmap(self.axes[0], **bias_style), Heatmap(self.axes[1], **bias_style),
+                       Heatmap(self.axes[2], "viridis", 0, 1)]
         for ax in self.axes:
             ax.set_xlabel("key position j")
             ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
             # Fixed label and title places: placing them automatically measures every tick label.
-            ax.xaxis.set_label_coords(0.5, -0.13)
+            ax.xaxis.set_label_coords(0.5, -0.12)
             for spine in ax.spines.values():  # frame over the tick marks, as when blitted (moving_artists)
                 spine.set_zorder(2.6)
         self.axes[0].set_ylabel("query position i")
-        self.axes[0].yaxis.set_label_coords(-0.2, 0.5)
-        self.axes[1].tick_params(labelleft=False)
-        self.titles = [ax.set_title("", fontsize=9, y=1.01) for ax in self.axes]
-        bias_bar = fig.colorbar(self.images[1], cax=fig.add_axes((0.55, 0.14, 0.012, 0.7)))
+        self.axes[0].yaxis.set_label_coords(-0.17, 0.5)
+        # Ticks that follow the sequence length, drawn with every move from cached label pixels
+        # (raster.py), so the background never changes with the limits.
+        self.ticks = [AxisTicks(ax, "x") for ax in self.axes] + [
+            AxisTicks(ax, "y", labels=ax is not self.axes[1]) for ax in self.axes]
+        # Titles as cached pixels (raster.py): they change with the head, the mode, the content.
+        self.titles = [TextBlock(fig, ax.get_position().x0 + ax.get_position().width / 2,
+                                 ax.get_position().y1 + 0.02, SMALL + 1) for ax in self.axes]
+        bias_bar = fig.colorbar(_mappable(self.images[1]), cax=fig.add_axes((0.57, 0.15, 0.012, 0.74)))
         bias_bar.set_label("bias (logit units)", labelpad=2)
-        weight_bar = fig.colorbar(self.images[2], cax=fig.add_axes((0.905, 0.14, 0.012, 0.7)))
+        weight_bar = fig.colorbar(_mappable(self.images[2]), cax=fig.add_axes((0.92, 0.15, 0.012, 0.74)))
         weight_bar.set_label("attention weight", labelpad=2)
         freeze(fig, [bias_bar.ax, weight_bar.ax])  # fixed limits: draw them once (see raster.py)
 
@@ -137,7 +143,11 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
 
     def moving_artists(self):
         # Spines last: the images fill the axes and would cover half of each frame line.
-        return [*self.images, *self.titles, *(spine for ax in self.axes for spine in ax.spines.values())]
+        return [*self.images, *self.titles, *(spine for ax in self.axes for spine in ax.spines.values()),
+                *self.ticks]
+
+    def _background_key(self):
+        return ()  # nothing in the background depends on the limits: the ticks are drawn with each move
 
     def readout(self):
         v = self.values
@@ -153,6 +163,12 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
             rows = f"tokens in cache clamped to {seq_len - 1} (at least one query); " + rows
         return (f"{attention}, {rows}bias [{q_len}, {seq_len}] from {q_len + seq_len - 1} distinct offsets j − i "
                 "(each diagonal is constant); every row of the weights sums to 1")
+
+
+def _mappable(heatmap):
+    from matplotlib.cm import ScalarMappable
+
+    return ScalarMappable(heatmap.norm, heatmap.cmap)
 
 
 def _grey_bad(name):

@@ -9,7 +9,8 @@ unnormalised weight exp(logit), and so its odds against every other key, by exp(
 
 - `BiasScale`: one row of keys, one of them biased by u; weights under both forms, and the odds
   multiplier against d.
-- `training_figure`: logit spread during training, from `t5lesson.lessons.folding.train_recall` traces.
+- `training_figure`: logit spread, attention entropy and accuracy during training, from
+  `t5lesson.lessons.folding.train_recall` traces.
 """
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ import math
 
 import numpy as np
 
-from ..lessons.figures import new_figure
+from .._validate import ArgumentError
+from ..lessons.figures import SMALL, WIDTH, new_figure, styled
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
-from .score_spread import D_MAX, SCALED, UNSCALED, no_minor_ticks
+from .score_spread import D_MAX, D_STOPS, SCALED, UNSCALED, no_minor_ticks
 
 __all__ = ["BiasScale", "training_figure"]
 
@@ -30,8 +32,9 @@ __all__ = ["BiasScale", "training_figure"]
 class BiasScale(BlitRender, Explorer):
     """q.k + u (T5) against (q.k + u)/sqrt(d) (bias inside the scaling), for one row of keys."""
 
-    params = (Param("d", 64, 2, D_MAX, 1, label="d (= d_kv)"),
+    params = (Param("d", 64, 2, D_MAX, 1, label="d (= d_kv)", stops=D_STOPS),
               Param("u", 3.0, -6.0, 6.0, 0.5, label="bias u on key 7"))
+    figsize = (WIDTH, 3.6)
     n_keys = 16
     biased_key = 7
 
@@ -51,9 +54,10 @@ class BiasScale(BlitRender, Explorer):
                       yticks=np.linspace(0, 1, 6), title="one query, 16 keys")
         self.ax_w.set_xticks(keys[::3])
         self.ax_w.set_xlim(-0.7, self.n_keys - 0.3)
-        self.ax_w.legend(loc="upper left", fontsize=8, frameon=False)
+        self.ax_w.legend(loc="upper left", frameon=False)
         # The state in words: a step of d moves the data by less than a pixel at large d.
-        self.note = self.ax_w.text(0.98, 0.97, "", transform=self.ax_w.transAxes, ha="right", va="top", fontsize=9)
+        self.note = self.ax_w.text(0.98, 0.97, "", transform=self.ax_w.transAxes, ha="right", va="top",
+                                   fontsize=SMALL)
         self.dims = np.unique(np.geomspace(2, D_MAX, 60).astype(int))
         (self.line_t5,) = self.ax_odds.plot(self.dims, self.dims * 0.0, color=UNSCALED, label="T5: e^u")
         (self.line_in,) = self.ax_odds.plot(self.dims, self.dims * 0.0, color=SCALED, label="inside: e^(u/√d)")
@@ -66,8 +70,9 @@ class BiasScale(BlitRender, Explorer):
         self.ax_odds.set(xlabel="d", ylabel="odds multiplier of key 7", ylim=(1 / bound, bound),
                          title="what the bias does to the odds")
         self.ax_odds.set_xlim(1.7, D_MAX * 1.2)
+        self.ax_odds.set_xticks((2, 16, 64, 256, 1024), ["2", "16", "64", "256", "1024"])
         # Outside the axes: the lines sweep the whole height as u moves.
-        self.ax_odds.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+        self.ax_odds.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
         no_minor_ticks(self.ax_odds)
 
     def moving_artists(self):
@@ -108,36 +113,40 @@ def _plain_log_ticks(ax):
     no_minor_ticks(ax)
 
 
+@styled
 def training_figure(traces):
-    """Logit spread and attention entropy over training, one panel pair per optimizer.
+    """Logit spread, attention entropy and accuracy over training: one row of panels per optimizer.
 
     `traces`: `t5lesson.lessons.folding.TrainingTrace`s, any mix of variants and the optimizers
-    "adafactor" and "adam". Returns the matplotlib figure.
+    "adafactor" and "adam". The accuracy panel marks 95%, the milestone the lesson's table uses.
+    Returns the matplotlib figure.
     """
     optimizers = [o for o in ("adafactor", "adam") if any(t.optimizer == o for t in traces)]
     if not optimizers:
-        from .._validate import ArgumentError
         raise ArgumentError("traces must hold at least one TrainingTrace of optimizer 'adafactor' or 'adam'")
     style = {"folded": (UNSCALED, "-", "o", "folded: q·k, W_q/√d_kv (T5)"),
              "scaled": (SCALED, "--", "s", "scaled: q·k/√d_kv, plain W_q"),
              "unfolded": ("tab:red", ":", "^", "unfolded: q·k, plain W_q")}
-    fig = new_figure(9.0, 3.4 * len(optimizers))
-    axes = np.atleast_2d(fig.subplots(len(optimizers), 2, squeeze=False))
+    fig = new_figure(WIDTH, 0.6 + 2.75 * len(optimizers))
+    axes = fig.subplots(len(optimizers), 3, squeeze=False)
     for row, opt in zip(axes, optimizers, strict=True):
         for t in (t for t in traces if t.optimizer == opt):
             colour, ls, marker, label = style[t.variant]
             # The folded line is drawn wide and pale so it stays visible where the scaled one
             # lies exactly on top of it (Adafactor).
             wide = dict(lw=4, alpha=0.45) if t.variant == "folded" else {}
-            row[0].plot(t.step, t.logit_std, color=colour, ls=ls, marker=marker, ms=4, label=label, **wide)
-            row[1].plot(t.step, t.entropy, color=colour, ls=ls, marker=marker, ms=4, label=label, **wide)
+            for ax, values in zip(row, (t.logit_std, t.entropy, t.accuracy), strict=True):
+                ax.plot(t.step, values, color=colour, ls=ls, marker=marker, ms=4, label=label, **wide)
         lr = next(t.lr for t in traces if t.optimizer == opt)
-        row[0].set(xlabel="training step", ylabel="std of a query's logits", yscale="log",
-                   title=f"{opt}, lr {lr:g}: logit spread")
-        row[1].set(xlabel="training step", ylabel="attention entropy (nats)", ylim=(0, None),
-                   title=f"{opt}: how spread out the attention is")
+        row[0].set(ylabel="std of a query's logits", yscale="log", title=f"{opt} (lr {lr:g}): logit spread")
+        row[1].set(ylabel="attention entropy (nats)", ylim=(0, None), title="how spread out the attention is")
+        row[2].set(ylabel="accuracy", ylim=(0, 1.02), title="accuracy on held-out queries")
+        row[2].axhline(0.95, color="0.4", lw=0.8, ls=":")
+        row[2].text(0.98, 0.935, "95%", transform=row[2].get_yaxis_transform(), ha="right", va="top",
+                    fontsize=SMALL, color="0.3")
         _plain_log_ticks(row[0])
         for ax in row:
             ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8, frameon=False)
+            ax.set_xlabel("training step")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside upper center", ncols=3, frameon=False)
     return fig

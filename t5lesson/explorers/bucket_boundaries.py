@@ -21,14 +21,19 @@ from matplotlib.transforms import blended_transform_factory
 
 from .._validate import ArgumentError
 from ..buckets import bucket_ranges, relative_position_bucket
+from ..lessons.figures import DPI, SMALL, WIDTH
 from .base import Explorer, Param, register
-from .raster import GlyphAtlas, freeze
+from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze, to_rgba_bytes
 from .render import BlitRender
 
 ROWS_PER_COLUMN = 16
 MAX_COLUMNS = 3  # so at most 48 buckets: the table must stay legible in a small figure
 UNUSED_COLOR = "tab:red"
+CHAR_PX = 15  # table characters are 7.5 CSS px wide: a 9 pt monospace font, the course's smallest size
 _ATLAS = {}
+# Slider stops: every value near max_exact (where settings break), then about 1.25x apart.
+MAX_DISTANCES = (*range(8, 21), 24, 28, 32, 40, 48, 64, 80, 96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 1024)
+OFFSET_RANGES = tuple(2 ** k for k in range(4, 13))  # 16 .. 4096
 
 
 def table_columns(table, rows_per_column=ROWS_PER_COLUMN):
@@ -39,11 +44,15 @@ def table_columns(table, rows_per_column=ROWS_PER_COLUMN):
             for start in range(0, len(rows), rows_per_column)]
 
 
+def _atlas(dpi) -> GlyphAtlas:
+    if dpi not in _ATLAS:  # built once per process: about 30 ms
+        _ATLAS[dpi] = GlyphAtlas(cell_width_px=CHAR_PX, dpi=dpi)
+    return _ATLAS[dpi]
+
+
 def table_pixels(table, dpi) -> np.ndarray:
     """RGB image of the boundary table, columns side by side, unused buckets in red."""
-    if dpi not in _ATLAS:  # built once per process: about 30 ms
-        _ATLAS[dpi] = GlyphAtlas(cell_width_px=5, dpi=dpi)
-    atlas = _ATLAS[dpi]
+    atlas = _atlas(dpi)
     blocks = []
     for column in table_columns(table):
         lines = ["bkt offsets j-i"] + [text for text, _ in column]
@@ -55,58 +64,79 @@ def table_pixels(table, dpi) -> np.ndarray:
     return np.concatenate([part for block in padded for part in (block, gap)][:-1], axis=1)
 
 
+def titled_block(title, table, dpi) -> np.ndarray:
+    """RGBA uint8 pixels: the title line, a blank line, then the table (if any)."""
+    head = _atlas(dpi).render([title, ""])
+    parts = [head] if table is None else [head, table_pixels(table, dpi)]
+    width = max(p.shape[1] for p in parts)
+    block = np.concatenate([np.pad(p, ((0, 0), (0, width - p.shape[1]), (0, 0)), constant_values=1.0)
+                            for p in parts])
+    return to_rgba_bytes(block)
+
+
 @register
 class BucketBoundaryExplorer(BlitRender, Explorer):
     """Bucket against offset, with the boundary table, for any bucketing configuration."""
 
     params = (
         Param("num_buckets", 32, 4, 48, 1, label="num_buckets"),
-        Param("max_distance", 128, 8, 1024, 1, label="max_distance"),
+        Param("max_distance", 128, 8, 1024, 1, label="max_distance", stops=MAX_DISTANCES),
         Param("attention", "encoder", options=("encoder", "decoder"), label="attention"),
-        Param("offset_range", 256, 16, 4096, 16, label="show offsets up to ±"),
+        Param("offset_range", 256, 16, 4096, 16, label="show offsets up to ±", stops=OFFSET_RANGES),
     )
+    figsize = (WIDTH, 3.9)
 
     def build(self, fig):
         # Fixed axes positions, wide enough for the longest tick labels: constrained layout
         # would cost about as much as drawing everything else.
         fig.set_layout_engine("none")
-        ax = self.ax = fig.add_axes((0.075, 0.14, 0.47, 0.83))
+        ax = self.ax = fig.add_axes((0.065, 0.14, 0.47, 0.83))
 
         ax.set_xscale("symlog", linthresh=1, linscale=0.4)
         ax.set_xlabel("offset j − i  (key − query; negative = key to the left)")
         ax.set_ylabel("bucket")
         # Fixed label places: placing them automatically measures every tick label on each draw.
-        ax.xaxis.set_label_coords(0.5, -0.1)
-        ax.yaxis.set_label_coords(-0.1, 0.5)
-        ax.grid(True, alpha=0.25)
-        ax.set_axisbelow(True)  # grid under the shaded bands, whether drawn in full or blitted
+        ax.xaxis.set_label_coords(0.5, -0.105)
+        ax.yaxis.set_label_coords(-0.085, 0.5)
         for spine in ax.spines.values():  # frame over the tick marks, as when blitted (moving_artists)
             spine.set_zorder(2.6)
         band = blended_transform_factory(ax.transData, ax.transAxes)  # x in offsets, y in axes
         self.exact_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="tab:green", alpha=0.12,
-                                                 label="exact region (n < max_exact)", lw=0))
+                                                 label="exact (n < max_exact)", lw=0))
         self.masked_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="0.5", alpha=0.25,
-                                                  hatch="//", label="masked in the decoder", lw=0))
+                                                  hatch="//", label="masked (decoder)", lw=0))
         (self.steps,) = ax.plot([], [], drawstyle="steps-mid", color="tab:blue", lw=1.4, label="bucket(offset)")
         (self.unused_lines,) = ax.plot([], [], color="tab:red", ls="--", lw=1.2, label="bucket never used")
         (self.max_distance_lines,) = ax.plot([], [], color="0.3", ls=":", lw=1.2, label="± max_distance")
-        (self.last_start_marks,) = ax.plot([], [], "o", color="tab:orange", ms=5, label="last bucket starts")
+        (self.last_start_marks,) = ax.plot([], [], "o", color="tab:orange", ms=6, label="last bucket starts")
         self.error_text = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
-                                  fontsize=9, color="tab:red")
+                                  fontsize=SMALL, color="tab:red")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        # Ticks and grid follow num_buckets and the offset range: drawn with every move from
+        # cached label pixels (raster.py), so the background does not depend on the limits.
+        self.ticks = [AxisTicks(ax, "x", grid=0.25), AxisTicks(ax, "y", grid=0.25)]
         # The table and the legend are drawn as prepared pixels (see raster.py): as matplotlib
-        # text they cost more than the whole rest of the figure. The legend goes under the table.
-        legend = fig.legend(*ax.get_legend_handles_labels(), loc="lower left", bbox_to_anchor=(0.585, 0.01),
-                            fontsize=7, frameon=False, ncols=2, borderaxespad=0, handlelength=1.6, columnspacing=1.0)
-        freeze(fig, [legend])
+        # text they cost more than the whole rest of the figure. The legend goes under the table,
+        # one for each kind of attention (the encoder has no masked band), shown in turn.
+        handles, labels = ax.get_legend_handles_labels()
+        self.legends = {}
+        for mode in ("encoder", "decoder"):
+            keep = [(h, lab) for h, lab in zip(handles, labels, strict=True)
+                    if mode == "decoder" or h is not self.masked_band]
+            legend = fig.legend(*zip(*keep, strict=True), loc="lower left", bbox_to_anchor=(0.575, 0.01),
+                                frameon=False, ncols=2, borderaxespad=0, handlelength=1.6, columnspacing=1.0)
+            (self.legends[mode],) = freeze(fig, [legend])
 
-        self.title = fig.text(0.585, 0.985, "", fontsize=8, va="top")
-        self.table_image = fig.figimage(np.ones((1, 1, 3)), xo=int(0.585 * fig.bbox.width), yo=0, zorder=3)
+        # The title and the table: one block of pixels from the glyph atlas.
+        self.table_image = fig.add_artist(PixelBlock())
+        self._blocks = {}
         self.table = None
         self.error = None
 
     def draw(self, num_buckets, max_distance, attention, offset_range):
         bidirectional = attention == "encoder"
+        for mode, legend in self.legends.items():
+            legend.set_visible(mode == attention)
         try:
             self.table = bucket_ranges(bidirectional, num_buckets, max_distance)
             self.error = None
@@ -122,17 +152,21 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         max_exact = per_direction // 2
 
         offsets = np.arange(-offset_range, offset_range + 1)
-        self.steps.set_data(offsets, relative_position_bucket(offsets, bidirectional, num_buckets, max_distance))
+        buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
+        # Only the first and last offset of each run of equal buckets: the same steps-mid line,
+        # with a few points per bucket instead of one per offset.
+        change = np.diff(buckets) != 0
+        keep = np.concatenate([[True], change]) | np.concatenate([change, [True]])
+        self.steps.set_data(offsets[keep], buckets[keep])
         # Encoder: |offset| < max_exact on both sides; decoder: the left side only (the right is bucket 0).
         self.exact_band.set_bounds(-(max_exact - 0.5), 0, (2 * max_exact - 1) if bidirectional else max_exact, 1)
         self.masked_band.set_bounds(0.5, 0, 0 if bidirectional else offset_range, 1)
 
         lines = [(x, y) for b in table.unused for x, y in ((-offset_range, b), (offset_range, b), (np.nan, np.nan))]
         self.unused_lines.set_data(*(zip(*lines, strict=True) if lines else ([], [])))
-        top = num_buckets - 0.5
         sides = (-1, 1) if bidirectional else (-1,)
         xs = [x for s in sides for x in (s * max_distance, s * max_distance, np.nan)]
-        ys = [y for _ in sides for y in (-0.5, top, np.nan)]
+        ys = [y for _ in sides for y in (-0.8, num_buckets - 0.2, np.nan)]  # the full height (_set_limits)
         self.max_distance_lines.set_data(xs, ys)
         start = table.last_bucket_start
         marks = [(-start, relative_position_bucket(-start, bidirectional, num_buckets, max_distance))]
@@ -145,15 +179,21 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
 
     def _set_limits(self, num_buckets, offset_range):
         self.ax.set_xlim(-offset_range * 1.05, offset_range * 1.05)
-        self.ax.set_ylim(-0.5, num_buckets - 0.5)
+        # Room above the top bucket and below bucket 0, so their markers are never cut in half.
+        self.ax.set_ylim(-0.8, num_buckets - 0.2)
         self.ax.set_yticks(range(0, num_buckets, max(1, math.ceil(num_buckets / 8))))
 
     def _show_table(self):
         table = self.table
-        self.title.set_text(f"bucket_ranges({table.bidirectional}, {table.num_buckets}, {table.max_distance})")
-        pixels = table_pixels(table, self.dpi)
-        self.table_image.set_data(pixels)
-        self.table_image.oy = int(self.fig.bbox.height * 0.92) - pixels.shape[0]  # hang it under the title
+        key = (table.bidirectional, table.num_buckets, table.max_distance)
+        if key not in self._blocks:
+            if len(self._blocks) > 64:
+                self._blocks.clear()
+            self._blocks[key] = titled_block(f"bucket_ranges({', '.join(map(str, key))})", table, DPI)
+        self._place(self._blocks[key])
+
+    def _place(self, block):
+        self.table_image.set_pixels(block, 0.575 * self.fig.bbox.width, 0.985 * self.fig.bbox.height)
 
     def _show_error(self, attention):
         for line in (self.steps, self.unused_lines, self.max_distance_lines, self.last_start_marks):
@@ -161,12 +201,14 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         for band in (self.exact_band, self.masked_band):
             band.set_width(0)
         self.error_text.set_text("No buckets for this setting:\n" + textwrap.fill(self.error, 48))
-        self.title.set_text(f"bucket_ranges: {attention}: error")
-        self.table_image.set_data(np.ones((1, 1, 3)))
+        self._place(titled_block(f"bucket_ranges: {attention}: error", None, DPI))
 
     def moving_artists(self):
         return [self.exact_band, self.masked_band, self.steps, self.unused_lines, self.max_distance_lines,
-                self.last_start_marks, self.error_text, *self.ax.spines.values(), self.title, self.table_image]
+                self.last_start_marks, self.error_text, *self.ax.spines.values(), self.table_image, *self.ticks]
+
+    def _background_key(self):
+        return (self.values["attention"],)  # each kind has its own legend; nothing else in it changes
 
     def readout(self):
         if self.error is not None:

@@ -1,29 +1,30 @@
 """Lesson 5: how T5's max_distance decides whether a model reads sequences longer than its training.
 
-Every position of the slider (max_distance = 2^4 .. 2^9) is a tiny model trained on copy-k at
+Every stop of the slider (max_distance = 16, 32, ..., 512) is a tiny model trained on copy-k at
 length 64 with T5 buckets (16, causal) and that max_distance; all of them are trained once when
 the explorer is created (a few seconds, see `t5lesson.lengthgen.variants`) and cached, so
 moving the slider only redraws.
 
 Left: accuracy (or the attention weight on the right key) against the evaluation length, for
-the chosen max_distance and for the experiment's setting (max_distance 32) as a grey reference.
-Right: the learned bias of each head against the offset d = i - j (how far back the key is),
-with the offsets never seen in training shaded and the start of the last bucket marked.
+the chosen max_distance and for the experiment's setting (max_distance 32) as a grey reference,
+drawn dashed on top of the chosen line so that it shows where the two coincide. Right: the
+learned bias of each head against the offset d = i - j (how far back the key is), with the
+offsets never seen in training shaded and the start of the last bucket marked.
 
-Rendering: axes, ticks, labels and legends never change, so `to_png` draws them once (per
-left-panel choice), keeps the pixels, and on each update only redraws the few changing artists
-on top (matplotlib's blitting). `fig.savefig` still draws everything the ordinary way.
+Rendering: `BlitRender`; axes, ticks and labels never change (one background per left-panel
+choice, whose y label differs); each update redraws the lines on top, then the legends, kept
+as prepared pixels.
 """
 from __future__ import annotations
 
-import io
-
 import numpy as np
-from PIL import Image
 
 from ..lengthgen.run import Config
 from ..lengthgen.variants import t5_variants
+from ..lessons.figures import SMALL, WIDTH
 from .base import Explorer, Param, register
+from .raster import freeze
+from .render import BlitRender
 
 MAX_DISTANCES = tuple(2 ** k for k in range(4, 10))  # 16 .. 512, one trained model each
 REFERENCE = 32
@@ -32,12 +33,12 @@ SHOW = {"accuracy": ("accuracy", "accuracy"), "weight on right key": ("weight_on
 
 
 @register
-class LengthGeneralisationExplorer(Explorer):
-    # A slider over the exponent: max_distance = 2 ** k moves through the cached powers of two.
+class LengthGeneralisationExplorer(BlitRender, Explorer):
     params = (
-        Param("log2_max_distance", 5, 4, 9, 1, label="T5 max_distance = 2 ^"),
+        Param("max_distance", REFERENCE, label="T5 max_distance", stops=MAX_DISTANCES),
         Param("show", "accuracy", options=tuple(SHOW), label="left panel"),
     )
+    figsize = (WIDTH, 3.8)
     task, seed = "copy-k", 0
 
     def build(self, fig):
@@ -47,23 +48,25 @@ class LengthGeneralisationExplorer(Explorer):
         train_len = self.config.train_len
         # Fixed axes positions: constrained layout would re-measure every label on each draw.
         fig.set_layout_engine("none")
-        left = self.ax_acc = fig.add_axes((0.08, 0.2, 0.34, 0.7))
-        right = self.ax_bias = fig.add_axes((0.53, 0.2, 0.45, 0.7))
+        left = self.ax_acc = fig.add_axes((0.075, 0.2, 0.34, 0.7))
+        right = self.ax_bias = fig.add_axes((0.52, 0.2, 0.465, 0.7))
 
         left.set_xscale("log", base=2)
         left.set_xticks(lengths, [f"{n}\n({n // train_len}L)" for n in lengths])
         left.minorticks_off()
         left.set_xlim(lengths[0] / 1.15, lengths[-1] * 1.15)
         left.set_xlabel(f"evaluation length (trained on L = {train_len})")
-        left.set_ylim(0, 1.33)  # the space above 1 holds the legend, clear of the curves
+        left.set_ylim(0, 1.38)  # the space above 1 holds the legend, clear of the curves
         left.set_yticks(np.linspace(0, 1, 6))
         left.grid(True, alpha=0.3)
-        (self.reference_line,) = left.plot(lengths, lengths * 0.0, "--", color="0.55", marker="s", ms=4,
-                                           label=f"max_distance {REFERENCE} (the experiment's)")
-        (self.line,) = left.plot(lengths, lengths * 0.0, color="tab:red", marker="o", lw=2,
+        # The chosen line wide and pale underneath, the reference thin and dashed on top: where
+        # the two coincide (max_distance 32 is the reference) both stay visible.
+        (self.line,) = left.plot(lengths, lengths * 0.0, color="tab:red", marker="o", ms=7, lw=4, alpha=0.6,
                                  label="chosen max_distance")
-        self.left_legend = left.legend(loc="upper center", fontsize=8)
-        self.title = fig.text(0.25, 0.97, "", fontsize=9, ha="center", va="top")
+        (self.reference_line,) = left.plot(lengths, lengths * 0.0, "--", color="0.25", marker="s", ms=4, lw=1.5,
+                                           label=f"max_distance {REFERENCE} (the experiment's)")
+        left.legend(loc="upper center", fontsize=SMALL)
+        self.title = fig.text(0.245, 0.975, "", fontsize=SMALL + 1, ha="center", va="top")
 
         self.offsets = np.arange(max(lengths))
         right.set_xscale("symlog", linthresh=4, linscale=0.5)
@@ -73,24 +76,30 @@ class LengthGeneralisationExplorer(Explorer):
         right.minorticks_off()
         right.axvspan(train_len, max(lengths), color="0.88", zorder=0, label=f"d ≥ {train_len}: never in training")
         right.axhline(0, color="0.4", lw=0.8)
-        self.head_lines = [right.plot(self.offsets, self.offsets * 0.0, color=c, lw=1.2, label=f"head {h}")[0]
+        self.head_lines = [right.plot(self.offsets, self.offsets * 0.0, color=c, lw=1.4, label=f"head {h}")[0]
                            for h, c in enumerate(HEAD_COLORS)]
-        self.last_bucket = right.axvline(1, color="black", ls=":", lw=1.2, label="last bucket starts")
+        self.last_bucket = right.axvline(1, color="black", ls=":", lw=1.4, label="last bucket starts")
         right.set_xlabel("offset d = i − j (key d steps back; code's j − i = −d)")
         right.set_ylabel("learned bias (logit units)")
-        right.set_title("learned bias of each head (start value 0)", fontsize=9)
+        right.set_title("learned bias of each head (start value 0)", fontsize=SMALL + 1)
         right.grid(True, alpha=0.3)
-        self.right_legend = right.legend(loc="upper right", fontsize=7, ncols=2, framealpha=0.9)
+        right.legend(loc="upper right", fontsize=SMALL, ncols=2, framealpha=0.9)
         biases = np.concatenate([v.bias.ravel() for v in self.variants.values()])
         pad = 0.1 * (biases.max() - biases.min())
-        right.set_ylim(biases.min() - pad, biases.max() + 4 * pad)  # room for the legend
-        # Drawn on top of the stored background at each update, legends last so they stay in front.
-        self._dynamic = [self.reference_line, self.line, self.title, *self.head_lines, self.last_bucket,
-                         self.left_legend, self.right_legend]
-        self._backgrounds = {}
+        right.set_ylim(biases.min() - pad, biases.max() + 5 * pad)  # room for the legend
+        for spine in (*left.spines.values(), *right.spines.values()):
+            spine.set_zorder(2.6)
+        # The legends never change: drawn once, then copied as pixels over the lines (raster.py).
+        self.legends = freeze(fig, [left.get_legend(), right.get_legend()])
 
-    def draw(self, log2_max_distance, show):
-        max_distance = 2 ** log2_max_distance
+    def moving_artists(self):
+        # Legends last, so lines never cover them; spines are static (the lines stay inside).
+        return [self.line, self.reference_line, self.title, *self.head_lines, self.last_bucket, *self.legends]
+
+    def _background_key(self):
+        return (*super()._background_key(), self.values["show"])  # the left y label differs
+
+    def draw(self, max_distance, show):
         chosen, reference = self.variants[max_distance], self.variants[REFERENCE]
         column, label = SHOW[show]
         self.line.set_ydata(getattr(chosen, column))
@@ -101,25 +110,8 @@ class LengthGeneralisationExplorer(Explorer):
             line.set_ydata(values)
         self.last_bucket.set_xdata([chosen.last_bucket_start] * 2)
 
-    def to_png(self) -> bytes:
-        canvas = self.fig.canvas
-        key = self.values["show"]  # the only choice that changes a static part (the left y label)
-        if key not in self._backgrounds:
-            for artist in self._dynamic:
-                artist.set_visible(False)
-            canvas.draw()
-            self._backgrounds[key] = canvas.copy_from_bbox(self.fig.bbox)
-            for artist in self._dynamic:
-                artist.set_visible(True)
-        canvas.restore_region(self._backgrounds[key])
-        for artist in self._dynamic:
-            self.fig.draw_artist(artist)
-        buffer = io.BytesIO()
-        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png")
-        return buffer.getvalue()
-
     def readout(self):
-        v = self.variants[2 ** self.values["log2_max_distance"]]
+        v = self.variants[self.values["max_distance"]]
         return (f"max_distance = {v.max_distance}: the last bucket starts at d = {v.last_bucket_start}; "
                 f"{v.untrained_buckets} of 16 buckets hold only offsets >= {self.config.train_len} and were never "
                 f"trained. At {v.lengths[-1]} tokens: accuracy {v.accuracy[-1]:.2f}, "

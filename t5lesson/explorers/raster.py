@@ -3,24 +3,30 @@
 Drawing text is what makes a matplotlib figure slow: every glyph of every `Text` is laid out and
 rasterised again on each render. Measured here on the bucket explorer (CPU time per update):
 the 32-row boundary table cost about 20 ms and the legend about 13 ms, against a 50 ms budget.
-Two remedies, both pixel-exact because they are shown with `Figure.figimage` (no resampling):
+Three remedies, all pixel-exact:
 
 - `GlyphAtlas`: a monospace font rendered once, one cell per character; a block of text is then
   assembled with one NumPy fancy-indexing step (well under a millisecond for a whole table);
 - `freeze`: artists that never change (a legend, a colour bar with fixed limits) are drawn
-  once and replaced by their pixels.
+  once and replaced by their pixels (a `PixelBlock`, below);
+- `PixelBlock`: an artist that copies prepared RGBA pixels to a fixed place in the figure,
+  with no colour mapping and no resampling (about 1 ms for a large block at 2x pixels, where
+  a `figimage` or `imshow` of the same size costs 5-30 ms: it maps and resamples every time).
+  Explorers draw their changing tables and heatmaps with it.
 
 The rest of the figure (axes, ticks, labels) is kept as a bitmap by `render.BlitRender`.
 """
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 
 from .._validate import ArgumentError
 from ..lessons.figures import new_figure
 
-__all__ = ["GlyphAtlas", "freeze"]
+__all__ = ["GlyphAtlas", "freeze", "PixelBlock", "Heatmap", "AxisTicks", "TextBlock", "to_rgba_bytes"]
 
 _CHARS = "".join(chr(c) for c in range(32, 127))
 
@@ -77,8 +83,8 @@ def freeze(fig, artists, pad=1):
     """Replace artists that never change (a legend, a colour bar) by their pixels, drawn once.
 
     The figure is drawn with only `artists` (and the white background) visible; the pixels
-    around each artist become a `figimage` at the same place, and the artist is hidden.
-    Returns the FigureImages. Call it at the end of `build`, once everything is placed; the
+    around each artist become a `PixelBlock` at the same place, and the artist is hidden.
+    Returns the PixelBlocks. Call it at the end of `build`, once everything is placed; the
     artists' boxes must not overlap anything that changes (the pixels are opaque).
     """
     artists = list(artists)
@@ -101,4 +107,266 @@ def freeze(fig, artists, pad=1):
             a.set_visible(True)
     for a in artists:
         a.set_visible(False)
-    return [fig.figimage(crop, xo=x0, yo=y0, origin="upper", zorder=3) for crop, x0, y0 in crops]
+    blocks = []
+    for crop, x0, y0 in crops:
+        block = fig.add_artist(PixelBlock())
+        block.set_pixels(crop, x0, y0 + crop.shape[0])
+        blocks.append(block)
+    return blocks
+
+
+def to_rgba_bytes(rgb) -> np.ndarray:
+    """uint8 RGBA [h, w, 4] from float RGB (or RGBA) in 0..1, opaque."""
+    rgb = np.asarray(rgb)
+    out = np.empty(rgb.shape[:2] + (4,), dtype=np.uint8)
+    out[..., :3] = np.clip(rgb[..., :3] * 255 + 0.5, 0, 255)
+    out[..., 3] = 255
+    return out
+
+
+class PixelBlock(Artist):
+    """Prepared pixels at a fixed place in the figure, drawn as they are (no mapping, no resampling).
+
+    `set_pixels(rgba, x, top)`: rgba is uint8 [h, w, 4], row 0 at the top; x is the left edge and
+    top the top edge, in figure pixels from the left and from the bottom. Add it with
+    `fig.add_artist`.
+    """
+
+    def __init__(self, zorder=3):
+        super().__init__()
+        self.set_zorder(zorder)
+        self._pixels, self._x, self._y = None, 0, 0
+
+    def set_pixels(self, rgba, x, top):
+        rgba = np.asarray(rgba)
+        if rgba.dtype != np.uint8 or rgba.ndim != 3 or rgba.shape[2] != 4:
+            raise ArgumentError(f"pixels must be uint8 RGBA [h, w, 4], got {rgba.dtype} {rgba.shape}")
+        self._pixels = np.ascontiguousarray(rgba[::-1])  # the renderer wants row 0 at the bottom
+        self._x, self._y = int(round(x)), int(round(top)) - rgba.shape[0]
+        self.stale = True
+
+    @property
+    def shape(self):
+        return None if self._pixels is None else self._pixels.shape
+
+    def draw(self, renderer):
+        if not self.get_visible() or self._pixels is None or self._pixels.size == 0:
+            return
+        gc = renderer.new_gc()
+        renderer.draw_image(gc, self._x, self._y, self._pixels)
+        gc.restore()
+        self.stale = False
+
+
+class Heatmap(Artist):
+    """`imshow` with nearest-neighbour pixels that fills its axes, drawn as prepared pixels.
+
+    Like an `AxesImage` it has `set_data`/`get_array` and `set_extent`/`get_extent` (which also
+    sets the axes limits: the heatmap always fills its axes, row 0 at the top edge). It is drawn
+    by mapping the data to colours once per change, then repeating each cell over its pixels
+    (NumPy indexing) and copying them to the canvas: about 1 ms at 2x pixels, where an
+    `AxesImage` resamples on every draw (5-30 ms). Not-a-number cells take the colormap's "bad"
+    colour.
+    """
+
+    def __init__(self, ax, cmap, vmin, vmax, zorder=0.5):
+        from matplotlib import colormaps
+        from matplotlib.colors import Normalize
+
+        super().__init__()
+        self.cmap = colormaps[cmap] if isinstance(cmap, str) else cmap
+        self.norm = Normalize(vmin, vmax)
+        self.set_zorder(zorder)
+        ax.add_artist(self)
+        self._data = np.zeros((1, 1))
+        self._colours = None
+        self._extent = [-0.5, 0.5, 0.5, -0.5]
+
+    def set_data(self, data):
+        self._data = np.asarray(data, dtype=float)
+        self._colours = None
+        self.stale = True
+
+    def get_array(self):
+        return self._data
+
+    def set_extent(self, extent):
+        left, right, bottom, top = extent
+        self._extent = [left, right, bottom, top]
+        self.axes.set_xlim(left, right)
+        self.axes.set_ylim(bottom, top)
+        self.stale = True
+
+    def get_extent(self):
+        return list(self._extent)
+
+    def draw(self, renderer):
+        if not self.get_visible():
+            return
+        if self._colours is None:
+            self._colours = self.cmap(self.norm(np.ma.masked_invalid(self._data)), bytes=True)
+        box = self.axes.bbox
+        x0, x1 = int(round(box.x0)), int(round(box.x1))
+        y0, y1 = int(round(box.y0)), int(round(box.y1))
+        rows, columns = self._data.shape
+        # How many pixels each cell covers: the cell under the centre of every pixel, counted.
+        # Repeating rows and columns that many times is a nearest-neighbour upsampling.
+        row_counts = np.bincount(((np.arange(y1 - y0) + 0.5) * rows / (y1 - y0)).astype(np.intp), minlength=rows)
+        column_counts = np.bincount(((np.arange(x1 - x0) + 0.5) * columns / (x1 - x0)).astype(np.intp),
+                                    minlength=columns)
+        pixels = np.repeat(np.repeat(self._colours[::-1], row_counts[::-1], axis=0), column_counts, axis=1)
+        gc = renderer.new_gc()
+        renderer.draw_image(gc, x0, y0, pixels)  # the renderer wants row 0 at the bottom: flipped above
+        gc.restore()
+        self.stale = False
+
+
+class AxisTicks(Artist):
+    """An axis' tick marks, tick labels and grid lines, drawn from cached label pixels.
+
+    Matplotlib lays out and rasterises every tick label on every draw, and a blitting explorer
+    whose axis limits follow a slider (a sequence length, a number of buckets) redraws its
+    whole background, tick text and all, on each move. This artist draws the same ticks as a
+    moving artist instead, from the axis' own locator and formatter: marks and grid lines as
+    paths, labels as pixels rendered once per string (`_label_pixels`). The axis' own ticks are
+    switched off; the explorer's background then no longer depends on the limits.
+    """
+
+    def __init__(self, ax, which, grid=False, labels=True, fontsize=None, length=3.5, width=0.8, pad=3.5):
+        from matplotlib import rcParams
+
+        super().__init__()
+        self.ax, self.which, self.grid, self.labels = ax, which, grid, labels
+        self.fontsize = fontsize if fontsize is not None else rcParams[f"{which}tick.labelsize"]
+        self.length, self.width, self.pad = length, width, pad
+        self.axis = ax.xaxis if which == "x" else ax.yaxis
+        self.grid_style = (rcParams["grid.color"], rcParams["grid.linewidth"])
+        if which == "x":
+            ax.tick_params(axis="x", which="both", bottom=False, labelbottom=False)
+        else:
+            ax.tick_params(axis="y", which="both", left=False, labelleft=False)
+        ax.grid(False, axis=which)
+        self.set_zorder(2.5)
+        ax.figure.add_artist(self)
+
+    def ticks(self):
+        """(values, label texts) of the ticks inside the current view."""
+        low, high = sorted(self.axis.get_view_interval())
+        values = [v for v in self.axis.get_major_locator()() if low - 1e-9 <= v <= high + 1e-9]
+        return values, self.axis.get_major_formatter().format_ticks(values)
+
+    def _label_pixels(self, text):
+        return _text_rgba(text, self.fontsize, self.ax.figure.dpi)
+
+    def draw(self, renderer):
+        from matplotlib.path import Path
+        from matplotlib.transforms import IdentityTransform
+
+        if not self.get_visible():
+            return
+        values, texts = self.ticks()
+        box = self.ax.bbox
+        to_px = renderer.points_to_pixels
+        length, pad = to_px(self.length), to_px(self.pad)
+        where = [self.ax.transData.transform((v, 0) if self.which == "x" else (0, v)) for v in values]
+        gc = renderer.new_gc()
+        identity = IdentityTransform()
+        if self.grid:
+            colour, width = self.grid_style
+            gc.set_foreground(colour)
+            gc.set_alpha(self.grid if isinstance(self.grid, float) else 1.0)
+            gc.set_linewidth(width)
+            for x, y in where:
+                line = [(x, box.y0), (x, box.y1)] if self.which == "x" else [(box.x0, y), (box.x1, y)]
+                renderer.draw_path(gc, Path(line), identity)
+        gc.set_alpha(1.0)
+        gc.set_foreground("black")
+        gc.set_linewidth(self.width)
+        for (x, y), text in zip(where, texts, strict=True):
+            if self.which == "x":
+                renderer.draw_path(gc, Path([(x, box.y0), (x, box.y0 - length)]), identity)
+            else:
+                renderer.draw_path(gc, Path([(box.x0, y), (box.x0 - length, y)]), identity)
+            pixels = self._label_pixels(text) if self.labels else None
+            if pixels is None:
+                continue
+            height, width = pixels.shape[:2]
+            if self.which == "x":  # centred under the mark
+                left, bottom = x - width / 2, box.y0 - length - pad - height
+            else:  # right-aligned before the mark, centred on it
+                left, bottom = box.x0 - length - pad - width, y - height / 2
+            renderer.draw_image(gc, int(round(left)), int(round(bottom)), pixels)
+        gc.restore()
+        self.stale = False
+
+
+_TEXT_PIXELS: dict = {}  # (text, fontsize, dpi) -> RGBA, shared by every axis and explorer of the process
+_SCRATCH: dict = {}  # dpi -> (figure, text artist) used to render them
+
+
+def _text_rgba(text, fontsize, dpi):
+    """Black text as RGBA pixels (ink in the alpha channel), rows bottom up, cropped to the text's box;
+    None if blank. Rendered once per (text, size, dpi) in this process, then reused."""
+    from matplotlib.figure import Figure
+
+    if not text.strip():
+        return None
+    key = (text, fontsize, dpi)
+    if key in _TEXT_PIXELS:
+        return _TEXT_PIXELS[key]
+    if dpi not in _SCRATCH:
+        fig = Figure(figsize=(6.0, 0.6), dpi=dpi)
+        FigureCanvasAgg(fig)
+        fig.patch.set_facecolor("white")
+        _SCRATCH[dpi] = (fig, fig.text(0.5, 0.5, "", ha="center", va="center_baseline", color="black"))
+    fig, label = _SCRATCH[dpi]
+    label.set_text(text)
+    label.set_fontsize(fontsize)
+    fig.canvas.draw()
+    grey = np.asarray(fig.canvas.buffer_rgba())[:, :, 0].astype(np.float32)
+    box = label.get_window_extent(fig.canvas.get_renderer())
+    height = grey.shape[0]
+    x0, x1 = max(int(np.floor(box.x0)), 0), min(int(np.ceil(box.x1)), grey.shape[1])
+    y0, y1 = max(int(np.floor(box.y0)), 0), min(int(np.ceil(box.y1)), height)
+    ink = 1.0 - grey[height - y1:height - y0, x0:x1] / 255.0
+    rgba = np.zeros(ink.shape + (4,), dtype=np.uint8)
+    rgba[..., 3] = np.clip(ink * 255 + 0.5, 0, 255)
+    if len(_TEXT_PIXELS) > 2000:
+        _TEXT_PIXELS.clear()
+    _TEXT_PIXELS[key] = np.ascontiguousarray(rgba[::-1])
+    return _TEXT_PIXELS[key]
+
+
+class TextBlock(Artist):
+    """One line of text at a fixed place, drawn from pixels rendered once per string (a title that
+    changes with a slider, say): cheaper than a `Text`, which lays out and rasterises on every draw.
+
+    `x`, `y`: the anchor in figure fractions; `ha` in left/center/right, `va` in bottom/center/top.
+    """
+
+    def __init__(self, fig, x, y, fontsize, ha="center", va="bottom", zorder=3):
+        super().__init__()
+        self.fig, self.x, self.y, self.fontsize, self.ha, self.va = fig, x, y, fontsize, ha, va
+        self.set_zorder(zorder)
+        self._text = ""
+        fig.add_artist(self)
+
+    def set_text(self, text):
+        self._text = str(text)
+        self.stale = True
+
+    def get_text(self):
+        return self._text
+
+    def draw(self, renderer):
+        if not self.get_visible() or not self._text.strip():
+            return
+        pixels = _text_rgba(self._text, self.fontsize, self.fig.dpi)
+        height, width = pixels.shape[:2]
+        x, y = self.x * self.fig.bbox.width, self.y * self.fig.bbox.height
+        left = x - {"left": 0, "center": width / 2, "right": width}[self.ha]
+        bottom = y - {"bottom": 0, "center": height / 2, "top": height}[self.va]
+        gc = renderer.new_gc()
+        renderer.draw_image(gc, int(round(left)), int(round(bottom)), pixels)
+        gc.restore()
+        self.stale = False

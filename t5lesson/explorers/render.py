@@ -13,19 +13,20 @@ per text), against a 50 ms budget. `BlitRender` is the one explorer mixin that a
 - a PNG is that bitmap plus the artists `moving_artists()` lists, drawn on top in that order,
   which must be the order a full draw would use (list spines last if moving artists cover the
   frame);
-- PNGs use light compression: one is made on every move, so encoding time counts more than a
-  few kilobytes.
+- PNGs are written by `encode_png` (zlib level 1, no row filter): one is made on every move, at
+  twice the display pixels, so encoding time counts more than a few kilobytes.
 
 A blitted frame equals a from-scratch render of the same state (the tests check this). The
 moving artists are marked animated, so `fig.savefig` would leave them out: use `to_png`/`save`.
 """
 from __future__ import annotations
 
-import io
 from collections import OrderedDict
 
 import numpy as np
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+from ..lessons.figures import style
 
 __all__ = ["BlitRender"]
 
@@ -40,7 +41,8 @@ class BlitRender:
         super().__init__(**params)
         engine = self.fig.get_layout_engine()
         if engine is not None and not isinstance(engine, PlaceHolderLayoutEngine):
-            self._lay_out_once()
+            with style():
+                self._lay_out_once()
         for artist in self.moving_artists():
             artist.set_animated(True)  # full draws (the backgrounds) now leave them out
         self._backgrounds = OrderedDict()
@@ -48,6 +50,23 @@ class BlitRender:
     def moving_artists(self) -> list:
         """The artists `draw` changes, in drawing order; everything else is background."""
         raise NotImplementedError
+
+    def prepare_view(self):
+        """Before the view first shows: draw the background of every other choice of each toggle,
+        so the learner's first click on it is as quick as any other move."""
+        current = dict(self.values)
+        for p in self.params:
+            if p.options is None or not p.shown:
+                continue
+            for option in p.options:
+                if option != current[p.name]:
+                    self.values = {**current, p.name: option}  # the background's key reads them
+                    with style():
+                        self.draw(**self.values)
+                    self.pixels()
+        self.values = current
+        with style():
+            self.draw(**current)
 
     def _lay_out_once(self):
         """Run the layout engine in the widest state, then switch it off and show the real state."""
@@ -59,22 +78,19 @@ class BlitRender:
     def _background_key(self):
         return tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.fig.axes)
 
-    def to_png(self) -> bytes:
-        from PIL import Image
-
+    def pixels(self) -> np.ndarray:
         canvas = self.fig.canvas
         key = self._background_key()
         if key in self._backgrounds:
             self._backgrounds.move_to_end(key)
             canvas.restore_region(self._backgrounds[key])
         else:
-            canvas.draw()
+            with style():
+                canvas.draw()
             self._backgrounds[key] = canvas.copy_from_bbox(self.fig.bbox)
             if len(self._backgrounds) > self.background_cache_size:
                 self._backgrounds.popitem(last=False)
         for artist in self.moving_artists():
             if artist.get_visible():
                 self.fig.draw_artist(artist)
-        buffer = io.BytesIO()
-        Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()
+        return np.asarray(canvas.buffer_rgba())

@@ -17,15 +17,16 @@ import math
 import numpy as np
 
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
-from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
+from ..lessons.figures import SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
 
-__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "no_minor_ticks", "D_MAX"]
+__all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "no_minor_ticks", "D_MAX", "D_STOPS"]
 
 D_MAX = 1024
+D_STOPS = tuple(2 ** k for k in range(1, 11))  # the slider's values of d: 2, 4, ..., 1024 (64 is T5's d_kv)
 UNSCALED, SCALED = "tab:orange", "tab:blue"  # one colour per score everywhere in lessons 1-2
 
 
@@ -42,7 +43,8 @@ def no_minor_ticks(*axes):
 class DotProductSpread(BlitRender, Explorer):
     """Histogram of q.k (left) and q.k/sqrt(d) (right) over many random pairs, for one d."""
 
-    params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)"),)
+    params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)", stops=D_STOPS),)
+    figsize = (WIDTH, 3.4)
     n_pairs = 4000
     # Fixed axes, so the widening with d is visible (and the background never changes).
     unscaled_range, unscaled_top = 100.0, 0.08  # 3 std at d = 1024 is 96; peak at d = 32 is 0.07
@@ -66,11 +68,11 @@ class DotProductSpread(BlitRender, Explorer):
                         ylim=(0, self.unscaled_top), title="T5: q·k, no scaling")
         self.ax_scaled.set(xlabel="q·k / √d", xlim=self.edges_scaled[[0, -1]], ylim=(0, self.scaled_top),
                            title="standard: q·k / √d")
-        self.note_raw = self.ax_raw.text(0.03, 0.95, "", transform=self.ax_raw.transAxes, va="top", fontsize=9)
+        self.note_raw = self.ax_raw.text(0.03, 0.95, "", transform=self.ax_raw.transAxes, va="top", fontsize=SMALL)
         self.note_scaled = self.ax_scaled.text(0.03, 0.95, "", transform=self.ax_scaled.transAxes, va="top",
-                                               fontsize=9)
+                                               fontsize=SMALL)
         for ax in (self.ax_raw, self.ax_scaled):
-            ax.legend(loc="upper right", fontsize=8, frameon=False)
+            ax.legend(loc="upper right", frameon=False)
 
     def moving_artists(self):
         return [self.hist_raw, self.curve_raw, self.hist_scaled, self.note_raw, self.note_scaled]
@@ -105,10 +107,14 @@ class DotProductSpread(BlitRender, Explorer):
 class AttentionRow(BlitRender, Explorer):
     """One query against a row of keys: logits (left) and softmax weights (right), both scorings."""
 
-    params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)"),
+    params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)", stops=D_STOPS),
               Param("query", 0, 0, 19, 1, label="random query #"))
+    figsize = (WIDTH, 3.6)
     n_keys = 16
-    logit_range = 120.0  # fixed; about 3.7 std at d = 1024, larger values are pinned to the edge
+    # Fixed, and tight enough that the unscaled logits already fill it at T5's d = 64 (std 8)
+    # while the scaled ones stay a flat line; beyond it (d >= 256) points sit on the edge as
+    # triangles, and the note counts them.
+    logit_range = 40.0
 
     def build(self, fig):
         # [query, key, d]: the logits of 20 random queries, each against its own 16 keys.
@@ -117,11 +123,14 @@ class AttentionRow(BlitRender, Explorer):
         keys = np.arange(self.n_keys)
         self.ax_logits.axhline(0, color="0.7", lw=0.8)
         (self.pts_raw,) = self.ax_logits.plot(keys, keys * 0.0, "o", color=UNSCALED, label="q·k  (T5)")
+        # Off the scale: a triangle on the edge, pointing the way the value went.
+        self.pts_up, self.pts_down = (self.ax_logits.plot([], [], marker, color=UNSCALED, ms=7)[0] for marker in "^v")
         (self.pts_scaled,) = self.ax_logits.plot(keys, keys * 0.0, "s", color=SCALED, ms=5,
                                                  label="q·k / √d  (standard)")
         # Head room above the data for the legend, so points never cover it.
+        top = 1.5 * self.logit_range
         self.ax_logits.set(xlabel="key j", ylabel="logit", title="scores of one query",
-                           ylim=(-self.logit_range, 1.45 * self.logit_range), yticks=np.arange(-100, 101, 50))
+                           ylim=(-self.logit_range * 1.05, top), yticks=np.arange(-40, 41, 20))
         width = 0.4
         self.bars_raw = self.ax_weights.bar(keys - width / 2, keys * 0.0, width, color=UNSCALED, label="T5 (unscaled)")
         self.bars_scaled = self.ax_weights.bar(keys + width / 2, keys * 0.0, width, color=SCALED,
@@ -131,14 +140,17 @@ class AttentionRow(BlitRender, Explorer):
         for ax in (self.ax_logits, self.ax_weights):
             ax.set_xticks(keys[::3])
             ax.set_xlim(-0.7, self.n_keys - 0.3)
-            ax.legend(loc="upper left", fontsize=8, frameon=False)
+            ax.legend(loc="upper left", frameon=False)
         # The state in words, inside the figure: readers without a kernel see it, and every
         # slider step changes the picture even where the data move by less than a pixel.
         self.note = self.ax_weights.text(0.98, 0.97, "", transform=self.ax_weights.transAxes, ha="right",
-                                         va="top", fontsize=9)
+                                         va="top", fontsize=SMALL)
+        self.off_note = self.ax_logits.text(0.98, 0.97, "", transform=self.ax_logits.transAxes, ha="right",
+                                            va="top", fontsize=SMALL, color=UNSCALED)
 
     def moving_artists(self):
-        return [self.pts_raw, self.pts_scaled, *self.bars_raw, *self.bars_scaled, self.note]
+        return [self.pts_raw, self.pts_up, self.pts_down, self.pts_scaled, *self.bars_raw, *self.bars_scaled, self.note,
+                self.off_note]
 
     def row(self, d, query):
         """(unscaled logits, scaled logits, unscaled weights, scaled weights) for this row."""
@@ -148,14 +160,20 @@ class AttentionRow(BlitRender, Explorer):
 
     def draw(self, d, query):
         raw, scaled, w_raw, w_scaled = self.row(d, query)
-        edge = 0.96 * self.logit_range
-        self.pts_raw.set_ydata(np.clip(raw, -edge, edge))
+        edge = self.logit_range
+        inside = np.abs(raw) <= edge
+        keys = np.arange(self.n_keys)
+        self.pts_raw.set_data(keys[inside], raw[inside])
+        self.pts_up.set_data(keys[raw > edge], np.full(int((raw > edge).sum()), edge))
+        self.pts_down.set_data(keys[raw < -edge], np.full(int((raw < -edge).sum()), -edge))
         self.pts_scaled.set_ydata(scaled)
         for bar, h in zip(self.bars_raw, w_raw, strict=True):
             bar.set_height(h)
         for bar, h in zip(self.bars_scaled, w_scaled, strict=True):
             bar.set_height(h)
         self.note.set_text(f"d = {d}, query #{query}")
+        n_off = int((~inside).sum())
+        self.off_note.set_text(f"{n_off} of {self.n_keys} beyond ±{edge:g}:\non the edge" if n_off else "")
 
     def readout(self):
         _, _, w_raw, w_scaled = self.row(self.values["d"], self.values["query"])
@@ -167,6 +185,7 @@ class AttentionRow(BlitRender, Explorer):
         return head + "; ".join(parts) + f" (uniform: entropy {math.log(self.n_keys):.2f})"
 
 
+@styled
 def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64, n_queries=256, seed=0):
     """Mean entropy, max weight and softmax-Jacobian norm against d, unscaled vs scaled.
 
@@ -175,7 +194,7 @@ def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64
     """
     curves = {"unscaled": saturation_curve(dims, 1.0, n_queries, n_keys, seed),
               "scaled": saturation_curve(dims, "sqrt_d", n_queries, n_keys, seed)}
-    fig = new_figure(9.0, 3.2)
+    fig = new_figure(WIDTH, 3.4)
     axes = fig.subplots(1, 3)
     panels = (("entropy", "entropy (nats)"), ("max_weight", "max weight"),
               ("jacobian_norm", "‖softmax Jacobian‖ (Frobenius)"))
@@ -185,13 +204,16 @@ def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64
             ax.plot(c.d, getattr(c, field), marker=marker, ms=4, color=colour,
                     label="q·k (T5)" if name == "unscaled" else "q·k/√d")
         ax.set_xscale("log", base=2)
+        ticks = [t for t in (2, 16, 64, 256, 1024) if dims[0] <= t <= dims[-1]]
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        no_minor_ticks(ax)
         ax.set(xlabel="d", ylabel=label)
         ax.grid(alpha=0.3)
     axes[0].axhline(curves["scaled"].uniform_entropy, color="0.5", ls=":", lw=1)
     axes[0].annotate(f"uniform over {n_keys} keys", (dims[0], curves["scaled"].uniform_entropy),
-                     xytext=(0, -12), textcoords="offset points", fontsize=8, color="0.4")
+                     xytext=(0, -13), textcoords="offset points", fontsize=SMALL, color="0.4")
     axes[1].set_ylim(0, 1.02)
     axes[2].set_ylim(bottom=0)
-    axes[0].legend(fontsize=8, frameon=False, loc="lower left")
-    fig.suptitle(f"softmax of random logits, mean over {n_queries} queries × {n_keys} keys", fontsize=10)
+    axes[0].legend(frameon=False, loc="lower left")
+    fig.suptitle(f"softmax of random logits, mean over {n_queries} queries × {n_keys} keys")
     return fig, curves

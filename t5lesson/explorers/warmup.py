@@ -21,7 +21,7 @@ class SoftmaxOfTwo(BlitRender, Explorer):
     widest = {"gap": 9.5}  # the longest title, for the one layout pass
 
     params = (Param("gap", 1.0, 0.0, 10.0, 0.5, label="score gap"),)
-    figsize = (5.0, 2.6)
+    figsize = (5.6, 3.0)
 
     def build(self, fig):
         self.ax = fig.add_subplot()

@@ -16,10 +16,11 @@ submission again in a fresh kernel and scores the answers outside it.
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from . import harvest
 from .bank import get
-from .questions import FreeText, Outcome
+from .questions import INCORRECT, FreeText, Outcome
 
 __all__ = ["checker", "Checker"]
 
@@ -51,7 +52,7 @@ class Checker:
         return question.score(record)
 
     def check(self, question_id: str, *value) -> None:
-        """Print one line: Correct, Partly correct, Incorrect (with a hint), Not attempted, or Error."""
+        """Print one line: Correct, Partly correct, Incorrect (with a nudge), Not attempted, or Error."""
         if len(value) > 1:
             print("check takes the question id and at most one answer, e.g. check(\"q1\", \"B\").")
             return
@@ -65,6 +66,9 @@ class Checker:
             print(f"{question_id}: check could not run ({error}). Please tell your instructor.")
             return
         if result is not None:
+            if result.status == INCORRECT and not result.message:
+                # A wrong answer we have no sentence for: a neutral nudge, never a hint (hint() has those).
+                result = replace(result, message=f'not this one. Try again, or run hint("{question_id}").')
             print(result.line())
 
     def hint(self, question_id: str) -> None:

@@ -41,18 +41,23 @@ def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: b
     The one way this course executes a stored notebook: solutions here (`--execute`), lessons
     through tools/run_notebook.py. Every cell gets a timeout: nbclient can miss the kernel's
     reply on cells that display widgets, and then a stall costs that long instead of hanging.
-    The kernel starts in `cwd` (default: the notebook's folder). Returns the wall time in seconds.
+    The kernel starts in `cwd` (default: the notebook's folder). Widget state is not stored: every
+    widget output also carries a static picture (explorers) or a plain-text line (progress bars)
+    for a reader without a kernel, and the state would copy every picture into the metadata.
+    Returns the wall time in seconds.
     """
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, iopub_timeout=10,
-                            shutdown_kernel="immediate", resources={"metadata": {"path": str(cwd or path.parent)}})
+                            shutdown_kernel="immediate", resources={"metadata": {"path": str(cwd or path.parent)}},
+                            store_widget_state=False)
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)  # state stored by an earlier run
     if write:
         nbformat.write(nb, path)
     return seconds

@@ -155,7 +155,7 @@ class PlainCode(Code):
         return f"{name} ({case.topic})" if case.topic else name
 
     def _wrong_case(self, where: str, want, got: dict) -> str:
-        return f"{where}: {self._problem(want, got)}. Hint: {self.first_hint()}"
+        return f"{where}: {self._problem(want, got)}."
 
 
 def _only_numbers(plain) -> bool:

@@ -10,8 +10,9 @@ Answer keys for multiple-choice and numeric questions are stored as salted SHA-2
 That is deterrence, not security: there are only a few options to try, and a notebook can
 brute-force them with `answer_hash` itself (see docs/grading.md, "What the grader guarantees").
 
-Outcomes use the vocabulary of Kaggle's learntools: Correct, Incorrect (with a hint that does
-not give the answer away), Not attempted, Error (the learner's code raised, and where); code
+Outcomes use the vocabulary of Kaggle's learntools: Correct, Incorrect (with a sentence on what
+is wrong when the answer is a known slip or cannot be read, otherwise nothing: hints are
+`hint()`'s job, in levels), Not attempted, Error (the learner's code raised, and where); code
 questions can also be Partly correct (per-case partial credit) and free-text answers are
 Submitted (read by the instructor, never auto-scored).
 """
@@ -114,9 +115,6 @@ class Question:
         points = round(float(self.points * Fraction(fraction)), 2)
         return Outcome(self.id, status, points, float(self.points), message)
 
-    def first_hint(self) -> str:
-        return self.hints[0] if self.hints else "read the question again."
-
     def not_attempted(self) -> Outcome:
         return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} in the answer cell.")
 
@@ -186,7 +184,7 @@ class MultipleChoice(Question):
         digest = answer_hash(self.id, chosen)
         if digest == self.key:
             return self.outcome(CORRECT, 1)
-        return self.outcome(INCORRECT, 0, self.feedback.get(digest, self.first_hint()))
+        return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
 
 
 @dataclass(frozen=True)
@@ -237,7 +235,7 @@ class Numeric(Question):
             digest = answer_hash(self.id, str(int(number)))
             if digest == self.key:
                 return self.outcome(CORRECT, 1)
-            return self.outcome(INCORRECT, 0, self.feedback.get(digest, self.first_hint()))
+            return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
         step = self.tolerance / self.GRID
         try:
             ratio = number / step
@@ -250,7 +248,7 @@ class Numeric(Question):
         if self.key in near:
             return self.outcome(CORRECT, 1)
         known = [self.feedback[h] for h in near if h in self.feedback]
-        return self.outcome(INCORRECT, 0, known[0] if known else self.first_hint())
+        return self.outcome(INCORRECT, 0, known[0] if known else "")
 
 
 @dataclass(frozen=True)
@@ -324,12 +322,8 @@ class Code(Question):
         return f"returned {_describe(value)}; it should return an int"
 
     def _wrong_case(self, where: str, want, got: dict) -> str:
-        """The sentence for a case that ran and returned a wrong answer."""
-        problem = self._problem(want, got)
-        value = got.get("ok")
-        if isinstance(value, dict) and value.get("t") == "int":
-            return f"{where} {problem}. Hint: {self.first_hint()}"
-        return f"{where} {problem}."
+        """The sentence for a case that ran and returned a wrong answer (hints are hint()'s job)."""
+        return f"{where} {self._problem(want, got)}."
 
     def score(self, record) -> Outcome:
         if _missing(record):

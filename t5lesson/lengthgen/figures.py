@@ -1,14 +1,15 @@
 """The figures of lesson 5, each a function of results, so the notebook cells stay one line.
 
-All figures are plain matplotlib `Figure`s (no pyplot, nothing global); `lessons.figures.as_image` turns
-one into the PNG a notebook cell displays.
+All figures are plain matplotlib `Figure`s (no pyplot, nothing global) in the course style
+(`t5lesson.lessons.figures`); `lessons.figures.as_image` turns one into the PNG a notebook cell
+displays.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..lessons.figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
+from ..lessons.figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
@@ -21,11 +22,10 @@ SCHEME_COLORS = {"t5": "tab:blue", "per-offset-A": "tab:orange", "per-offset-0":
                  "per-offset-32": "tab:green", "alibi": "tab:purple", "none": "0.5", "t5-far": "tab:brown"}
 HEAD_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
 OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512)
-DPI = 80
-
-
-def _figure(width, height):
-    return new_figure(width, height, DPI)
+MARKERS = {"t5": "o", "per-offset-A": "s", "per-offset-0": "^", "per-offset-32": "D", "alibi": "v", "none": "X",
+           "t5-far": "P"}
+NUDGE = 0.012  # vertical distance between the lines of neighbouring schemes, so equal values stay visible
+MAX_NUDGE = 0.025  # ... and at most this far from the true value, however many schemes
 
 
 def _offset_axis(ax, n, train_len, ticks=OFFSET_TICKS):
@@ -49,11 +49,12 @@ def _color(scheme):
     return SCHEME_COLORS.get(scheme, "black")
 
 
+@styled
 def pairs_figure(schemes, train_len=64, n=512):
     """Training pairs per sequence behind the bias used at each offset, one line per scheme."""
     train_len = check_int("train_len", train_len, minimum=2)
     n = check_int("n", n, minimum=train_len)
-    fig = _figure(8, 3.2)
+    fig = new_figure(WIDTH, 3.4)
     ax = fig.add_subplot()
     d = np.arange(n)
     for scheme in schemes:
@@ -66,15 +67,18 @@ def pairs_figure(schemes, train_len=64, n=512):
     ax.set_ylim(-0.1, 3000)
     ax.set_xlabel(f"offset d = i − j at test time (shaded: d ≥ L = {train_len}, in no training sequence)")
     ax.set_ylabel("pairs per training sequence\nthat train this bias")
-    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="outside right center")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right center")
     return fig
 
 
+@styled
 def accuracy_figure(panels, task, schemes=None, column="accuracy"):
     """Accuracy (or attention on the right key) against evaluation length, one panel per entry.
 
     panels: a Results, or a list of (title, Results) or (title, Results, task) entries; `task`
     is used where an entry names none. Each scheme: mean over seeds (line) and each seed (dots).
+    Lines of neighbouring schemes are drawn `NUDGE` apart vertically (and dots side by side), so
+    schemes with equal values (all at 1.00, say) stay visible; the legend says so.
     """
     if isinstance(panels, Results):
         panels = [("", panels)]
@@ -82,7 +86,9 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
         raise ArgumentError("panels must be a Results or a non-empty list of (title, Results[, task])")
     if column not in ("accuracy", "weight_on_key"):
         raise ArgumentError(f'column must be "accuracy" or "weight_on_key", got {column!r}')
-    fig = _figure(3.3 * len(panels) + 2.6, 3.2)
+    below = len(panels) > 2  # three panels need the full width; the legend goes under them
+    width = WIDTH if below else min(WIDTH, 3.1 * len(panels) + 3.4)
+    fig = new_figure(width, 3.3 + (0.9 if below else 0))
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
     for ax, entry in zip(axes, panels, strict=True):
         if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
@@ -91,13 +97,14 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
         results = _check_results(results)
         lengths = np.array(results.lengths())
         shown = [s for s in (schemes or results.schemes()) if results.select(scheme=s, task=panel_task)]
+        step = min(NUDGE, 2 * MAX_NUDGE / max(1, len(shown) - 1))
         for k, scheme in enumerate(shown):
             color = _color(scheme)
+            centre = k - (len(shown) - 1) / 2
             means = [results.mean(scheme, panel_task, n, column) for n in lengths]
-            # The first scheme is drawn wider, so a later line on top of it still shows its edges.
-            ax.plot(lengths, means, color=color, lw=4 if k == 0 else 2, marker="o", ms=4,
-                    ls=LINE_STYLES.get(scheme, "-"), label=results.labels.get(scheme, scheme))
-            nudge = 1 + 0.025 * (k - (len(shown) - 1) / 2)  # spread the seeds' dots so they do not hide each other
+            ax.plot(lengths, np.array(means) + step * centre, color=color, lw=2, marker=MARKERS.get(scheme, "o"),
+                    ms=5, ls=LINE_STYLES.get(scheme, "-"), label=results.labels.get(scheme, scheme))
+            nudge = 1 + 0.025 * centre  # spread the seeds' dots so they do not hide each other
             for n in lengths:
                 seeds = results.values(scheme, panel_task, n, column)
                 ax.plot([n * nudge] * len(seeds), seeds, ".", color=color, ms=5, alpha=0.6)
@@ -106,15 +113,20 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
         ax.set_xticks(lengths, [f"{n}\n({n // train_len}L)" for n in lengths])
         ax.minorticks_off()
         ax.set_xlabel("evaluation length")
-        ax.set_ylim(0, 1.02)
+        ax.set_ylim(0, 1.05)
         ax.grid(True, alpha=0.3)
-        ax.set_title(title or panel_task, fontsize=10)
+        ax.set_title(title or panel_task, fontsize=NORMAL)
     axes[0].set_ylabel("accuracy" if column == "accuracy" else "attention on the right key")
-    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=8, loc="outside right center",
-               title="line: mean of seeds\ndots: each seed", title_fontsize=8)
+    spread = step * (len(shown) - 1) / 2
+    note = f"lines: mean of seeds, drawn up to ±{spread:.2f} apart\nso equal ones stay visible; dots: each seed"
+    if below:
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, title=note)
+    else:
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", title=note)
     return fig
 
 
+@styled
 def bias_figure(results, task, schemes, seed=0, train_len=64):
     """Small multiples: the learned bias of each head against the offset, one panel per scheme."""
     results = _check_results(results)
@@ -123,8 +135,7 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
         raise ArgumentError("schemes must list at least one scheme")
     columns = min(3, len(schemes))
     rows = -(-len(schemes) // columns)
-    legend_outside = len(schemes) == columns * rows  # no empty slot to hold the legend
-    fig = _figure(3.1 * columns + (1.9 if legend_outside else 0), 2.5 * rows + 0.3)
+    fig = new_figure(WIDTH, 2.6 * rows + 0.3)
     axes = fig.subplots(rows, columns, sharey=True, squeeze=False)
     for ax in axes.flat[len(schemes):]:
         ax.axis("off")
@@ -138,7 +149,7 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
             ax.plot(d, values, color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=1.1, label=f"head {h}")
         ax.axhline(0, color="0.3", lw=0.8)
         _offset_axis(ax, curve.shape[1], train_len, SMALL_OFFSET_TICKS)
-        ax.set_title(results.labels.get(scheme, scheme), fontsize=8)
+        ax.set_title(results.labels.get(scheme, scheme), fontsize=SMALL)
     for ax in axes[-1]:
         ax.set_xlabel("offset d = i − j")
     for ax in axes[:, 0]:
@@ -146,11 +157,9 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
     spare = axes.flat[-1] if len(schemes) < axes.size else None
     note = f"grey: offsets d ≥ {train_len},\nin no training sequence\nstart value of every bias: 0"
     if spare is not None:  # the empty slot holds the legend
-        spare.legend(*axes.flat[0].get_legend_handles_labels(), loc="center", fontsize=9, title=note,
-                     title_fontsize=8)
+        spare.legend(*axes.flat[0].get_legend_handles_labels(), loc="center", title=note)
     else:
-        fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right center", fontsize=8, title=note,
-                   title_fontsize=7)
+        fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right center", title=note)
     return fig
 
 

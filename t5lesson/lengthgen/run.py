@@ -22,6 +22,7 @@ from torch.nn import functional as F
 from .._validate import ArgumentError, check_int
 from ..lessons.determinism import one_thread_forked_rng
 from ..perturbation import perturb_
+from ..lessons.progress import Progress
 from .model import TinyAttentionModel
 from .schemes import get_scheme
 from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch
@@ -109,13 +110,14 @@ def _check_seeds(seeds):
     return seeds
 
 
-def train(scheme, task, seeds, config=Config()):
+def train(scheme, task, seeds, config=Config(), on_step=None):
     """One TinyAttentionModel per seed, trained side by side on `task` at config.train_len.
 
     AdamW with linear warm-up and cosine decay; the position table gets its own learning rate
     (config.bias_lr) and no weight decay, so its start value 0 stays the reference point. The
     loss is the sum over models of each model's mean cross-entropy, so every model gets exactly
-    the gradient it would get if trained alone.
+    the gradient it would get if trained alone. `on_step`, if given, is called after every step
+    (a progress bar's `update`).
     """
     scheme = get_scheme(scheme)
     task = get_task(task)
@@ -146,6 +148,8 @@ def train(scheme, task, seeds, config=Config()):
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
+            if on_step is not None:
+                on_step()
     model.eval()
     return model
 
@@ -284,9 +288,11 @@ def run_experiment(schemes, tasks, seeds, config=Config(), bias_offsets=None):
     n_offsets = check_int("bias_offsets", bias_offsets if bias_offsets is not None else max(config.eval_lens),
                           minimum=1)
     results = Results(labels={s.name: s.label for s in schemes}, config=asdict(config))
+    runs = len(tasks) * len(schemes)
+    bar = Progress(runs * config.steps, f"training {runs} x {len(seeds)} models, {config.steps} steps each")
     for task in tasks:
         for scheme in schemes:
-            model = train(scheme, task, seeds, config)
+            model = train(scheme, task, seeds, config, on_step=bar.update)
             scores = evaluate(model, task, config.eval_lens, config.eval_batch)
             curves = model.position.curve(n_offsets)
             for m, seed in enumerate(seeds):
@@ -294,4 +300,5 @@ def run_experiment(schemes, tasks, seeds, config=Config(), bias_offsets=None):
                     results.rows.append(dict(scheme=scheme.name, task=task, length=length, seed=seed,
                                              accuracy=round(accuracy, 6), weight_on_key=round(on_key, 6)))
                 results.biases[(scheme.name, task, seed)] = curves[m]
+    bar.close()
     return results

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._validate import ArgumentError, check_int
 from ..buckets import bucket_ranges
+from ..lessons.progress import Progress
 from .counts import pairs_per_parameter
 from .run import Config, _check_config, evaluate, train
 from .schemes import t5_scheme
@@ -42,9 +43,9 @@ def cached_variant_count() -> int:
     return len(_CACHE)
 
 
-def _train_variant(max_distance, task, seed, config):
+def _train_variant(max_distance, task, seed, config, on_step=None):
     scheme = t5_scheme(max_distance)
-    model = train(scheme, task, seed, config)
+    model = train(scheme, task, seed, config, on_step=on_step)
     scores = evaluate(model, task, config.eval_lens, config.eval_batch)[seed]
     pairs = pairs_per_parameter(scheme, config.train_len)
     return Variant(max_distance, task, seed, tuple(config.eval_lens), tuple(a for a, _ in scores),
@@ -63,11 +64,14 @@ def t5_variants(max_distances, task="copy-k", seed=0, config=None) -> dict:
     config = Config() if config is None else _check_config(config)
     if not max_distances:
         raise ArgumentError("max_distances must list at least one value")
-    out = {}
+    keys = {}
     for max_distance in max_distances:
         max_distance = check_int("each max_distance", max_distance, minimum=9)  # > max_exact = 8
-        key = (max_distance, task, seed, config)
-        if key not in _CACHE:
-            _CACHE[key] = _train_variant(max_distance, task, seed, config)
-        out[max_distance] = _CACHE[key]
-    return out
+        keys[max_distance] = (max_distance, task, seed, config)
+    missing = [key for key in keys.values() if key not in _CACHE]
+    if missing:  # a progress bar only when there is training to do
+        with Progress(len(missing) * config.steps,
+                      f"training {len(missing)} models, {config.steps} steps each") as bar:
+            for key in missing:
+                _CACHE[key] = _train_variant(*key, on_step=bar.update)
+    return {max_distance: _CACHE[key] for max_distance, key in keys.items()}

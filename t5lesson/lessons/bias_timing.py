@@ -9,8 +9,9 @@ import statistics
 import time
 
 from .._validate import check_bool, check_int
+from .figures import new_figure, styled
 
-__all__ = ["bias_timings"]
+__all__ = ["bias_timings", "bias_timing_figure"]
 
 
 def bias_timings(lengths, heads=8, repeats=3, bidirectional=True, seed=0):
@@ -45,3 +46,23 @@ def bias_timings(lengths, heads=8, repeats=3, bidirectional=True, seed=0):
             rows.append({"length": n, "ours_s": ours_s, "reference_s": ref_s, "speedup": ref_s / ours_s,
                          "equal": equal})
     return rows
+
+
+@styled
+def bias_timing_figure(rows):
+    """Time per call against L on log-log axes, both implementations, with an L² guide line."""
+    from matplotlib.ticker import NullLocator
+
+    lengths = [r["length"] for r in rows]
+    fig = new_figure(6.4, 3.8)
+    ax = fig.add_subplot()
+    ax.loglog(lengths, [r["reference_s"] * 1e3 for r in rows], "o-", label="transformers compute_bias")
+    ax.loglog(lengths, [r["ours_s"] * 1e3 for r in rows], "s-", label="t5lesson relative_bias")
+    guide = [rows[-1]["reference_s"] * 1e3 * (n / lengths[-1]) ** 2 for n in lengths]
+    ax.loglog(lengths, guide, "k:", label="slope of L²")
+    ax.set(xlabel="sequence length L (q_len = k_len)", ylabel="time per call (ms)",
+           title="building the [heads, L, L] bias, one thread")
+    ax.set_xticks(lengths, [str(n) for n in lengths])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.legend(frameon=False)
+    return fig

@@ -20,6 +20,8 @@ from ..buckets import _exact_ties, bucket_config, bucket_ids
 
 __all__ = ["BucketSteps", "bucket_steps"]
 
+LINE_WIDTH = 88  # characters: a printed line that fits a notebook without wrapping
+
 
 @dataclass(frozen=True)
 class BucketSteps:
@@ -54,7 +56,7 @@ class BucketSteps:
             out.append(f"3. n = {self.n} < max_exact: exact region, bucket n = {self.n}")
         else:
             unclamped = self.max_exact + math.trunc(self.log_value)
-            out.append(f"3. n = {self.n} >= max_exact: log region, value "
+            out.append(f"3. n = {self.n} >= max_exact: log region, "
                        f"log({self.n}/{self.max_exact}) / log({self.max_distance}/{self.max_exact}) "
                        f"* {self.per_direction - self.max_exact} = {self.log_value:.3f}"
                        f"{' exactly (a tie)' if self.tie else ''}, "
@@ -63,10 +65,25 @@ class BucketSteps:
                 out.append(f"4. clamp: {unclamped} > {self.per_direction - 1}, "
                            f"so it becomes {self.per_direction - 1}")
         out.append(f"bucket = {self.half_start} + {self.bucket - self.half_start} = {self.bucket}")
-        return out
+        # One entry per step (lines()[3] is step 3); an entry longer than a notebook line
+        # continues, indented, on the next printed line.
+        return [_fit(line) for line in out]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
+
+
+def _fit(line: str, indent: str = "   ") -> str:
+    """The line, broken after its last ', ' or '; ' that keeps each piece within LINE_WIDTH."""
+    pieces = []
+    while len(line) > LINE_WIDTH:
+        cut = max(line.rfind(sep, 0, LINE_WIDTH - 1) for sep in (", ", "; ", "  ("))
+        if cut <= len(indent):
+            break
+        cut += 1 if line[cut:cut + 3] == "  (" else 2
+        pieces.append(line[:cut].rstrip())
+        line = indent + line[cut:].lstrip()
+    return "\n".join(pieces + [line])
 
 
 def _log_value(n: int, per_direction: int, max_exact: int, max_distance: int) -> tuple[float, bool]:

@@ -1,30 +1,145 @@
-"""Every matplotlib figure of the course: a pyplot-free `Figure`, and its PNG for a notebook cell.
+"""The course's one figure style, and the helpers every figure (static or explorer) goes through.
 
-Lessons, explorers and the length experiment draw on plain `Figure` objects made by
-`new_figure` (no pyplot: nothing global, nothing shown twice by the inline backend), and the
-lessons display static ones with `as_image` (imported from here, and only from here).
+Figures are plain matplotlib `Figure`s (no pyplot: nothing global, nothing shown twice by the
+inline backend). The style, in one place:
+
+- **Size**: sizes are given in *display* inches of `DISPLAY_DPI` (100) CSS pixels. A full-width
+  figure is `WIDTH` = 9.2 in, 920 px: JupyterLab's output area is 968 px wide in a 1400 px
+  window with the file browser open, so it is shown at its natural size, never stretched.
+- **Sharpness**: PNGs are rendered with `PIXEL_RATIO` (2) times the pixels and displayed at 1x
+  (the notebook gets the display width with the image), so text stays sharp on HiDPI screens
+  and when zoomed in.
+- **Fonts**: `STYLE` (10 pt text, 11 pt titles, 9 pt ticks and legends: 12.5 CSS px and up);
+  `SMALL` (9 pt) is the smallest size any figure uses. Figure code builds under `style()` (or
+  the `styled` decorator), a `matplotlib.rc_context`, so the user's own rcParams stay untouched.
+- **Encoding**: `encode_png` writes the Agg buffer as a PNG with zlib level 1 and no row filter:
+  at 2x pixels it is 3-4 times faster than Pillow's encoder (which filters every row), for
+  files about 10% larger. Explorers make one PNG per slider move, so speed wins. Pictures
+  stored in a notebook go through `compact_png` instead (256 colours, about a third the size).
+
+`new_figure(width, height)` makes a figure in this style; `as_image(fig)` turns it into the
+image a notebook cell displays.
 """
 from __future__ import annotations
 
+import functools
 import io
+import struct
+import zlib
 
-__all__ = ["new_figure", "as_image"]
+import numpy as np
+
+__all__ = ["DISPLAY_DPI", "PIXEL_RATIO", "DPI", "WIDTH", "SMALL", "NORMAL", "TITLE", "STYLE", "style", "styled",
+           "new_figure", "display_size", "encode_png", "compact_png", "figure_png", "as_image"]
+
+DISPLAY_DPI = 100
+PIXEL_RATIO = 2
+DPI = DISPLAY_DPI * PIXEL_RATIO
+WIDTH = 9.2  # inches at DISPLAY_DPI: 920 CSS px, the widest figure in the course
+
+SMALL, NORMAL, TITLE = 9, 10, 11  # font sizes in points; SMALL is the floor
+STYLE = {
+    "font.size": NORMAL,
+    "axes.titlesize": TITLE,
+    "axes.labelsize": NORMAL,
+    "xtick.labelsize": SMALL,
+    "ytick.labelsize": SMALL,
+    "legend.fontsize": SMALL,
+    "legend.title_fontsize": SMALL,
+    "figure.titlesize": TITLE,
+    "axes.titlepad": 5.0,
+    "lines.linewidth": 1.6,
+    "savefig.dpi": DPI,
+}
 
 
-def new_figure(width, height, dpi=80, layout="constrained"):
-    """A `Figure` of width x height inches with an Agg canvas (`fig.canvas`) and the given layout."""
+def style():
+    """The course style as a context: build (and draw) figures inside it."""
+    import matplotlib
+
+    return matplotlib.rc_context(STYLE)
+
+
+def styled(function):
+    """Decorator: run a figure-building function in the course style."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with style():
+            return function(*args, **kwargs)
+    return wrapper
+
+
+def new_figure(width, height, dpi=None, layout="constrained"):
+    """A `Figure` of width x height display inches, at the course dpi, with an Agg canvas.
+
+    Call it (and add artists) inside `style()` or a `styled` function, so fonts follow the style.
+    `dpi` is for helper canvases only (a glyph atlas): a course figure keeps the default, and is
+    at most `WIDTH` wide.
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), dpi=dpi, layout=layout)
+    from .._validate import ArgumentError
+
+    if dpi is None and (not 0 < width <= WIDTH + 1e-9 or not 0 < height <= 12):
+        raise ArgumentError(f"a course figure is at most {WIDTH} x 12 display inches, got {width} x {height}")
+    # The tiny extra keeps float rounding from losing a pixel (9.2 * 200 is 1839.99...).
+    fig = Figure(figsize=(width + 1e-6, height + 1e-6), dpi=DPI if dpi is None else dpi, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
 
+def display_size(fig) -> tuple[int, int]:
+    """(width, height) in CSS pixels at which the figure is shown: its pixels / PIXEL_RATIO."""
+    width, height = fig.get_size_inches() * fig.dpi / PIXEL_RATIO
+    return int(round(width)), int(round(height))
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+
+def encode_png(pixels) -> bytes:
+    """PNG bytes of an RGBA (or RGB) uint8 array [height, width, channels]: no row filter, zlib level 1."""
+    pixels = np.asarray(pixels)
+    if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] not in (3, 4):
+        raise ValueError(f"need a uint8 array [height, width, 3 or 4], got {pixels.dtype} {pixels.shape}")
+    height, width, channels = pixels.shape
+    rows = np.empty((height, width * channels + 1), dtype=np.uint8)
+    rows[:, 0] = 0  # filter type 0 (none) on every row
+    rows[:, 1:] = pixels.reshape(height, -1)
+    header = struct.pack(">IIBBBBB", width, height, 8, 6 if channels == 4 else 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", zlib.compress(rows, 1))
+            + _chunk(b"IEND", b""))
+
+
+def compact_png(pixels) -> bytes:
+    """PNG bytes of an RGBA (or RGB) uint8 array in 256 colours (median cut, no dithering).
+
+    For pictures stored in a notebook (static figures, an explorer's picture): about three times
+    smaller than `encode_png` and, for the flat colours and antialiased edges of a chart, not
+    visibly different; about 0.1 s for a full-width figure, so never used for slider moves.
+    """
+    from PIL import Image
+
+    image = Image.fromarray(np.asarray(pixels)[..., :3])
+    buffer = io.BytesIO()
+    image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
+        buffer, format="png", compress_level=6)
+    return buffer.getvalue()
+
+
+def figure_png(fig, compact=False) -> bytes:
+    """The figure drawn in full and encoded (`encode_png`, or `compact_png` if compact)."""
+    with style():
+        fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())
+    return compact_png(pixels) if compact else encode_png(pixels)
+
+
 def as_image(fig):
-    """The figure as an IPython PNG image (what a notebook cell shows)."""
+    """The figure as an IPython PNG image (what a notebook cell shows and stores), displayed at 1x."""
     from IPython.display import Image
 
-    buffer = io.BytesIO()
-    fig.canvas.print_png(buffer)
-    return Image(buffer.getvalue())
+    width, height = display_size(fig)
+    return Image(figure_png(fig, compact=True), width=width, height=height)

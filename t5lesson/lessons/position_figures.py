@@ -13,17 +13,10 @@ import numpy as np
 from .._validate import ArgumentError, check_bool, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ids, bucket_ranges
-from .figures import as_image, new_figure  # noqa: F401  (as_image: for notebooks saved before the split)
+from .figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from .pair_counts import bucket_pair_counts, offset_pair_counts
 
 __all__ = ["offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]
-
-DPI = 90
-
-
-def _figure(width, height):
-    return new_figure(width, height, DPI)
-
 
 def _annotated_matrix(ax, values, cmap, title, vmin, vmax, masked=None):
     from matplotlib import colormaps
@@ -39,12 +32,13 @@ def _annotated_matrix(ax, values, cmap, title, vmin, vmax, masked=None):
         else:  # white on dark cells, black on light ones
             r, g, b, _ = colours(norm(v))
             colour = "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
-        ax.text(j, i, str(v), ha="center", va="center", fontsize=8, color=colour)
+        ax.text(j, i, str(v), ha="center", va="center", fontsize=SMALL, color=colour)
     n = values.shape[0]
     ax.set(xticks=range(n), yticks=range(n), xlabel="key position j", ylabel="query position i", title=title)
-    ax.title.set_fontsize(10)
+    ax.title.set_fontsize(NORMAL)
 
 
+@styled
 def offset_matrix_figure(seq_len=8, num_buckets=32, max_distance=128):
     """Three annotated matrices for a short sequence: j - i, its encoder bucket, its decoder bucket.
 
@@ -55,7 +49,7 @@ def offset_matrix_figure(seq_len=8, num_buckets=32, max_distance=128):
     bucket_config(False, num_buckets, max_distance)
     positions = np.arange(seq_len)
     offsets = positions[None, :] - positions[:, None]  # [i, j] -> j - i
-    fig = _figure(9.6, 3.5)
+    fig = new_figure(WIDTH, 3.4)
     axes = fig.subplots(1, 3)
     limit = seq_len - 1
     _annotated_matrix(axes[0], offsets, "RdBu_r", "offset j − i", -limit, limit)
@@ -67,13 +61,18 @@ def offset_matrix_figure(seq_len=8, num_buckets=32, max_distance=128):
     return fig
 
 
+@styled
 def pair_count_figure(seq_len=512, compare_len=64, bidirectional=True, num_buckets=32, max_distance=128):
-    """Left: pairs per offset (L - |d|) with bucket boundaries. Right: pairs per bucket, two lengths."""
+    """Left: pairs per offset (L - |d|) with bucket boundaries. Right: pairs per bucket, two lengths.
+
+    On the log axis a bucket with no pair has no bar; it gets a cross at the bottom instead (in
+    its length's colour), and a bucket no offset ever reaches says "never used".
+    """
     seq_len = check_int("seq_len", seq_len, minimum=2, maximum=100_000)
     compare_len = check_int("compare_len", compare_len, minimum=2, maximum=100_000)
     bidirectional = check_bool("bidirectional", bidirectional)
     bucket_config(bidirectional, num_buckets, max_distance)
-    fig = _figure(9.6, 3.4)
+    fig = new_figure(WIDTH, 3.6)
     left, right = fig.subplots(1, 2, width_ratios=(1.1, 1.0))
 
     offsets, counts = offset_pair_counts(seq_len, causal=not bidirectional)
@@ -86,21 +85,25 @@ def pair_count_figure(seq_len=512, compare_len=64, bidirectional=True, num_bucke
         left.axvspan(start - 0.5, seq_len, color="tab:orange", alpha=0.2, lw=0)
     left.set(xlabel="offset j − i", ylabel="(query, key) pairs per sequence", xlim=(offsets[0], offsets[-1]),
              title=f"pairs per offset: L − |j − i|, for L = {seq_len}")
-    left.title.set_fontsize(10)
-    left.legend(fontsize=8, loc="upper left")
+    left.title.set_fontsize(NORMAL)
+    left.legend(loc="upper left")
 
     width = 0.4
     index = np.arange(num_buckets)
     for shift, length, colour in ((-width / 2, compare_len, "tab:orange"), (width / 2, seq_len, "tab:blue")):
         pairs = bucket_pair_counts(length, bidirectional, num_buckets, max_distance)
         right.bar(index + shift, np.where(pairs > 0, pairs, np.nan), width, color=colour, label=f"L = {length}")
+        empty = [b for b in index if pairs[b] == 0 and b not in table.unused]
+        if empty:
+            right.plot(np.array(empty) + shift, np.full(len(empty), 1.0), "x", color=colour, ms=7, mew=2,
+                       label=f"no pair at L = {length}")
     for b in table.unused:
-        right.text(b, 1.2, "never used", rotation=90, ha="center", va="bottom", fontsize=8, color="tab:red")
-    right.set(yscale="log", xlabel="bucket", ylabel="pairs per sequence (log scale)", ylim=(0.8, None),
+        right.text(b, 1.3, "never used", rotation=90, ha="center", va="bottom", fontsize=SMALL, color="tab:red")
+    right.set(yscale="log", xlabel="bucket", ylabel="pairs per sequence (log scale)", ylim=(0.7, None),
               title="pairs per bucket")
-    right.title.set_fontsize(10)
+    right.title.set_fontsize(NORMAL)
     right.set_xticks(range(0, num_buckets, 4))
-    right.legend(fontsize=8, loc="upper left")
+    right.legend(loc="upper left")
     return fig
 
 
@@ -115,6 +118,7 @@ def bias_by_offset(table, max_offset, *, bidirectional=True, max_distance=128):
     return np.arange(-max_offset, max_offset + 1), np.asarray(row)[:, 0, :]
 
 
+@styled
 def bias_table_figure(table, head_names, *, bidirectional=True, max_distance=128, max_offset=40, title=""):
     """Left: the table [num_buckets, heads] as a heatmap. Right: each head's bias over the offsets."""
     table = np.asarray(table, dtype=np.float64)
@@ -122,13 +126,13 @@ def bias_table_figure(table, head_names, *, bidirectional=True, max_distance=128
         raise ArgumentError(f"need a table [num_buckets, heads] and one name per head, got shape {table.shape} "
                             f"and {len(head_names)} names")
     bucket_config(bidirectional, table.shape[0], max_distance)
-    fig = _figure(9.6, 3.6)
+    fig = new_figure(WIDTH, 3.6)
     left, right = fig.subplots(1, 2, width_ratios=(0.8, 1.2))
     limit = float(np.abs(table).max()) or 1.0
     image = left.imshow(table, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
     left.set(xticks=range(table.shape[1]), xlabel="head (names in the legend)", ylabel="bucket",
              title="bias table u[bucket, head], in logits")
-    left.title.set_fontsize(10)
+    left.title.set_fontsize(NORMAL)
     fig.colorbar(image, ax=left)
 
     offsets, bias = bias_by_offset(table, max_offset, bidirectional=bidirectional, max_distance=max_distance)
@@ -140,7 +144,7 @@ def bias_table_figure(table, head_names, *, bidirectional=True, max_distance=128
     right.axhline(0, color="0.6", lw=0.6)
     right.set(xlabel="offset j − i", ylabel="bias (logit units)",
               title=title or ("bias per offset (encoder)" if bidirectional else "bias per offset (decoder)"))
-    right.title.set_fontsize(10)
+    right.title.set_fontsize(NORMAL)
     right.grid(alpha=0.3)
-    right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: it never hides a line
+    right.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: it never hides a line
     return fig

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import ArgumentError, check_int
+from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ranges
 from ..pretrained import BiasTables, StackTables
-from .figures import new_figure
+from .figures import SMALL, WIDTH, new_figure, styled
 from .toy_heads import toy_bias_table
 
 __all__ = ["toy_tables", "bias_curves_figure"]
@@ -38,12 +39,14 @@ def _bucket_edges(stack: StackTables) -> tuple[list[float], int, int]:
 
 
 def _offset_ticks(max_offset: int, bidirectional: bool) -> list[int]:
-    steps = (1, 4, 16, 64, 256, 1024, 4096) if bidirectional else (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+    # No +-1, +-2: in the linear region around 0 they would crowd the 0 label.
+    steps = (4, 16, 64, 256, 1024, 4096) if bidirectional else (4, 8, 16, 32, 64, 128, 256, 512, 1024)
     left = [-d for d in steps if d <= max_offset]
     ticks = sorted(left) + [0]
     return ticks + [-t for t in reversed(left)] if bidirectional else ticks
 
 
+@styled
 def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_names=None):
     """One panel per stack: each head's bias against the offset j - i, with the bucket edges.
 
@@ -69,9 +72,7 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
 
     from matplotlib import colormaps
 
-    from ..bias import relative_bias
-
-    fig = new_figure(4.6 * len(stacks) + 1.8, 3.8, dpi=90)
+    fig = new_figure(min(WIDTH, 3.7 * len(stacks) + 1.8), 3.9)
     axes = fig.subplots(1, len(stacks), sharey=True, squeeze=False)[0]
     colours = colormaps["tab10" if heads <= 10 else "tab20"]
     for ax, stack in zip(axes, stacks, strict=True):
@@ -99,13 +100,13 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
         ax.set_xscale("symlog", linthresh=max_exact, linscale=1.0)
         ax.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
         ticks = _offset_ticks(max_offset, stack.bidirectional)
-        ax.set_xticks(ticks, [str(t) for t in ticks], fontsize=7)
+        ax.set_xticks(ticks, [str(t) for t in ticks], fontsize=SMALL)
         ax.minorticks_off()
         which = f", layer {layer}" if stack.per_layer else ""
         side = "bidirectional" if stack.bidirectional else "causal: keys on the left only"
-        ax.set_title(f"{stack.stack}{which} ({side})\nlast bucket from |j − i| = {last} (orange)", fontsize=10)
+        ax.set_title(f"{stack.stack}{which} ({side})\nlast bucket from |j − i| = {last} (orange)", fontsize=SMALL + 1)
         ax.set_xlabel("offset j − i (symmetric log scale)")
     axes[0].set_ylabel("bias (logit units)")
-    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 if heads <= 12 else 2)
-    fig.suptitle(f"relative-position bias per head: {tables.source}", fontsize=10)
+    axes[-1].legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 if heads <= 12 else 2)
+    fig.suptitle(f"relative-position bias per head: {tables.source}", fontsize=SMALL + 2)
     return fig

@@ -53,7 +53,54 @@ def test_widget_view_follows_controls_and_carries_static_png():
     first = image.value
     controls["freq"].value = 7  # what a slider move does
     assert e.values["freq"] == 7 and image.value != first and "freq = 7" in text.value
-    bundle = e._repr_mimebundle_()
+    bundle, metadata = e._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle and "image/png" in bundle
     assert bundle["text/plain"] == "Sine(freq=7, phase=0.0, kind='sin', grid=True)"
+    # The static copy is shown at 1x: half its pixels, the figure's display width.
+    assert metadata["image/png"]["width"] == e.display_width == 920
+    assert image.layout.width == "920px" and image.layout.max_width == "100%"
     assert box is e.widget()
+
+
+class Choices(Explorer):
+    params = (Param("d", 64, 2, 1024, 1, label="d (entries per vector)", stops=(2, 4, 16, 64, 256, 1024)),
+              Param("u", 1.0, -2.0, 2.0, 0.5, label="u"),
+              Param("mode", "decoder", options=("decoder",), label="attention"))
+
+    def build(self, fig):
+        self.ax = fig.add_subplot()
+
+    def draw(self, d, u, mode):
+        self.ax.set_title(f"{d} {u} {mode}")
+
+
+def test_controls_a_learner_can_use():
+    import ipywidgets as w
+
+    from t5lesson.explorers.base import TRACK_PX
+
+    e = Choices()
+    e.widget()
+    controls, image, _ = e._view
+    assert set(controls) == {"d", "u"}  # a choice with one option gets no control
+    d, u = controls["d"], controls["u"]
+    assert isinstance(d, w.SelectionSlider) and [v for _, v in d.options] == [2, 4, 16, 64, 256, 1024]
+    assert d.value == 64 and d.description == "d (entries per vector)"
+    # one description width for all sliders (tracks line up), and a TRACK_PX track after it
+    assert d.style.description_width == u.style.description_width == "22ch"
+    assert d.layout.width == u.layout.width == f"calc(22ch + {TRACK_PX + 100}px)"
+    d.value = 256
+    assert e.values["d"] == 256
+    assert Choices(d=100).update(d=3).values["d"] == 3  # code may set any value in the range
+    e2 = Choices(d=100)
+    e2.widget()
+    assert 100 in [v for _, v in e2._view[0]["d"].options]  # and the slider then shows it
+    with pytest.raises(ArgumentError, match="stops must be sorted"):
+        Param("d", 3, stops=(2, 4))
+
+
+def test_static_picture_says_what_it_is():
+    e = Choices()
+    assert e.picture_note() == ("This is a picture (d (entries per vector) 64, u 1). "
+                                "Run the cell (Shift+Enter) to get the controls.")
+    assert Choices().static_png() != e.to_png()

@@ -9,6 +9,7 @@ from t5lesson import ArgumentError, bucket_ranges
 from t5lesson.explorers.length_generalisation import MAX_DISTANCES, REFERENCE, LengthGeneralisationExplorer
 from t5lesson.lengthgen import t5_variants
 from t5lesson.lengthgen.variants import cached_variant_count
+from t5lesson.lessons.figures import style
 
 
 @pytest.fixture(scope="module")
@@ -22,21 +23,25 @@ def _pixels(png):
 
 def test_update_changes_the_png_and_never_retrains(explorer):
     trained = cached_variant_count()
-    before = explorer.update(log2_max_distance=5, show="accuracy").to_png()
-    after = explorer.update(log2_max_distance=8).to_png()
+    before = explorer.update(max_distance=32, show="accuracy").to_png()
+    after = explorer.update(max_distance=256).to_png()
     assert before != after and after.startswith(b"\x89PNG")
     assert explorer.update(show="weight on right key").to_png() != after
-    LengthGeneralisationExplorer(log2_max_distance=9)  # a second explorer reuses the cache
+    LengthGeneralisationExplorer(max_distance=512)  # a second explorer reuses the cache
     assert cached_variant_count() == trained
 
 
 def test_fast_png_equals_a_full_draw(explorer):
     """to_png redraws only the changing artists over stored pixels; it must look like a full draw."""
-    for values in (dict(log2_max_distance=7, show="accuracy"), dict(log2_max_distance=4, show="weight on right key")):
+    for values in (dict(max_distance=128, show="accuracy"), dict(max_distance=16, show="weight on right key")):
         fast = _pixels(explorer.update(**values).to_png())
-        buffer = io.BytesIO()
-        explorer.fig.savefig(buffer, format="png")
-        full = _pixels(buffer.getvalue())
+        for artist in explorer.moving_artists():
+            artist.set_animated(False)
+        with style():
+            explorer.fig.canvas.draw()
+        full = np.asarray(explorer.fig.canvas.buffer_rgba())[..., :3].astype(int)
+        for artist in explorer.moving_artists():
+            artist.set_animated(True)
         assert fast.shape == full.shape
         assert (np.abs(fast - full).sum(-1) > 60).mean() < 0.002  # a few antialiased edge pixels at most
 
@@ -44,7 +49,7 @@ def test_fast_png_equals_a_full_draw(explorer):
 def test_drawn_values_come_from_the_trained_variants(explorer):
     variants = t5_variants(MAX_DISTANCES)
     for max_distance in (16, 256):
-        explorer.update(log2_max_distance=int(np.log2(max_distance)), show="accuracy")
+        explorer.update(max_distance=max_distance, show="accuracy")
         chosen = variants[max_distance]
         np.testing.assert_array_equal(explorer.line.get_ydata(), chosen.accuracy)
         np.testing.assert_array_equal(explorer.reference_line.get_ydata(), variants[REFERENCE].accuracy)
@@ -61,9 +66,9 @@ def test_drawn_values_come_from_the_trained_variants(explorer):
 
 
 @pytest.mark.parametrize("params, message", [
-    (dict(log2_max_distance=10), "log2_max_distance must be between 4 and 9"),
-    (dict(log2_max_distance=5.5), "log2_max_distance must be an integer"),
-    (dict(max_distance=32), "has no parameter max_distance"),
+    (dict(max_distance=1024), "max_distance must be between 16 and 512"),
+    (dict(max_distance=32.0), "max_distance must be an integer"),
+    (dict(log2_max_distance=5), "has no parameter log2_max_distance"),
     (dict(show="loss"), "show must be one of"),
     (dict(steps=10), "has no parameter steps"),
 ])

@@ -79,3 +79,19 @@ def test_blitted_png_is_the_full_render(name, moves):
         difference = np.abs(blitted.astype(int) - _full_render(explorer).astype(int)).max(-1)
         assert (difference > 0).sum() < 40 and difference.max() <= 16, (move, (difference > 0).sum())
     assert len(explorer._backgrounds) <= explorer.background_cache_size
+
+
+@pytest.mark.parametrize("name, toggle", [("BucketBoundaryExplorer", "attention"),
+                                          ("BiasHeatmapExplorer", "attention")])
+def test_prepared_backgrounds_are_the_right_ones(name, toggle):
+    """The view draws every toggle choice's background in advance; each must match a fresh render."""
+    import t5lesson.explorers.bias_heatmap  # noqa: F401  (registers the explorers)
+    import t5lesson.explorers.bucket_boundaries  # noqa: F401
+    from t5lesson.explorers import REGISTRY
+
+    explorer = REGISTRY[name]()
+    explorer.widget()
+    for option in reversed([p for p in explorer.params if p.name == toggle][0].options):
+        blitted = _decoded(explorer.update(**{toggle: option}).to_png())
+        difference = np.abs(blitted.astype(int) - _full_render(explorer).astype(int)).max(-1)
+        assert (difference > 0).sum() < 40, (option, (difference > 0).sum())

@@ -119,6 +119,8 @@ def test_saturation_figure_plots_saturation_curve():
 def test_training_figure():
     traces = [train_recall(v, o, steps=20, eval_every=10) for o in ("adafactor", "adam") for v in ("folded", "scaled")]
     fig = training_figure(traces)
-    assert len(fig.axes) == 4 and len(fig.axes[0].lines) == 2
+    assert len(fig.axes) == 6 and len(fig.axes[0].lines) == 2
+    accuracy = fig.axes[2].lines[0].get_ydata()  # the third panel of a row: accuracy, as the lesson quotes
+    np.testing.assert_array_equal(accuracy, traces[0].accuracy)
     with pytest.raises(ArgumentError, match="at least one TrainingTrace"):
         training_figure([])

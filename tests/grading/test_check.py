@@ -199,3 +199,14 @@ def test_forged_records_never_score(record):
         for question in exercise.questions:
             if question.auto_scored:
                 assert question.score(clean_record(record)).points == 0
+def test_an_unknown_wrong_answer_gets_a_nudge_not_a_hint(capsys):
+    """Exercise 03, q1 = 4 (forgot the + 8): no hint text in the check line; hint() starts at level 1."""
+    helper = Checker("03_relative_position_buckets")
+    question = helper.exercise["q1"]
+    helper.check("q1", 4)
+    text = capsys.readouterr().out.strip()
+    assert text == 'q1: Incorrect: not this one. Try again, or run hint("q1"). [0/1]'
+    assert not any(h[:30] in text for h in question.hints)
+    helper.hint("q1")
+    assert capsys.readouterr().out.startswith("q1 hint 1/3: ")
+    assert question.score({"status": "value", "value": {"t": "int", "v": 4}}).message == ""  # the grader's feedback
