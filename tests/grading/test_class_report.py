@@ -16,13 +16,13 @@ import nbformat
 import pytest
 from fake_class import fake_class
 
+from conftest import SAMPLE_EXERCISE
 from t5lesson.grading.bank import Exercise
 from t5lesson.grading.class_report import class_report_files, compute
 from t5lesson.grading.outputs import question_titles
 from t5lesson.grading.questions import Code, format_points
 
 from browser import CHROMIUM, CHROMIUM_ARGS, browser_missing_reason
-from conftest import SAMPLE_EXERCISE
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "class_report"
