@@ -1,6 +1,7 @@
 """One graded class shared by the tests of what comes after grading (shards, merge, report, LMS).
 
-The three real sample submissions (tests/sample_class: ada 10, ben 7.25, cy 0) plus one file
+The three real sample submissions (tests/sample_class: ada full marks, ben 11.25, cy 0; see
+SAMPLE_TOTALS and README's instructor's guide) plus one file
 that is not JSON, graded three ways: in one go (in this process), and as shards 1/2 and 2/2
 through the command line, the first under a pseudo-terminal (so it draws the progress bar),
 the second with pipes (plain lines, as in a log). Then the shards are merged. That is five
@@ -20,13 +21,19 @@ import termios
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 from isolation_helpers import ISOLATION, ISOLATION_ARGS
 
+from t5lesson.grading import bank
 from t5lesson.grading.grade import grade_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "sample_class"
+# The exercise the sample class answers (read from ada's notebook), and each sample's total: ada
+# answers everything right, so she gets every automatically graded point of that exercise.
+SAMPLE_EXERCISE = bank.get(nbformat.read(SAMPLES / "ada.ipynb", as_version=4).metadata["t5lesson"]["exercise"])
+SAMPLE_TOTALS = {"ada": SAMPLE_EXERCISE.auto_points, "ben": 11.25, "cy": 0.0}
 
 
 def run_in_terminal(argv: list[str], timeout: float = 300) -> tuple[int, str]:

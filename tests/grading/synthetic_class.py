@@ -13,11 +13,17 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
+from t5lesson.grading import bank
 from t5lesson.grading.notebook_format import cell_key
+from t5lesson.grading.questions import format_points
 
 REPO = Path(__file__).resolve().parents[2]
-SOLUTION = REPO / "solutions" / "03_relative_position_buckets.ipynb"
-EXERCISE = REPO / "exercises" / "03_relative_position_buckets.ipynb"
+EXERCISE_ID = "03_relative_position_buckets"
+SOLUTION = REPO / "solutions" / f"{EXERCISE_ID}.ipynb"
+EXERCISE = REPO / "exercises" / f"{EXERCISE_ID}.ipynb"
+# What full() earns: every automatically graded point of the exercise (FULL_MARKS: as the gradebook writes it).
+FULL_POINTS = bank.get(EXERCISE_ID).auto_points
+FULL_MARKS = format_points(FULL_POINTS)
 
 BUGGY_BUCKET = '''
 def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):

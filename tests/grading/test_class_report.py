@@ -16,9 +16,11 @@ import nbformat
 import pytest
 from fake_class import fake_class
 
+from conftest import SAMPLE_EXERCISE
 from t5lesson.grading.bank import Exercise
 from t5lesson.grading.class_report import class_report_files, compute
 from t5lesson.grading.outputs import question_titles
+from t5lesson.grading.questions import Code, format_points
 
 from browser import CHROMIUM, CHROMIUM_ARGS, browser_missing_reason
 
@@ -40,7 +42,8 @@ def test_questions_come_hardest_first_and_shares_add_up(fake):
     exercise, graded, stats = fake
     auto = [s for s in stats.questions if s.auto_scored]
     fractions = [s.mean_fraction for s in auto]
-    assert fractions == sorted(fractions) and stats.questions[-1].id == "q3"  # free text last
+    free = [q.id for q in exercise.questions if not q.auto_scored]
+    assert fractions == sorted(fractions) and free and [s.id for s in stats.questions[len(auto):]] == free  # last
     ok = [g for g in graded if g.status == "graded"]
     for s in auto:
         assert s.n == len(ok) == 40
@@ -51,12 +54,12 @@ def test_questions_come_hardest_first_and_shares_add_up(fake):
 
 def test_wrong_answers_are_counted_with_the_feedback_they_got(fake):
     exercise, graded, stats = fake
-    q6 = stats.wrong["q6"]
-    given = [next(o for o in g.outcomes if o.question == "q6") for g in graded
-             if g.answers.get("q6") == {"answer": "12"}]
-    assert q6[0].answer == "12" and q6[0].count == len(given) > 0
-    assert q6[0].feedback == given[0].message == "that is the encoder's bucket; the decoder uses all its buckets for " \
-                                                 "one direction."
+    q3 = stats.wrong["q3"]
+    given = [next(o for o in g.outcomes if o.question == "q3") for g in graded
+             if g.answers.get("q3") == {"answer": "12"}]
+    assert q3[0].answer == "12" and q3[0].count == len(given) > 0
+    assert q3[0].feedback == given[0].message == "that is the encoder's bucket; the decoder uses all its buckets for " \
+                                                 "one side."
     strings = [w for w in stats.wrong["q5"] if w.answer == "'12'"]
     assert strings and "drop the quotes" in strings[0].feedback  # a string answer keeps its own feedback
 
@@ -73,24 +76,34 @@ def test_code_cases_that_failed_most(fake):
     assert top.call.startswith("my_bucket(") and top.topic
 
 
+def _with_objectives(exercise, objectives) -> Exercise:
+    """The exercise with each question's objectives replaced by objectives(question)."""
+    questions = []
+    for q in exercise.questions:
+        q = copy.copy(q)
+        object.__setattr__(q, "objectives", objectives(q))
+        questions.append(q)
+    return Exercise(exercise.id, exercise.title, tuple(questions))
+
+
 def test_statuses_and_objectives(fake):
     exercise, graded, stats = fake
     assert stats.statuses["unreadable"] == ["zoe_unreadable"]
     assert stats.statuses["time limit"] == ["yann_loop"] and stats.statuses["kernel died"] == ["xia_crash"]
-    assert stats.objectives == []
-    assert "No objectives recorded" in class_report_files(exercise, graded)["report.html"]
+    named = sorted({str(o) for q in exercise.questions for o in q.objectives}, key=int)  # the bank's own
+    assert named and [o.objective for o in stats.objectives] == named
+    for o in stats.objectives:
+        assert o.questions == tuple(q.id for q in exercise.questions if int(o.objective) in q.objectives)
+    without = _with_objectives(exercise, lambda q: ())
+    assert compute(without, graded).objectives == []
+    assert "No objectives recorded" in class_report_files(without, graded)["report.html"]
 
-    questions = []
-    for q in exercise.questions:  # the bank will name objectives; until it does, lend some
-        q = copy.copy(q)
-        object.__setattr__(q, "objectives", {"q1": (1,), "q2": (1, 2), "q3": (2,)}.get(q.id, (3,)))
-        questions.append(q)
-    with_objectives = Exercise(exercise.id, exercise.title, tuple(questions))
+    with_objectives = _with_objectives(exercise, lambda q: {"q1": (1,), "q2": (1, 2), "q3": (2,)}.get(q.id, (3,)))
     stats = compute(with_objectives, graded)
     one = next(o for o in stats.objectives if o.objective == "1")
     assert one.questions == ("q1", "q2")
     q1, q2 = (next(s for s in stats.questions if s.id == i) for i in ("q1", "q2"))
-    assert one.mean_fraction == pytest.approx((q1.total_points + q2.total_points) / (40 * 3))
+    assert one.mean_fraction == pytest.approx((q1.total_points + q2.total_points) / (40 * (q1.points + q2.points)))
     rows = _rows(class_report_files(with_objectives, graded)["class_report/objectives.csv"])
     assert [r["objective"] for r in rows] == ["1", "2", "3"]
 
@@ -100,7 +113,7 @@ def test_csv_files_hold_the_page_numbers(fake):
     files = class_report_files(exercise, graded)
     distribution = _rows(files["class_report/distribution.csv"])
     assert sum(int(r["graded"]) + int(r["not_graded"]) for r in distribution) == len(graded)
-    assert distribution[-1]["from"] == distribution[-1]["to"] == "10"
+    assert distribution[-1]["from"] == distribution[-1]["to"] == format_points(exercise.auto_points)
     questions = {r["question"]: r for r in _rows(files["class_report/questions.csv"])}
     assert set(questions) == set(exercise.ids)
     assert float(questions["q7"]["mean_points"]) == pytest.approx(next(s for s in stats.questions
@@ -117,14 +130,34 @@ def test_student_text_is_escaped():
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 
+def _figure_titles(exercise) -> list[str]:
+    """The figures of a report where every code question was run and the bank names objectives."""
+    code = [f"{q.id}: share of failed cases by what they exercise" for q in exercise.questions if isinstance(q, Code)]
+    objectives = ["Mean score per learning objective"] if any(q.objectives for q in exercise.questions
+                                                               if q.auto_scored) else []
+    return ["Distribution of the totals", "Marks per question, most missed first", *code, *objectives]
+
+
+def _titles(exercise) -> dict[str, str]:
+    return question_titles(exercise, nbformat.read(ROOT / "exercises" / f"{exercise.id}.ipynb", as_version=4))
+
+
 def test_the_real_run_writes_the_report(sample_runs):
     page = (sample_runs["whole"] / "report.html").read_text()
-    assert page.count('<svg class="figure"') == 3  # distribution, questions, q7's cases
+    exercise = SAMPLE_EXERCISE
+    figures = re.findall(r'<svg class="figure"[^>]*><title>([^<]*)</title>', page)
+    assert page.count('<svg class="figure"') == len(figures)
+    assert figures == _figure_titles(exercise)  # distribution, questions, each code question's cases, objectives
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
     assert "broken" in page and "unreadable" in page
-    assert "q5: a bucket in the encoder (1 point)" in page  # titles from the handed-out notebook
+    titles = _titles(exercise)  # titles from the handed-out notebook
+    assert titles.keys() == set(exercise.ids)
+    for q in exercise.questions:  # a heading for each automatically graded question, a row for each question
+        points = f"{format_points(q.points)} point{'' if q.points == 1 else 's'}"
+        assert (f"<h3>{q.id}: {titles[q.id]} ({points})</h3>" in page) == q.auto_scored, q.id
+        assert f"<td><b>{q.id}</b> {titles[q.id]}</td>" in page
     wrong = _rows((sample_runs["whole"] / "class_report" / "wrong_answers.csv").read_text())
-    assert {(r["question"], r["answer"]) for r in wrong} >= {("q1", "A"), ("q5", "28")}  # ben's answers
+    assert {(r["question"], r["answer"]) for r in wrong} >= {("q1", "28"), ("q6", "B")}  # ben's answers
     cases = _rows((sample_runs["whole"] / "class_report" / "code_cases.csv").read_text())
     assert cases and all(r["failed"] == "1" and r["attempted"] == "2" for r in cases)  # ben fails 17 of 91
 
@@ -137,9 +170,9 @@ def test_the_page_in_chromium(fake, tmp_path):
         pytest.skip(reason)
     from playwright.sync_api import sync_playwright
 
-    exercise, graded, _ = fake
-    titles = question_titles(exercise, nbformat.read(ROOT / "exercises" / f"{exercise.id}.ipynb", as_version=4))
-    assert titles["q5"] == "a bucket in the encoder"
+    exercise, graded, stats = fake
+    titles = _titles(exercise)
+    assert titles.keys() == set(exercise.ids) and all(titles.values())
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page_path = ARTIFACTS / "report.html"
     page_path.write_text(class_report_files(exercise, graded, titles)["report.html"], encoding="utf-8")
@@ -162,9 +195,12 @@ def test_the_page_in_chromium(fake, tmp_path):
             browser.close()
     assert requests == [page_path.as_uri()]  # the page itself, nothing from any network
     assert errors == []
-    assert [f["title"] for f in figures] == ["Distribution of the totals", "Marks per question, most missed first",
-                                             "q7: share of failed cases by what they exercise"]
-    assert all(f["width"] > 500 and f["height"] > 100 and f["bars"] >= 5 for f in figures), figures
+    assert [f["title"] for f in figures] == _figure_titles(exercise)
+    *plots, per_objective = figures  # the bank names objectives, so the last figure is theirs
+    assert all(f["width"] > 500 and f["height"] > 100 and f["bars"] >= 5 for f in plots), figures
+    scored = [o for o in stats.objectives if o.mean_fraction is not None]
+    assert per_objective["width"] > 500 and per_objective["bars"] == 2 * len(scored) > 0, per_objective  # track, bar
+    assert per_objective["height"] >= 24 * len(scored), per_objective
     assert headings == ["Score distribution", "Questions, most missed first", "Most common wrong answers",
                         "Code questions: the cases that failed most", "Statuses", "Learning objectives"]
     assert (ARTIFACTS / "report.png").stat().st_size > 50_000

@@ -17,13 +17,15 @@ import sys
 import zipfile
 
 import jsonschema
+import nbformat
 import pytest
 
-from conftest import ROOT, SAMPLES, grade_cli
+from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SAMPLES, grade_cli
 from t5lesson.check import Checker
 from t5lesson.grading.gradescope import RESULTS_SCHEMA
+from t5lesson.grading.questions import Code, format_points
 
-EXERCISE = "01_unscaled_scores"
+EXERCISE = SAMPLE_EXERCISE.id  # the autograder grades the sample class's exercise; ada answers all of it right
 SETUP = os.environ.get("T5LESSON_AUTOGRADER_SETUP") == "1"
 
 
@@ -75,7 +77,9 @@ def test_the_zip_has_gradescope_layout_and_no_solutions(autograder):
     assert not any(n.startswith(("solutions/", "tests/", ".git")) or "__pycache__" in n for n in names)
     with zipfile.ZipFile(autograder["zip"]) as archive:
         notebooks = [archive.read(n).decode() for n in names if n.endswith(".ipynb")]
-    assert notebooks and not any("BEGIN SOLUTION" in nb or "answer_q5 = 12" in nb for nb in notebooks)
+    assert notebooks and not any("BEGIN SOLUTION" in nb for nb in notebooks)
+    solution_lines = _solution_lines()
+    assert solution_lines and not any(line in nb for nb in notebooks for line in solution_lines)
     config = json.loads((autograder["root"] / "source" / "autograder.json").read_text())
     assert config["exercise"] == EXERCISE and config["visibility"] == "visible"
     syntax = subprocess.run(["bash", "-n", str(autograder["root"] / "source" / "setup.sh")], capture_output=True)
@@ -85,15 +89,33 @@ def test_the_zip_has_gradescope_layout_and_no_solutions(autograder):
     assert again.read_bytes() == autograder["zip"].read_bytes()  # reproducible
 
 
+def _solution_lines() -> list[str]:
+    """The solution notebook's assignments of answer variables ("answer_q6 = ..."), comments dropped."""
+    nb = nbformat.read(ROOT / "solutions" / f"{EXERCISE}.ipynb", as_version=4)
+    names = tuple(f"{q.name} =" for q in SAMPLE_EXERCISE.questions)
+    return [line.split("#")[0].strip() for cell in nb.cells for line in cell.source.splitlines()
+            if line.startswith(names)]
+
+
 def test_the_solution_gets_full_marks(autograder):
     doc = _grade(autograder, {"ada.ipynb": (SAMPLES / "ada.ipynb").read_bytes()})
-    assert doc["score"] == 10 and doc["extra_data"]["status"] == "graded"
-    auto = [t for t in doc["tests"] if not t["name"].startswith("q3")]
-    assert all(t["score"] == t["max_score"] and t["status"] == "passed" for t in auto)
-    assert [t["output"] for t in auto][:2] == ["q1: Correct [1/1]", "q2: Correct [2/2]"]
-    free = next(t for t in doc["tests"] if t["name"].startswith("q3"))
-    assert free["score"] == 0 and free["max_score"] == 2 and "Marked by hand" in free["output"]
-    assert sum(t["max_score"] for t in doc["tests"]) == 12
+    assert SAMPLE_TOTALS["ada"] == SAMPLE_EXERCISE.auto_points
+    assert doc["score"] == SAMPLE_EXERCISE.auto_points and doc["extra_data"]["status"] == "graded"
+    tests = dict(zip([q.id for q in SAMPLE_EXERCISE.questions], doc["tests"], strict=True))
+    for q in SAMPLE_EXERCISE.questions:
+        test = tests[q.id]
+        assert test["name"].startswith(f"{q.id}: ") and test["max_score"] == q.points, test
+        if not q.auto_scored:
+            assert test["score"] == 0 and "Marked by hand" in test["output"] and "status" not in test, test
+            continue
+        assert test["score"] == q.points and test["status"] == "passed", test
+        points = format_points(q.points)
+        if isinstance(q, Code):  # "q7: Correct: all 91 cases right. [4/4]"
+            assert test["output"].startswith(f"{q.id}: Correct: all "), test
+            assert test["output"].endswith(f"[{points}/{points}]"), test
+        else:
+            assert test["output"] == f"{q.id}: Correct [{points}/{points}]", test
+    assert sum(t["max_score"] for t in doc["tests"]) == sum(q.points for q in SAMPLE_EXERCISE.questions)
 
 
 def test_the_blank_gets_zero_with_check_s_words(autograder):
@@ -110,7 +132,7 @@ def test_a_broken_file_and_an_empty_submission_get_their_status(autograder):
     doc = _grade(autograder, {"mine.ipynb": b'{"cells": [', "notes.txt": b"hello"})
     assert doc["score"] == 0 and doc["extra_data"]["status"] == "unreadable"
     assert "Status: unreadable" in doc["output"] and "could not be graded" in doc["output"]
-    assert all(t["score"] == 0 for t in doc["tests"]) and len(doc["tests"]) == 7
+    assert all(t["score"] == 0 for t in doc["tests"]) and len(doc["tests"]) == len(SAMPLE_EXERCISE.questions)
     doc = _grade(autograder, {"notes.txt": b"hello"})
     assert doc["extra_data"]["status"] == "no notebook" and "notes.txt" in doc["output"]
 

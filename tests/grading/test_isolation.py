@@ -35,7 +35,7 @@ from t5lesson.grading import grade, sandbox
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
 
-from synthetic_class import THIEF, VANDAL, add_after, blank, full, write
+from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
 
 LIMITS = Limits(cell_timeout=20, notebook_timeout=60, harvest_timeout=10, stuck_grace=3, startup_timeout=30,
                 memory_mb=1000, disk_mb=100)
@@ -177,7 +177,7 @@ def _leftovers() -> list[str]:
 def _check_report(report: Path, folder: Path, before: dict, notes: dict[str, str], extra=()) -> None:
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((report / "gradebook.csv").read_text()))}
     assert set(rows) == {"a_victim", "a_spy", "thief", "leaver", "disk_hog", "memory_hog", *extra}, rows
-    assert rows["a_victim"]["total"] == "10"
+    assert rows["a_victim"]["total"] == FULL_MARKS
     assert "spy reached 0 of" in notes["a_spy"], notes["a_spy"]
     assert rows["thief"]["total"] == "0", notes["thief"]  # nothing of the solutions' or the others' answers
     assert (report / "gradebook.csv").read_text().startswith("student,q1,")  # the grader's, not the thief's

@@ -15,7 +15,7 @@ from t5lesson.grading.grade import grade_folder
 from t5lesson.grading.limits import harvest_reserve
 from t5lesson.grading.protocol import Limits
 
-from synthetic_class import add_after, full, write
+from synthetic_class import FULL_POINTS, add_after, full, write
 
 SLOW_HOOK = "import time\nget_ipython().events.register('pre_run_cell', lambda *args: time.sleep(3))"
 
@@ -56,5 +56,6 @@ def test_no_connection_file_or_other_litter_is_left_in_tmp(tmp_path, monkeypatch
     write(nb, folder / "b.ipynb")
     limits = Limits(cell_timeout=10, notebook_timeout=40, harvest_timeout=10, startup_timeout=30)
     graded = grade_folder(folder, tmp_path / "report", limits=limits, jobs=2, isolation=ISOLATION)
-    assert {g.student: g.total for g in graded} == {"a": 10, "b": 10}, [(g.status, g.notes) for g in graded]
+    assert {g.student: g.total for g in graded} == {"a": FULL_POINTS, "b": FULL_POINTS}, \
+        [(g.status, g.notes) for g in graded]
     assert list(scratch.iterdir()) == []

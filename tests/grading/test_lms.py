@@ -5,11 +5,16 @@ import csv
 import shutil
 import subprocess
 
-from conftest import ROOT, grade_cli
+from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
 from t5lesson.grading.lms import markdown_html
+from t5lesson.grading.questions import format_points
 
 IDS = "submission,lms_id,name,section\nada,S1001,\"Lovelace, Ada\",A\nben,S1002,Ben Bit,A\ncy,S1003,Cy Young,B\n" \
       "broken,S1004,Bo Ken,B\ndan,S1005,Dan Absent,B\n"
+ASSIGNMENT = f"Exercise {SAMPLE_EXERCISE.id[:2]}"
+AUTO = [q for q in SAMPLE_EXERCISE.questions if q.auto_scored]
+(FREE,) = [q for q in SAMPLE_EXERCISE.questions if not q.auto_scored]  # the sample exercise has one free-text question
+OUT_OF = format_points(SAMPLE_EXERCISE.auto_points)
 
 
 def _export(report, tmp_path, *extra):
@@ -29,16 +34,16 @@ def _gradebook(report) -> dict[str, dict]:
 
 def test_canvas_and_moodle_hold_the_gradebook_numbers(sample_runs, tmp_path):
     report = sample_runs["whole"]
-    result, out = _export(report, tmp_path, "--per-question", "--assignment", "Exercise 01")
+    result, out = _export(report, tmp_path, "--per-question", "--assignment", ASSIGNMENT)
     assert result.returncode == 0, result.stderr
     assert "LMS ids without a submission (see unmatched.csv): dan" in result.stderr
     gradebook = _gradebook(report)
-    questions = ["q1", "q2", "q4", "q5", "q6", "q7"]  # q3 is free text, not marked yet
+    questions = [q.id for q in AUTO]  # free text is not marked yet
     with open(out / "canvas.csv", newline="") as f:
         canvas = list(csv.reader(f))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Exercise 01",
-                         *[f"Exercise 01 {q}" for q in questions]]
-    assert canvas[1] == ["    Points Possible", "", "", "", "", "10", "1", "2", "1", "1", "1", "4"]
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT,
+                         *[f"{ASSIGNMENT} {q}" for q in questions]]
+    assert canvas[1] == ["    Points Possible", "", "", "", "", OUT_OF, *[format_points(q.points) for q in AUTO]]
     by_id = {row[2]: row for row in canvas[2:]}
     assert by_id["S1001"][:5] == ["Lovelace, Ada", "", "S1001", "", "A"]
     lms_of = {"ada": "S1001", "ben": "S1002", "cy": "S1003", "broken": "S1004"}
@@ -48,7 +53,7 @@ def test_canvas_and_moodle_hold_the_gradebook_numbers(sample_runs, tmp_path):
     with open(out / "moodle.csv", newline="") as f:
         moodle = {row["ID number"]: row for row in csv.DictReader(f)}
     for student, lms_id in lms_of.items():
-        assert moodle[lms_id]["Exercise 01 (out of 10)"] == gradebook[student]["total"]
+        assert moodle[lms_id][f"{ASSIGNMENT} (out of {OUT_OF})"] == gradebook[student]["total"]
         assert moodle[lms_id]["Feedback"] == (report / "feedback" / f"{student}.md").read_text()
     assert set(moodle) == set(lms_of.values())
     with open(out / "unmatched.csv", newline="") as f:
@@ -62,8 +67,9 @@ def test_feedback_as_markdown_and_html(sample_runs, tmp_path):
     assert result.returncode == 0, result.stderr
     assert (out / "feedback" / "S1002.md").read_text() == (report / "feedback" / "ben.md").read_text()
     page = (out / "feedback" / "S1002.html").read_text()
-    assert "<strong>Total: 7.25 / 10</strong>" in page and "<code>ben.ipynb</code>" in page
-    assert "<li>q5: Incorrect: that is the bucket of the opposite offset" in page
+    assert f"<strong>Total: {format_points(SAMPLE_TOTALS['ben'])} / {OUT_OF}</strong>" in page
+    assert "<code>ben.ipynb</code>" in page
+    assert "<li>q1: Incorrect: that is the bucket of the opposite offset" in page  # ben's wrong q1
     assert sorted(p.name for p in (out / "feedback").iterdir()) == [
         f"S100{i}.{ext}" for i in range(1, 5) for ext in ("html", "md")]
 
@@ -73,7 +79,8 @@ def test_free_text_points_count_once_marked(sample_runs, tmp_path):
     shutil.copytree(sample_runs["whole"], report)
     with open(report / "free_text.csv", newline="") as f:
         sheet = list(csv.DictReader(f))
-    marks = {"ada": "2", "ben": "1.5", "cy": "0", "broken": "0"}
+    marks = {"ada": FREE.points, "ben": FREE.points * 0.75, "cy": 0, "broken": 0}
+    marks = {student: format_points(points) for student, points in marks.items()}
     for row in sheet:
         row["points"] = marks[row["student"]] if row["student"] != "cy" else ""
     _write(report / "free_text.csv", sheet)
@@ -87,9 +94,10 @@ def test_free_text_points_count_once_marked(sample_runs, tmp_path):
     assert result.returncode == 0, result.stderr
     with open(out / "canvas.csv", newline="") as f:
         canvas = {row[2]: row for row in csv.reader(f)}
-    assert canvas[""][5] == "12"  # Points Possible: 10 automatic + 2 for q3
-    assert canvas["S1001"][5] == "12" and canvas["S1002"][5] == "8.75" and canvas["S1003"][5] == "0"
-    assert "- q3: 1.5/2" in (out / "feedback" / "S1002.md").read_text()
+    assert canvas[""][5] == format_points(SAMPLE_EXERCISE.auto_points + FREE.points)  # automatic + free text
+    for lms_id, student in (("S1001", "ada"), ("S1002", "ben"), ("S1003", "cy")):
+        assert canvas[lms_id][5] == format_points(SAMPLE_TOTALS[student] + float(marks[student])), student
+    assert f"- {FREE.id}: {marks['ben']}/{format_points(FREE.points)}" in (out / "feedback" / "S1002.md").read_text()
 
 
 def _write(path, rows):

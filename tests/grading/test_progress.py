@@ -6,9 +6,11 @@ import io
 from t5lesson.grading import bank
 from t5lesson.grading.progress import Progress, duration
 from t5lesson.grading.protocol import Status
+from t5lesson.grading.questions import format_points
 from t5lesson.grading.report import Graded
 
 EXERCISE = bank.get("01_unscaled_scores")
+OUT_OF = format_points(EXERCISE.auto_points)  # a line shows "total/points the grader can award"
 
 
 class Clock:
@@ -37,7 +39,7 @@ def test_lines_for_logs_carry_count_rate_time_left_and_problems():
     out = _run(False, [Status.GRADED, Status.TIME_LIMIT, Status.GRADED, Status.UNREADABLE])
     lines = out.splitlines()
     assert len(lines) == 4 and "\r" not in out and "\x1b" not in out
-    assert lines[0].startswith("[1/4] s1: 0/10 graded (6.0 s) | 2.0/min, 1 min 30 s left, all graded")
+    assert lines[0].startswith(f"[1/4] s1: 0/{OUT_OF} graded (6.0 s) | 2.0/min, 1 min 30 s left, all graded")
     assert lines[1].endswith("2.0/min, 1 min 00 s left, not graded: 1 (time limit 1)")
     assert lines[3].endswith("0 s left, not graded: 2 (time limit 1, unreadable 1)")
 
@@ -46,7 +48,7 @@ def test_bar_on_a_terminal_redraws_one_line_and_names_problems_above_it():
     out = _run(True, [Status.GRADED, Status.KERNEL_DIED, Status.GRADED])
     assert out.startswith("\r\x1b[K[------------------------] 0/3   0% | -/min, time left unknown, all graded")
     frames = out.split("\r\x1b[K")
-    assert any(f.startswith("[2/3] s2: 0/10 kernel died") and f.endswith("\n") for f in frames)
+    assert any(f.startswith(f"[2/3] s2: 0/{OUT_OF} kernel died") and f.endswith("\n") for f in frames)
     last = frames[-1]
     assert last.startswith("[########################] 3/3 100% | 2.0/min, 0 s left, not graded: 1 (kernel died 1)")
     assert last.endswith("\n")  # the bar's line is ended once everything is done

@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell
 
 from t5lesson.grading.grade import Limits, grade_folder
 
-from synthetic_class import add_after, full, write
+from synthetic_class import FULL_MARKS, add_after, full, write
 
 LIMITS = Limits(cell_timeout=6, notebook_timeout=40, harvest_timeout=10, stuck_grace=3, startup_timeout=30)
 COPIES = 2
@@ -56,7 +56,7 @@ def test_exit_and_quit_give_the_same_grade_every_time(tmp_path):
         rows = {row["student"]: row for row in _rows(out)}
         for name in ENDINGS:
             assert {(rows[f"{name}-{c}"]["total"], rows[f"{name}-{c}"]["status"]) for c in range(COPIES)} \
-                == {("10", "graded")}, name
+                == {(FULL_MARKS, "graded")}, name
         assert rows["broken_session-0"]["status"] == "kernel broken"
         notes = {g.student: " ".join(g.notes) for g in graded}
         assert "called exit() or quit()" in notes["quit_at_end-0"]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from isolation_helpers import ISOLATION_ARGS
 
-from conftest import ROOT, grade_cli
+from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
+from t5lesson.grading.questions import format_points
 from t5lesson.grading.shards import parse_shard, select
 
 
@@ -57,15 +58,16 @@ def test_each_shard_holds_its_slice(sample_runs):
 def test_gradebook_of_the_class(sample_runs):
     rows = {r["student"]: (r["total"], r["status"]) for r in csv.DictReader((sample_runs["merged"] / "gradebook.csv")
                                                                             .open())}
-    assert rows == {"ada": ("10", "graded"), "ben": ("7.25", "graded"), "broken": ("0", "unreadable"),
-                    "cy": ("0", "graded")}
+    expected = {student: (format_points(total), "graded") for student, total in SAMPLE_TOTALS.items()}
+    assert rows == {**expected, "broken": ("0", "unreadable")}
 
 
 def test_progress_bar_on_a_terminal_and_lines_in_a_log(sample_runs):
     terminal, log = sample_runs["terminal"], sample_runs["log"]
     assert "\x1b[K[" in terminal and "#" in terminal and "/min" in terminal and " left" in terminal
     assert "not graded: 1 (unreadable 1)" in terminal
-    assert "broken: 0/10 unreadable" in terminal  # a problem gets a line of its own above the bar
+    out_of = format_points(SAMPLE_EXERCISE.auto_points)
+    assert f"broken: 0/{out_of} unreadable" in terminal  # a problem gets a line of its own above the bar
     lines = [line for line in log.splitlines() if line.startswith("[")]
     assert [line.split("]")[0] for line in lines] == ["[1/2", "[2/2"]
     assert all(" | " in line and "/min" in line and "all graded" in line for line in lines)
