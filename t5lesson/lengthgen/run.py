@@ -21,8 +21,8 @@ from torch.nn import functional as F
 
 from .._validate import ArgumentError, check_int
 from ..lessons.determinism import one_thread_forked_rng
-from ..perturbation import perturb_
 from ..lessons.progress import Progress
+from ..perturbation import perturb_
 from .model import TinyAttentionModel
 from .schemes import get_scheme
 from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch
