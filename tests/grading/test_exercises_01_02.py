@@ -74,11 +74,16 @@ def test_wrong_answers_are_explained(what, function, status, words):
 
 
 @pytest.mark.parametrize("value, words", [
-    (3 ** 0.5 / 4, "uniform row"), (0.00733, "one entry"), (0.00847, "diagonal only"), (0.02, "Jacobian"),
+    (3 ** 0.5 / 4, "uniform row"), (0.00733, "one entry"), (0.00847, "diagonal only"),
 ])
 def test_saturated_gradient_question_names_the_slip(value, words):
     result = outcome("jacobian", value)
     assert result.status == "incorrect" and words in result.message, result.line()
+
+
+def test_an_unrecognised_wrong_gradient_gets_no_hint_in_its_verdict():
+    result = outcome("jacobian", 0.02)  # hints are for hint(), not for the verdict
+    assert result.status == "incorrect" and result.message == "", result.line()
 
 
 def test_the_references_cannot_be_called_while_grading():
