@@ -242,7 +242,7 @@ class Numeric(Question):
         except OverflowError:  # an int too large for a float
             ratio = math.inf
         if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
-            return self.outcome(INCORRECT, 0, self.first_hint())
+            return self.outcome(INCORRECT, 0, "")  # an unrecognised answer: hints are for hint()
         centre = round(ratio)
         near = [answer_hash(self.id, str(centre + d)) for d in range(-self.GRID, self.GRID + 1)]
         if self.key in near:
