@@ -139,11 +139,12 @@ def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict,
             continue
         source = "".join(cell["source"]).split("\n")
         cell["source"] = "\n".join(line for line in source if not line.startswith("# NBVAL_"))
-        for output in cell.get("outputs", []):
+        # A widget with no stored picture is a progress bar: it means nothing on a static page.
+        cell["outputs"] = [o for o in cell.get("outputs", [])
+                           if WIDGET_MIME not in o.get("data", {}) or "image/png" in o["data"]]
+        for output in cell["outputs"]:
             data = output.get("data", {})
             if WIDGET_MIME in data:
-                if "image/png" not in data:
-                    sys.exit(f"{src.relative_to(ROOT)}: an explorer output has no static PNG to publish")
                 del data[WIDGET_MIME]
                 explorers += 1
                 cells.append(markdown_cell(f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}\n```",

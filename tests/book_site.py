@@ -66,7 +66,7 @@ def notebook_expectations(path: str) -> dict:
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             images += any(m in data for m in IMAGE_MIMES)
-            explorers += WIDGET_MIME in data
+            explorers += WIDGET_MIME in data and "image/png" in data  # a progress bar has no picture
     return {"images": images, "explorers": explorers, "math": math}
 
 
