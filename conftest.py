@@ -15,6 +15,11 @@ DEFAULT_BUDGET_S = 20.0
 _notebook_seconds: dict = {}
 
 
+def pytest_sessionstart(session):
+    # A report left by an earlier run would be printed again below as if it were this run's.
+    (ROOT / "artifacts" / "notebooks" / "report.txt").unlink(missing_ok=True)
+
+
 def budget_for(path: str) -> float:
     return BUDGET_S.get(Path(path).name[:2], DEFAULT_BUDGET_S)
 

@@ -25,7 +25,6 @@ MOVED = {
     "t5lesson.bucket_steps": "t5lesson.lessons.bucket_steps",
     "t5lesson.position_figures": "t5lesson.lessons.position_figures",
     "t5lesson.figures": "t5lesson.lessons.figures",
-    "t5lesson.pretrained": "t5lesson.lessons.pretrained",
     "t5lesson.explorers.scaling": "t5lesson.explorers.score_spread",
     "t5lesson.explorers.folding": "t5lesson.explorers.bias_scale",
     "t5lesson.explorers.lengthgen": "t5lesson.explorers.length_generalisation",

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .determinism import perturbation
+from .perturbation import perturbation
 
 __all__ = ["reference_attention", "reference_bucket", "reference_bias", "reference_bias_layer", "reference_mask",
-           "report_match"]
+           "report_match", "t5_attention"]
 
 
 def _t5():
@@ -64,6 +64,26 @@ def reference_attention(layer):
         state["relative_attention_bias.weight"] = layer.relative_bias.table.detach()
     ref.load_state_dict(state)
     return _with_bucket_function(ref).eval()
+
+
+def t5_attention(config: dict, state: dict):
+    """A transformers `T5Attention` (eager, no dropout) from a plain configuration and a state dict.
+
+    config: d_model, num_heads, d_kv, causal, has_relative_bias, and optionally num_buckets (32)
+    and max_distance (128). state: q.weight, k.weight, v.weight, o.weight and, with a table,
+    relative_attention_bias.weight (tensors or nested lists), the names transformers uses.
+    transformers' own bucket function is used as it is (no stand-in at ties).
+    """
+    T5Config, T5Attention = _t5()
+    t5_config = T5Config(d_model=config["d_model"], d_kv=config["d_kv"], num_heads=config["num_heads"],
+                         dropout_rate=0.0, is_decoder=config["causal"], attn_implementation="eager",
+                         relative_attention_num_buckets=config.get("num_buckets", 32),
+                         relative_attention_max_distance=config.get("max_distance", 128))
+    layer = T5Attention(t5_config, has_relative_attention_bias=config["has_relative_bias"], layer_idx=0,
+                        is_causal=config["causal"])
+    layer.load_state_dict({name: torch.as_tensor(value, dtype=torch.float32).detach().clone()
+                           for name, value in state.items()})
+    return layer.eval()
 
 
 def reference_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):

@@ -7,9 +7,13 @@ kernel: None, bools, ints, floats, strings, and lists/arrays of those, each tagg
 kind. Anything else is described by its type name only. A subclass of int is *not* an int here:
 an object whose `__eq__` always says True is reported as "a FakeInt object", never as a number.
 
-Whatever this code reports is only ever the student's own answer. If a submission tampers with
-it, it can spoil its own answers, nothing more: scoring happens on the reported plain values,
-in `t5lesson.grading.questions`, in the grader's process.
+Scoring happens on the reported plain values, in `t5lesson.grading.questions`, in the grader's
+process, so no object of the student's is ever trusted there. But this code runs in the
+student's kernel, so what it reports is only as honest as that kernel: a notebook that sets out
+to can rewrite these records (for instance by wrapping `publish_display_data`) or reach the
+reference implementation despite `blocking` (for instance with `importlib.reload`), and so
+report the reference's results as its own. That cannot be prevented from inside the kernel;
+docs/grading.md ("What the grader guarantees") says what an instructor should do about it.
 
 The module must stay self-contained (standard library only, no relative imports), because the
 grader runs its source with `exec` in a fresh namespace.
@@ -24,6 +28,7 @@ MIME = "text/x-t5lesson-harvest"
 MAX_ITEMS = 1000
 MAX_TEXT = 5000
 MAX_SLOW_CASES = 3
+HARVEST_FILE, ADAPTER_FILE = "<t5lesson-harvest>", "<t5lesson-adapter>"  # the file names of exec'd code
 
 
 class _CaseTimeout(BaseException):
@@ -82,7 +87,7 @@ def _user_frame(tb):
         tb = tb.tb_next
     for entry in reversed(frames):
         filename = entry.tb_frame.f_code.co_filename
-        if filename in ("<t5lesson-harvest>", globals().get("__file__")) or filename.startswith("<frozen"):
+        if filename in (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__")) or filename.startswith("<frozen"):
             continue
         if filename.startswith(library) or "/t5lesson/" in filename:
             continue
@@ -190,6 +195,10 @@ def collect(spec, namespace):
     if spec["kind"] == "code":
         if not callable(value):
             return {"status": "not_callable", "value": to_plain(value)}
+        if spec.get("adapter"):  # e.g. a class: the adapter's function builds and runs it per case
+            scope = {"__name__": "t5lesson_adapter"}
+            exec(compile(spec["adapter"], ADAPTER_FILE, "exec"), scope)
+            value = scope["adapt"](value)
         restore = blocking(spec.get("blocked", ()))
         try:
             return {"status": "ran", "cases": call_cases(value, spec["cases"], spec["timeout"])}

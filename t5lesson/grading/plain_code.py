@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .bounds import MAX_ITEMS, shape_ok
 from .questions import Case, Code, _describe
 
 __all__ = ["PlainCode", "FloatCode", "differences", "from_plain", "to_python"]
@@ -71,15 +72,19 @@ def from_plain(value, bools=True):
         if isinstance(v, str):
             return float(v) if v in ("inf", "-inf", "nan") else _BAD
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _BAD
-    if kind in ("list", "array") and isinstance(v, list):
+    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
+        shape = value.get("shape")
+        if kind == "array" and not shape_ok(shape, len(v)):  # checked before anything is built
+            return _BAD
         items = [from_plain(item, bools) for item in v]
         if any(item is _BAD for item in items):
             return _BAD
         if kind == "array":
-            shape = value.get("shape")
-            if not isinstance(shape, list) or math.prod(shape) != len(items):
+            if any(isinstance(item, list) for item in items):  # an array's items are numbers
                 return _BAD
-            return np.array(items, dtype=object).reshape(shape).tolist() if shape else items[0]
+            flat = np.empty(len(items), dtype=object)
+            flat[:] = items
+            return flat.reshape(shape).tolist() if shape else items[0]
         return items
     return _BAD
 

@@ -25,12 +25,15 @@ from pathlib import Path
 
 from .harvest import MIME as HARVEST_MIME
 
-__all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "HARVEST_MIME", "GRADER_KEY", "resolve", "mark_harvest",
-           "harvest_question", "RunEnd", "CellStatus", "Status", "status_of", "Limits", "Job"]
+__all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "KERNEL_MODULE", "EXIT_ENAME", "HARVEST_MIME", "GRADER_KEY",
+           "resolve", "mark_harvest", "harvest_question", "RunEnd", "CellStatus", "Status", "status_of",
+           "Limits", "Job"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 RUNNER_MODULE = f"{_PACKAGE}.runner"  # python -m RUNNER_MODULE JOB.json: one worker per submission
 SANDBOX_MODULE = f"{_PACKAGE}.sandbox"  # python -m SANDBOX_MODULE CONFIG CONNECTION_FILE: the kernel launcher
+KERNEL_MODULE = f"{_PACKAGE}.kernel"  # python -m KERNEL_MODULE -f CONNECTION_FILE: what the launcher execs
+EXIT_ENAME = "ExitCalled"  # the error a cell ends with when it called exit() or quit() (see kernel.py)
 GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} on a harvesting cell
 
 
@@ -71,6 +74,7 @@ class RunEnd(_Words):
     TIME_LIMIT = "time limit"  # the whole-notebook budget ran out; later cells were skipped
     STUCK = "stuck"  # a cell ignored the interrupt
     KERNEL_DIED = "kernel died"
+    KERNEL_BROKEN = "kernel broken"  # the notebook broke its kernel's messaging: the worker could not go on
     STARTUP_FAILED = "startup failed"
     WORKER_ERROR = "worker error"  # nbclient or the worker failed after the kernel started
 
@@ -98,11 +102,13 @@ class Status(_Words):
     TIME_LIMIT = "time limit"
     STUCK = "stuck"
     KERNEL_DIED = "kernel died"
+    KERNEL_BROKEN = "kernel broken"
     GRADER_ERROR = "grader error"
 
 
 _STATUS_OF_END = {RunEnd.COMPLETED: Status.GRADED, RunEnd.TIME_LIMIT: Status.TIME_LIMIT, RunEnd.STUCK: Status.STUCK,
-                  RunEnd.KERNEL_DIED: Status.KERNEL_DIED, RunEnd.STARTUP_FAILED: Status.GRADER_ERROR,
+                  RunEnd.KERNEL_DIED: Status.KERNEL_DIED, RunEnd.KERNEL_BROKEN: Status.KERNEL_BROKEN,
+                  RunEnd.STARTUP_FAILED: Status.GRADER_ERROR,
                   RunEnd.WORKER_ERROR: Status.GRADER_ERROR}
 
 
@@ -119,8 +125,8 @@ class Limits:
     """Every limit of one run, in seconds, bytes and megabytes."""
 
     cell_timeout: float = 30.0
-    notebook_timeout: float = 120.0
-    harvest_timeout: float = 30.0
+    notebook_timeout: float = 150.0  # everything in the kernel: the student's cells and reading the answers
+    harvest_timeout: float = 30.0  # per reading cell, and kept at the end of the notebook's budget for them
     startup_timeout: float = 60.0
     stuck_grace: float = 5.0
     output_limit: int = 100_000  # characters of output kept per cell
@@ -129,11 +135,16 @@ class Limits:
     memory_mb: int = 2048
     max_notebook_mb: int = 20
     max_processes: int = 256
+    disk_mb: int = 256  # files, shared memory and locks of one submission together (its private tmpfs)
 
-    def hard_limit(self, questions: int) -> float:
-        """When the grader kills a run from outside, whatever the worker is doing."""
-        return (self.startup_timeout + self.notebook_timeout + self.cell_timeout + self.stuck_grace
-                + questions * self.harvest_timeout + 10)
+    def hard_limit(self, questions: int = 0) -> float:
+        """When the grader kills a run from outside, whatever the worker is doing.
+
+        The notebook limit covers everything done in the kernel, the reading of the answers
+        included (`questions` no longer adds time); on top come the kernel's start, one grace
+        period for a cell that ignores its interrupt, and a few seconds for the last output.
+        """
+        return self.startup_timeout + self.notebook_timeout + self.stuck_grace + 10
 
 
 @dataclass(frozen=True)

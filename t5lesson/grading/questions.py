@@ -7,8 +7,8 @@ grader this code runs in the grader's own process, outside the student's kernel;
 notebook, `check()` runs the very same code, so the two always agree.
 
 Answer keys for multiple-choice and numeric questions are stored as salted SHA-256 hashes.
-That is deterrence, not security: there are only a few options to try, and the class grader
-(which does not trust anything computed in the student's kernel) is what counts.
+That is deterrence, not security: there are only a few options to try, and a notebook can
+brute-force them with `answer_hash` itself (see docs/grading.md, "What the grader guarantees").
 
 Outcomes use the vocabulary of Kaggle's learntools: Correct, Incorrect (with a sentence on what
 is wrong when the answer is a known slip or cannot be read, otherwise nothing: hints are
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 
+from .bounds import MAX_ITEMS, plain_float, plain_int, shape_ok
 from .protocol import resolve
 
 __all__ = [
@@ -98,13 +99,15 @@ class Question:
 
     `name` is the variable (or function) the learner fills in; the grader reads it out of the
     kernel, and `check("q1")` reads it from the notebook's namespace. The question's title is
-    its heading in the notebook (see `notebook_format.validate`), and only there.
+    its heading in the notebook (see `notebook_format.validate`), and only there. `objectives`
+    are the course's learning objectives (1-7, `t5lesson.grading.objectives`) it assesses.
     """
 
     id: str
     points: float
     name: str
     hints: tuple[str, ...] = ()
+    objectives: tuple[int, ...] = ()
     kind = "question"
     auto_scored = True
 
@@ -234,7 +237,13 @@ class Numeric(Question):
                 return self.outcome(CORRECT, 1)
             return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
         step = self.tolerance / self.GRID
-        centre = round(number / step)
+        try:
+            ratio = number / step
+        except OverflowError:  # an int too large for a float
+            ratio = math.inf
+        if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
+            return self.outcome(INCORRECT, 0, self.first_hint())
+        centre = round(ratio)
         near = [answer_hash(self.id, str(centre + d)) for d in range(-self.GRID, self.GRID + 1)]
         if self.key in near:
             return self.outcome(CORRECT, 1)
@@ -277,6 +286,7 @@ class Code(Question):
     case_timeout: float = 1.0
     blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs
     kind = "code"
+    answer_kind = "a function"  # what the learner's name should hold, in messages
 
     def not_attempted(self) -> Outcome:
         return self.outcome(NOT_ATTEMPTED, 0, f"write the body of {self.name} in the answer cell.")
@@ -320,25 +330,29 @@ class Code(Question):
             return self.not_attempted()
         if record.get("status") == "not_callable":
             what = _describe(_value(record))
-            return self.outcome(INCORRECT, 0, f"{self.name} should be a function, but it is {what}.")
+            return self.outcome(INCORRECT, 0, f"{self.name} should be {self.answer_kind}, but it is {what}.")
         results = record.get("cases")
         if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
             return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
         if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
             return self.not_attempted()
 
-        right, first_miss, first_error = 0, None, None
+        right, failed = 0, []
         for case, want, got in zip(self.cases, self.expected, results, strict=True):
             if isinstance(got, dict) and "ok" in got and self._problem(want, got) is None:
                 right += 1
-                continue
-            if first_error is None and isinstance(got, dict) and ("error" in got or "timeout" in got):
-                first_error = (case, want, got)
-            if first_miss is None:
-                first_miss = (case, want, got)
+            else:
+                failed.append((case, want, got))
         total = len(self.cases)
         if right == total:
             return self.outcome(CORRECT, 1, f"all {total} cases right.")
+        return self._verdict(right, total, failed)
+
+    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
+        """The outcome when some cases failed ((case, want, got) each, in order): partial credit,
+        and here the first failed case explained, plus the first one that raised if that is another."""
+        errors = [f for f in failed if isinstance(f[2], dict) and ("error" in f[2] or "timeout" in f[2])]
+        first_miss, first_error = failed[0], (errors[0] if errors else None)
         if right == 0 and first_error is not None and first_error == first_miss:
             return self.outcome(ERROR, 0, self._explain(*first_error))
         status = PARTIAL if right else INCORRECT
@@ -379,15 +393,23 @@ class FreeText(Question):
     """Prose for the instructor, collected and never auto-scored.
 
     The answer lives in a Markdown cell of the notebook (role "answer"), so the grader reads it
-    from the submitted file itself; `name` is that cell's name.
+    from the submitted file itself; `name` is that cell's name. `rubric` lists the elements of a
+    good answer with their points, (element, points) pairs summing to the question's points; it
+    is printed in the grader's free_text.csv for whoever marks the answers.
     """
 
     placeholder: str = "_Write your answer here._"
+    rubric: tuple[tuple[str, float], ...] = ()
     kind = "free text"
     auto_scored = False
 
     def harvest_spec(self) -> dict:
         return {}
+
+    def rubric_text(self) -> str:
+        """The rubric on one line: "1 pt: names both changes; 1 pt: ..."."""
+        return "; ".join(f"{format_points(points)} pt{'' if points == 1 else 's'}: {element}"
+                         for element, points in self.rubric)
 
     def score(self, record) -> Outcome:
         text = record.get("text", "") if isinstance(record, dict) else ""
@@ -397,33 +419,51 @@ class FreeText(Question):
                        "your instructor reads free-text answers; check() cannot mark them.")
 
 
-_PLAIN_KINDS = {"none": type(None), "bool": bool, "int": int, "float": (int, float, str), "str": str}
+_NON_FINITE = ("inf", "-inf", "nan")  # how the harvest writes non-finite floats
 
 
-def clean_plain(value, depth: int = 0) -> dict:
+def _clean_number(kind: str, v):
+    """An int within bounds, a finite float, or a non-finite float as its repr; None if neither."""
+    if kind == "int":
+        return v if plain_int(v) else None
+    if plain_float(v) or plain_int(v):
+        return v
+    if type(v) is float:  # NaN or an infinity parsed from a forged record: the harvest's own spelling
+        return repr(v)
+    return v if isinstance(v, str) and v in _NON_FINITE else None
+
+
+def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
     """A tagged plain value exactly as `t5lesson.grading.harvest.to_plain` makes it, or "unreadable".
 
     The grader calls this on everything that came out of a student's kernel before scoring it,
-    so a forged or damaged record can only ever read as a wrong answer.
+    so a forged or damaged record can only ever read as a wrong answer. Bounded: at most 6
+    levels deep, `bounds.MAX_ITEMS` items per list, 200,000 values in all; ints within
+    +-10**18, floats finite (non-finite ones are kept as "inf", "-inf" or "nan"), arrays of a
+    small shape that matches their items (`bounds.shape_ok`).
     """
     unreadable = {"t": "other", "type": "unreadable"}
-    if not isinstance(value, dict) or depth > 6:
+    budget = [200_000] if budget is None else budget
+    budget[0] -= 1
+    if not isinstance(value, dict) or depth > 6 or budget[0] < 0:
         return unreadable
     kind = value.get("t")
     if kind == "none":
         return {"t": "none"}
-    if kind in _PLAIN_KINDS:
-        v = value.get("v")
-        if kind == "int" and type(v) is not int:
-            return unreadable
-        if not isinstance(v, _PLAIN_KINDS[kind]) or (kind != "bool" and type(v) is bool):
-            return unreadable
-        return {"t": kind, "v": v[:5000] if isinstance(v, str) else v}
-    if kind in ("list", "array") and isinstance(value.get("v"), list) and len(value["v"]) <= 1000:
-        out = {"t": kind, "v": [clean_plain(item, depth + 1) for item in value["v"]]}
+    v = value.get("v")
+    if kind in ("int", "float"):
+        number = _clean_number(kind, v)
+        return unreadable if number is None else {"t": kind, "v": number}
+    if kind == "bool":
+        return {"t": "bool", "v": v} if type(v) is bool else unreadable
+    if kind == "str":
+        return {"t": "str", "v": v[:5000]} if isinstance(v, str) else unreadable
+    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
+        if kind == "array" and not shape_ok(value.get("shape"), len(v)):
+            return {"t": "other", "type": "array of an impossible shape"}
+        out = {"t": kind, "v": [clean_plain(item, depth + 1, budget) for item in v]}
         if kind == "array":
-            shape = value.get("shape")
-            out["shape"] = shape if isinstance(shape, list) and all(type(n) is int for n in shape) else []
+            out["shape"] = list(value["shape"])
         return out
     if kind == "other":
         return {"t": "other", "type": str(value.get("type", "unknown"))[:60]}
@@ -435,6 +475,7 @@ def clean_record(record) -> dict:
     if not isinstance(record, dict):
         return {"status": "missing"}
     status = record.get("status")
+    budget = [200_000]  # values in the whole record (see clean_plain)
     if status == "value":
         return {"status": "value", "value": clean_plain(record.get("value"))}
     if status == "not_callable":
@@ -444,7 +485,7 @@ def clean_record(record) -> dict:
         for case in record["cases"][:10_000]:
             case = case if isinstance(case, dict) else {}
             if "ok" in case:
-                cases.append({"ok": clean_plain(case["ok"])})
+                cases.append({"ok": clean_plain(case["ok"], 0, budget)})
             elif "error" in case:
                 cases.append({"error": str(case["error"])[:300], "where": str(case.get("where", ""))[:100]})
             else:

@@ -29,6 +29,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,7 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
+from .limits import harvest_reserve, tree_memory  # noqa: E402
 from .protocol import HARVEST_MIME, SANDBOX_MODULE, CellStatus, Job, RunEnd, harvest_question  # noqa: E402
 
 KERNEL_NAME = "t5lesson-sandbox"
@@ -102,7 +104,10 @@ class CappedClient(NotebookClient):
 
 def _where(traceback: list) -> tuple[str, str]:
     """(line, function) of the innermost frame in the cell, parsed from IPython's traceback."""
-    text = ANSI.sub("", "\n".join(t for t in traceback if isinstance(t, str)))
+    if not isinstance(traceback, list):
+        return "", ""
+    # bounded: the traceback is the kernel's, as long as it likes; the innermost frames are at the end
+    text = ANSI.sub("", "\n".join(t[-5000:] for t in traceback[-50:] if isinstance(t, str)))
     found = WHERE.findall(text)
     if not found:
         return "", ""
@@ -152,14 +157,22 @@ async def run(job: Job) -> dict:
     private = Path(job.private_dir)
     config_path = private / "sandbox.json"
     config_path.write_text(json.dumps(job.sandbox))
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path))
-    budget_end = None
+    # The kernel's channels are Unix sockets in a folder only the grader and this kernel can open
+    # (ZeroMQ's ipc transport), and its connection file (with the signing key) stays in the private
+    # run folder, which the grader deletes: nothing is left in /tmp, no port is open to other kernels.
+    ipc_dir = Path(job.sandbox.get("ipc_dir") or private / "ipc")
+    ipc_dir.mkdir(mode=0o700, exist_ok=True)
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path),
+                            transport="ipc", ip=str(ipc_dir / "k"), connection_file=str(private / "connection.json"))
+    deadline = student_end = None  # set when the kernel has started
 
     def timeout_for(cell) -> int:
+        now = time.monotonic()
         if harvest_question(cell) is not None:
-            return int(limits.harvest_timeout)
-        left = budget_end - time.monotonic() if budget_end is not None else limits.notebook_timeout
-        return max(1, int(min(limits.cell_timeout, left) + 0.999))
+            per, left = limits.harvest_timeout, (deadline - now if deadline else limits.notebook_timeout)
+        else:
+            per, left = limits.cell_timeout, (student_end - now if student_end else limits.notebook_timeout)
+        return max(1, int(min(per, left) + 0.999))
 
     client = CappedClient(
         nb, km=km, kernel_name=KERNEL_NAME, timeout_func=timeout_for, interrupt_on_timeout=True,
@@ -169,18 +182,26 @@ async def run(job: Job) -> dict:
         resources={"metadata": {"path": job.sandbox["home"]}},
     )
     result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
+    running = None  # the index of the cell being run, once the kernel has started
+    watcher = None
     try:
         async with client.async_setup_kernel():
-            budget_end = time.monotonic() + limits.notebook_timeout
+            # One budget for everything done in the kernel: the student's cells, then the reading of
+            # the answers, which keeps a reserve at the end (see `harvest_reserve`).
+            deadline = time.monotonic() + limits.notebook_timeout
+            student_end = deadline - harvest_reserve(limits)
+            if job.sandbox.get("watch_memory"):  # no cgroup: the worker bounds the kernel's process tree
+                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox["watch_memory"]), result))
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type != "code":
                     continue
                 harvest = harvest_question(cell)
-                if harvest is None and time.monotonic() >= budget_end:
+                if time.monotonic() >= (student_end if harvest is None else deadline):
                     result["cells"].append({"index": index, "status": CellStatus.SKIPPED})
                     result["ended"] = RunEnd.TIME_LIMIT
                     continue
                 start = time.monotonic()
+                running = index
                 try:
                     await client.async_execute_cell(cell, index)
                 except DeadKernelError:
@@ -205,10 +226,37 @@ async def run(job: Job) -> dict:
                     break
     except DeadKernelError:
         result["ended"] = RunEnd.KERNEL_DIED
-    except Exception as exc:  # the kernel would not start, or nbclient failed: report, never hang
-        result["ended"] = RunEnd.WORKER_ERROR if result["cells"] else RunEnd.STARTUP_FAILED
+    except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
+        if running is not None:  # nbclient failed on what the kernel sent while the notebook ran
+            result["ended"] = RunEnd.KERNEL_BROKEN
+            result["cells"] = [c for c in result["cells"] if c["index"] != running]
+            result["cells"].append({"index": running, "status": CellStatus.ERROR, "ename": "KernelBroken",
+                                    "evalue": f"{type(exc).__name__}: {str(exc)[:200]}"})
+        else:
+            result["ended"] = RunEnd.STARTUP_FAILED
         result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    if result.get("memory_exceeded") and result["ended"] == RunEnd.KERNEL_BROKEN:
+        result["ended"] = RunEnd.KERNEL_DIED  # stopped by the memory watch, not broken by the notebook
     return result
+
+
+async def _watch_memory(km, limit: int, result: dict, every: float = 0.25) -> None:
+    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes."""
+    while True:
+        await asyncio.sleep(every)
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        if process is None or process.poll() is not None:
+            continue
+        if tree_memory(process.pid) > limit:
+            result["memory_exceeded"] = True
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                process.kill()
+            return
 
 
 def main(argv=None) -> int:

@@ -24,12 +24,15 @@ import nbformat
 from nbformat.v4 import new_code_cell
 
 from .bank import Exercise
+from .bounds import BoundsError, loads
 from .notebook_format import cell_info, cell_key, exercise_id_of
 from .protocol import mark_harvest
 from .questions import FreeText
 
 __all__ = ["Prepared", "parse", "prepare", "harvest_source"]
 
+MAX_DEPTH = 64  # nesting of a notebook's JSON; Jupyter's own notebooks stay near 10
+MAX_NODES = 2_000_000  # values in a notebook's JSON
 _HARVEST_CODE = Path(__file__).with_name("harvest.py").read_text(encoding="utf-8")
 _HARVEST_CELL = """def __t5lesson_harvest():
     namespace = {{"__name__": "t5lesson_harvest"}}
@@ -68,12 +71,14 @@ def _text(source) -> str | None:
 def parse(data: bytes):
     """(cells, None, exercise id) for a readable notebook, else (None, the reason in words, None)."""
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads(data.decode("utf-8"), max_depth=MAX_DEPTH, max_nodes=MAX_NODES, constants=True)
     except UnicodeDecodeError:
         return None, "the file is not text (not UTF-8), so it is not a notebook", None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         return None, f"the file is not valid JSON ({where}): it is damaged or not a notebook", None
+    except BoundsError as exc:
+        return None, f"the file is not a notebook Jupyter writes: {exc}", None
     if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
         if isinstance(doc, dict) and "worksheets" in doc:
             return None, "the notebook is in the old format 3; open and save it in Jupyter first", None

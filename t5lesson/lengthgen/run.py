@@ -20,9 +20,9 @@ import torch
 from torch.nn import functional as F
 
 from .._validate import ArgumentError, check_int
-from ..determinism import perturb_
 from ..lessons.determinism import one_thread_forked_rng
 from ..lessons.progress import Progress
+from ..perturbation import perturb_
 from .model import TinyAttentionModel
 from .schemes import get_scheme
 from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch

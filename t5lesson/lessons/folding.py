@@ -27,8 +27,8 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int, is_torch
-from ..determinism import perturb_
 from ..layer import T5SelfAttention
+from ..perturbation import perturb_
 from ..saturation import softmax_entropy
 from .determinism import one_thread_forked_rng
 
@@ -219,7 +219,7 @@ def _evaluate(model, held_out):
 
 
 # What a lesson prints about a training run must come out the same on every CPU, and training
-# amplifies rounding (see `t5lesson.determinism`): a 1e-6 nudge of the initial weights moves the
+# amplifies rounding (see `t5lesson.perturbation`): a 1e-6 nudge of the initial weights moves the
 # final logit std of the less stable runs by up to a factor of two (53 to 122 for Adam at lr
 # 1e-2, folded). So a run is described in bands whose edges sit far from every value measured
 # under such nudges; the curves themselves are in the figure, and the tests check the bands.

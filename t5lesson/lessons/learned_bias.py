@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int
-from ..determinism import perturb_
 from ..layer import T5SelfAttention
+from ..perturbation import perturb_
 from .determinism import one_thread_forked_rng
 
 __all__ = ["LagModel", "lag_batch", "train_tiny_model", "TrainedLagModel"]

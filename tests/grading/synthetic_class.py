@@ -1,8 +1,8 @@
-"""A synthetic class of submissions for exercise 01, good, partial, blank and hostile.
+"""A synthetic class of submissions for exercise 03 (buckets), good, partial, blank and hostile.
 
 Every submission is made from the real solution or exercise notebook by editing cells, the
 way a student would. The tests (tests/grading/test_grading.py) grade the folder and compare the
-gradebook with the exact rows below; benchmarks/grade_class.py grades 50 of them for timing.
+gradebook with the exact rows below; benchmarks/grade_class.py grades 100 of them for timing.
 """
 from __future__ import annotations
 
@@ -13,11 +13,17 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
+from t5lesson.grading import bank
 from t5lesson.grading.notebook_format import cell_key
+from t5lesson.grading.questions import format_points
 
 REPO = Path(__file__).resolve().parents[2]
-SOLUTION = REPO / "solutions" / "01_unscaled_scores.ipynb"
-EXERCISE = REPO / "exercises" / "01_unscaled_scores.ipynb"
+EXERCISE_ID = "03_relative_position_buckets"
+SOLUTION = REPO / "solutions" / f"{EXERCISE_ID}.ipynb"
+EXERCISE = REPO / "exercises" / f"{EXERCISE_ID}.ipynb"
+# What full() earns: every automatically graded point of the exercise (FULL_MARKS: as the gradebook writes it).
+FULL_POINTS = bank.get(EXERCISE_ID).auto_points
+FULL_MARKS = format_points(FULL_POINTS)
 
 BUGGY_BUCKET = '''
 def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -63,12 +69,15 @@ json.dumps = lambda obj, **kwargs: _dumps(obj, **kwargs).replace('"t": "other"',
 
 TAMPER_ANSWERS = {
     "q1-answer": "answer_q1 = AlwaysEqual()",
-    "q2-answer": "answer_q2 = [AlwaysEqual(), EqualInt(1)]",
-    "q4-answer": "answer_q4 = EqualInt(0)",
-    "q5-answer": "answer_q5 = AlwaysEqual()",
-    "q6-answer": "answer_q6 = 23  # the one answer this student knows",
+    "q2-answer": "answer_q2 = EqualInt(0)",
+    "q3-answer": "answer_q3 = 22  # the one answer this student knows",
+    "q4-answer": "answer_q4 = [AlwaysEqual(), EqualInt(1)]",
+    "q5-answer": "answer_q5 = EqualInt(0)",
+    "q6-answer": "answer_q6 = AlwaysEqual()",
     "q7-answer": "def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):\n"
                  "    return EqualInt(0)",
+    "q8-answer": "def my_bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128):\n"
+                 "    return [AlwaysEqual()] * num_buckets",
 }
 
 BREAK_BUILTINS = '''
@@ -139,8 +148,8 @@ def blank():
 
 def partial():
     nb = load(SOLUTION)
-    set_cell(nb, "q1-answer", 'answer_q1 = "A"')
-    set_cell(nb, "q5-answer", "answer_q5 = 28")
+    set_cell(nb, "q6-answer", 'answer_q6 = "B"')
+    set_cell(nb, "q1-answer", "answer_q1 = 28")
     set_cell(nb, "q7-answer", BUGGY_BUCKET)
     return nb
 
@@ -166,7 +175,7 @@ def build_class(folder: Path, report: Path, *, loop_marker: str = "987", thief: 
     made["reordered"] = nb
 
     nb = load(SOLUTION)
-    set_cell(nb, "q4-answer", "answer_4 = 1.35  # a typo in the variable's name")
+    set_cell(nb, "q4-answer", "answer_4 = -27  # a typo in the variable's name")
     made["missing_variable"] = nb
 
     nb = load(SOLUTION)

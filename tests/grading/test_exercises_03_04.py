@@ -24,7 +24,7 @@ def score(question, value):
     (EX03, "q2", t5.relative_position_bucket(50 - 30)),
     (EX03, "q3", t5.relative_position_bucket(13 - 50, bidirectional=False)),
     (EX03, "q4", t5.bucket_ranges(False)[20].hi),
-    (EX03, "q5", len(t5.bucket_ranges(False, 40, 30).unused)),
+    (EX03, "q5", min(t5.bucket_ranges(False, 40, 30).unused)),
     (EX04, "q2", t5.relative_position_bucket(3 - 20, bidirectional=False)),
     (EX04, "q3", 2 * 32 * 6),
 ])
@@ -66,7 +66,7 @@ def honest_ranges(bidirectional=True, num_buckets=32, max_distance=128):
 
 
 def test_bucket_ranges_question_gives_partial_credit_per_configuration():
-    q = EX03["q7"]
+    q = EX03["q8"]
     assert score(q, honest_ranges).status == CORRECT
     assert score(q, reference_ranges).status == ERROR  # the reference itself is blocked while grading
 
@@ -85,7 +85,7 @@ def test_bucket_ranges_question_refuses_the_package_answer():
         table = t5.bucket_ranges(bidirectional, num_buckets, max_distance)
         return [None if table[b] is None else (table[b].lo, table[b].hi) for b in range(num_buckets)]
 
-    assert score(EX03["q7"], copy_package).status == ERROR
+    assert score(EX03["q8"], copy_package).status == ERROR
     assert t5.bucket_ranges().last_bucket_start == 91  # and the package works again afterwards
 
 
@@ -120,7 +120,7 @@ def test_fake_numbers_are_not_numbers():
 
         __hash__ = int.__hash__
 
-    outcome = score(EX03["q7"], lambda *a, **k: [FakeInt(0)] * 32)
+    outcome = score(EX03["q8"], lambda *a, **k: [FakeInt(0)] * 32)
     assert outcome.status == INCORRECT and "cannot be compared" in outcome.message
 
 
@@ -128,7 +128,7 @@ def test_blank_answers_are_not_attempted():
     def stub(*args, **kwargs):
         raise NotImplementedError()
 
-    for q in (EX03["q7"], EX04["q5"], EX04["q6"]):
+    for q in (EX03["q7"], EX03["q8"], EX04["q5"], EX04["q6"]):
         assert score(q, stub).status == NOT_ATTEMPTED
     assert EX03["q1"].score(harvest.collect(EX03["q1"].harvest_spec(), {"answer_q1": None})).status == NOT_ATTEMPTED
 
@@ -138,4 +138,4 @@ def test_float_tolerance():
     want = np.asarray(q5.expected[0], dtype=float)
     assert q5._problem(to_python(want), {"ok": harvest.to_plain(want + 1e-12)}) is None
     assert q5._problem(to_python(want), {"ok": harvest.to_plain(want + 1e-3)}) is not None
-    assert math.isclose(EX04.auto_points, 11) and math.isclose(EX03.auto_points, 10)
+    assert math.isclose(EX04.auto_points, 11) and math.isclose(EX03.auto_points, 14)

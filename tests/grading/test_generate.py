@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from isolation_helpers import ISOLATION_ARGS
 
 from t5lesson.grading import generate
 from t5lesson.grading.bank import get
@@ -74,8 +75,8 @@ def test_format_errors_are_caught():
 
 
 @pytest.mark.parametrize("old,new,error", [
-    ("# Exercise 1: the T5 score", "# Exercise 1: a T5 score", "the bank's title"),
-    ("## Question 7 (4 points)", "## Question 7 (3 points)", "question 7 says 3 points"),
+    ("# Exercise 1: T5's unscaled score", "# Exercise 1: a T5 score", "the bank's title"),
+    ("## Question 9 (4 points)", "## Question 9 (3 points)", "question 9 says 3 points"),
     ("## Question 3 (2 points, marked by your instructor)", "## Question 3 (2 points)", "marked by the instructor"),
     ('checker("01_unscaled_scores")', 'checker("01_unscaled")', "checker"),
 ])
@@ -102,7 +103,7 @@ def test_check_mode_reports_stale_and_orphan_files(tmp_path, capsys):
 
 def _grade(folder: Path, out: Path, exercise_id: str) -> None:
     command = [sys.executable, "-m", "t5lesson.grading.grade", str(folder), "--out", str(out),
-               "--exercise", exercise_id]
+               "--exercise", exercise_id, *ISOLATION_ARGS]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "[2/2]" in result.stderr  # progress lines

@@ -31,7 +31,7 @@ def static_figures():
     from t5lesson.lessons.bias_timing import bias_timing_figure
     from t5lesson.lessons.folding import train_recall
     from t5lesson.lessons.position_figures import bias_table_figure, offset_matrix_figure, pair_count_figure
-    from t5lesson.lessons.pretrained import bias_curves_figure, toy_tables
+    from t5lesson.lessons.pretrained_figures import bias_curves_figure, toy_tables
     from t5lesson.lessons.toy_heads import HEAD_NAMES, toy_bias_table
 
     stored = load_stored()

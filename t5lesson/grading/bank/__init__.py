@@ -32,11 +32,16 @@ _MODULES = dict(sorted((id_of_module(m.name), m.name) for m in pkgutil.iter_modu
 
 @dataclass(frozen=True)
 class Exercise:
-    """An exercise notebook's questions, in the order they appear."""
+    """An exercise notebook's questions, in the order they appear.
+
+    `practice` marks an exercise that is not handed in (lesson 0's warm-up question): it has no
+    solution notebook and does not count in the objective map.
+    """
 
     id: str
     title: str
     questions: tuple[Question, ...]
+    practice: bool = False
 
     def __getitem__(self, question_id: str) -> Question:
         for question in self.questions:

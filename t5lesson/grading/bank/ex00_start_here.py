@@ -18,6 +18,8 @@ EXERCISE = Exercise(
                 "key B is the orange bar; give the weight as a number between 0 and 1.",
             ),
             feedback={"bb6d2ee186ceb7476c7a0982": "that is key A's weight; the question asks for key B."},
+            objectives=(3,),
         ),
     ),
+    practice=True,
 )

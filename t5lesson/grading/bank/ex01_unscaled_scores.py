@@ -1,70 +1,97 @@
-"""Exercise 01: the unnormalised T5 score, the two changes, and buckets by hand and by code.
+"""Exercise 01 (lesson 1): T5's unnormalised score, the two changes, and what dropping 1/sqrt(d) does.
 
 Notebook: solutions/01_unscaled_scores.ipynb (source), exercises/01_unscaled_scores.ipynb.
-Keys are salted hashes (`t5lesson.grading.questions.answer_hash`); to change an answer, recompute its
-hash with `python -m t5lesson.grading.questions hash QUESTION ANSWER` and run the solution notebook
-through the grader (tests/grading/test_generate.py does) to prove it still gets full marks.
+Keys are salted hashes (`t5lesson.grading.questions.answer_hash`, `Numeric.float_key`); to change an
+answer, recompute its hash with `python -m t5lesson.grading.questions hash|float-key ...` and run the
+solution notebook through the grader (tests/grading/test_generate.py does) to prove it still
+gets full marks. tests/grading/test_objectives.py checks that every feedback key can be reached.
 
-Code cases for q7 cover T5's default encoder and decoder tables at every bucket boundary,
-offsets far beyond max_distance, and three other configurations (one with an odd number of
-buckets). They avoid the few configurations where a float64 logarithm (`math.log`) and the
-reference's float32 one put a boundary offset in different buckets (for example num_buckets=18,
-max_distance=128 at offsets 8, 16 and 64): a learner who writes the formula right gets full
-marks whether they compute in float32 or float64.
+The two code questions return floats and float matrices, so they use `FloatCode`
+(`t5lesson.grading.plain_code`): `PlainCode`'s comparison, with messages about arrays. Buckets
+are lesson 3's: their questions, the bucket function included, are in exercise 03.
 """
 from __future__ import annotations
 
-from ..questions import Case, Code, FreeText, MultipleChoice, Numeric
+import numpy as np
+
+from ..plain_code import FloatCode
+from ..questions import Case, FreeText, MultipleChoice, Numeric
 from . import Exercise, id_of_module
 
-_DEFAULT = (True, 32, 128)
+__all__ = ["EXERCISE", "reference_entropy", "reference_scores"]
 
 
-def _topic(rel: int, bidirectional: bool, num_buckets: int, max_distance: int) -> str:
-    """What a case exercises, in words a learner can act on (it never states the answer)."""
-    per_direction = num_buckets // 2 if bidirectional else num_buckets
-    max_exact = per_direction // 2
-    if not bidirectional and rel > 0:
-        return "a future key in a causal table"
-    n = abs(rel) if bidirectional else -rel
-    side = "a key after the query" if rel > 0 else "a key before the query" if rel < 0 else "offset 0"
-    if n < max_exact:
-        region = "the exact range"
-    elif n >= max_distance:
-        region = "beyond max_distance"
-    else:
-        region = "the logarithmic range"
-    return f"{side}, {region}"
+# --- references, called in the grader's process with the plain (list) arguments ----------------
+
+def reference_entropy(weights):
+    """Entropy in nats of one row of probabilities (t5lesson.softmax_entropy)."""
+    from ...saturation import softmax_entropy
+
+    return float(softmax_entropy(np.asarray(weights, dtype=float)))
 
 
-def _cases() -> tuple[Case, ...]:
-    encoder = [0, 1, 2, 7, 8, 11, 12, 15, 16, 22, 23, 31, 32, 45, 46, 63, 64, 90, 91, 127, 128, 129, 500, 10_000]
-    configs = [
-        (_DEFAULT, [-n for n in encoder] + encoder[1:]),
-        ((False, 32, 128), [5, 1, 0, -1, -15, -16, -18, -19, -20, -21, -112, -113, -128, -1000]),
-        ((True, 8, 20), [-1, -2, -3, -4, -5, -9, -10, -19, -20, -21, 2, 3, 4, 20, 21]),
-        ((False, 16, 32), [3, 0, -7, -8, -9, -31, -32, -33, -100]),
-        ((True, 33, 128), [-8, 8, -100, 100, -15, 15]),
+def reference_scores(q, k, bias, mask):
+    """T5's score matrix q k^T + bias, with masked entries at the most negative float."""
+    from ...scores import attention_scores
+
+    q, k, bias = (np.asarray(a, dtype=float) for a in (q, k, bias))
+    return attention_scores(q, k, bias=bias, mask=np.asarray(mask, dtype=bool))
+
+
+# --- cases ------------------------------------------------------------------------------------
+
+def _row(values) -> tuple:
+    return tuple(float(v) for v in values)
+
+
+def _entropy_cases() -> tuple[Case, ...]:
+    softmax16 = np.exp(np.linspace(-2.0, 1.0, 16))
+    softmax16 = softmax16 / softmax16.sum()
+    rows = [
+        ((0.25, 0.25, 0.25, 0.25), "uniform weights over 4 keys"),
+        ((0.0, 1.0, 0.0), "one-hot weights (0 log 0 counts as 0)"),
+        ((0.5, 0.5, 0.0, 0.0), "weights with zeros"),
+        ((0.7, 0.2, 0.1), "uneven weights"),
+        ((1.0,), "a single key"),
+        ((1.0 - 1e-9, 1e-9), "almost one-hot"),
+        (_row(np.round(softmax16, 15)), "a softmax row over 16 keys"),
+    ]
+    return tuple(Case((row,), (), topic) for row, topic in rows)
+
+
+def _matrix(a) -> tuple:
+    return tuple(_row(r) for r in np.atleast_2d(a))
+
+
+def _score_cases() -> tuple[Case, ...]:
+    rng = np.random.default_rng(2)
+    r = lambda *shape: np.round(rng.standard_normal(shape), 2)
+    causal3 = np.tril(np.ones((3, 3)))
+    padded = np.array([[1, 1, 1, 0], [1, 1, 1, 0]])
+    mixed = np.array([[1, 0, 1, 1], [0, 1, 1, 0]])
+    specs = [
+        ((2, 3, 2), np.ones((2, 3)), "no mask, d = 2"),
+        ((3, 3, 4), causal3, "a causal mask, d = 4"),
+        ((2, 4, 3), padded, "the last key is padding"),
+        ((2, 4, 8), mixed, "a mixed mask, d = 8"),
+        ((1, 1, 1), np.ones((1, 1)), "one query, one key, d = 1"),
+        ((4, 4, 16), np.tril(np.ones((4, 4))), "a causal mask, d = 16"),
     ]
     cases = []
-    for (bidirectional, num_buckets, max_distance), offsets in configs:
-        if (bidirectional, num_buckets, max_distance) == _DEFAULT:
-            kwargs = ()
-        elif num_buckets == 32 and max_distance == 128:
-            kwargs = (("bidirectional", bidirectional),)
-        else:
-            kwargs = (("bidirectional", bidirectional), ("num_buckets", num_buckets), ("max_distance", max_distance))
-        for rel in offsets:
-            cases.append(Case((rel,), kwargs, _topic(rel, bidirectional, num_buckets, max_distance)))
+    for (n_q, n_k, d), mask, topic in specs:
+        q, k, bias = r(n_q, d), r(n_k, d), r(n_q, n_k)
+        cases.append(Case((_matrix(q), _matrix(k), _matrix(bias), tuple(tuple(int(m) for m in row) for row in mask)),
+                          (), topic))
     return tuple(cases)
 
 
 EXERCISE = Exercise(
     id=id_of_module(__name__),
-    title="Exercise 1: the T5 score, by hand and by code",
+    title="Exercise 1: T5's unscaled score, and what dropping $\\sqrt{d}$ does",
     questions=(
         MultipleChoice(
-            id="q1", points=1, name="answer_q1", options="ABCDE", key="cceea8c4953b42f1cfd33c4b",
+            id="q1", points=1, objectives=(1,), name="answer_q1",
+            options="ABCDE", key="cceea8c4953b42f1cfd33c4b",
             hints=(
                 "two things set T5 apart: what happens to the size of q.k, and how the position enters.",
                 "T5 divides q.k by nothing at all.",
@@ -81,20 +108,42 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q2", points=2, name="answer_q2", options="ABCDE", multiple=True, key="4d2b1d530ca3f36521a44467",
+            id="q2", points=2, objectives=(2,), name="answer_q2",
+            options="ABCDEF", multiple=True, key="4d2b1d530ca3f36521a44467",
             hints=(
-                "exactly two options are right.",
-                "one change is about the scale of the scores, the other about where position information enters.",
+                "for each option, ask two things: is it about the size of q.k or about where position enters, "
+                "and is it what T5 does, or what another model does?",
+                "T5's position term is one learned number per bucket of the offset j - i, added to the logit; "
+                "T5 neither divides nor learns anything in place of the scale.",
             ),
             feedback={
-                "3914cc5ca84c252dbf95410c": "one change is missing: how does T5 tell attention "
-                                            "how far apart two tokens are?",
-                "e83fc0bd4028947018bfcaf1": "one change is missing: look at what happens to the size of q.k.",
+                "3914cc5ca84c252dbf95410c": "not complete: how does T5 tell attention how far apart two tokens are?",
+                "e83fc0bd4028947018bfcaf1": "not complete: look at what happens to the size of q.k.",
+                "35c18c01c8b3218a846eba5c": "a number per absolute key position would be the same whatever the query; "
+                                            "T5's depends only on the offset j - i.",
+                "27a29e4d58f758f856c19304": "a number per absolute key position would be the same whatever the query; "
+                                            "T5's depends only on the offset j - i.",
+                "ada48a0524d1da91cb740cf9": "T5 learns no temperature: q.k enters the softmax as it is.",
+                "b5094d92475981f2774707b1": "T5 learns no temperature: q.k enters the softmax as it is.",
+                "8fc6adfb6085097f780e7ac0": "a vector added to the keys is Shaw et al.'s relative attention; T5 adds "
+                                            "one scalar to the logit.",
+                "6d50dc2abbbcf838aa0a43bb": "a vector added to the keys is Shaw et al.'s relative attention; T5 adds "
+                                            "one scalar to the logit.",
+                "3a30f9cf4f7f79ddcbbcfec8": "T5 divides nothing by sqrt(d), the bias included.",
             },
         ),
-        FreeText(id="q3", points=2, name="q3-answer"),
+        FreeText(
+            id="q3", points=2, objectives=(2,), name="q3-answer",
+            rubric=(
+                ("dropping 1/sqrt(d) leaves q.k at its natural size, whose spread grows with d "
+                 "(variance d for unit-variance entries), so the softmax gets sharper as heads grow", 1),
+                ("the added u_b(j-i) raises or lowers a score by the offset between key and query (distance and "
+                 "direction): it is how word order enters, one learned value per bucket and head, the same for "
+                 "every pair at that offset", 1),
+            ),
+        ),
         Numeric(
-            id="q4", points=1, name="answer_q4", tolerance=1e-4,
+            id="q4", points=1, objectives=(1,), name="answer_q4", tolerance=1e-4,
             key="03292d5b14f81032ab253150",
             hints=(
                 "the score is the plain dot product plus one entry of the bias table.",
@@ -108,42 +157,67 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q5", points=1, name="answer_q5", key="69cb062b565580945e15663f",
+            id="q5", points=1, objectives=(3,), name="answer_q5",
+            key="67b0594f26333e67a7606a32",
             hints=(
-                "first the offset: key position minus query position.",
-                "offsets -1..-7 have a bucket each; from -8 on, each bucket covers a range "
-                "that grows with the distance.",
-                "bucket_ranges() from t5lesson prints the whole table.",
+                "q.k is a sum of d independent products q_m k_m; variances of independent terms add.",
+                "the variance of a product of two independent zero-mean variables is the product of their variances.",
             ),
             feedback={
-                "facb3a3e83fca6089a7b5ac1": "that is the bucket of the opposite offset: the offset is key minus query.",
+                "6d13bd6e7534f9ee0608e55b": "each product q_m k_m has variance sigma^2 times sigma^2, not sigma^2.",
+                "c2609c9d74f81ba912f75e2b": "that would be right for unit-variance entries; these have variance 0.25.",
+                "c05cdc6db759c88a30684589": "that is a standard deviation; the question asks for the variance.",
+                "7373e54c5ed59e03a8d51c1a": "you used the standard deviation 0.5 where a variance belongs.",
             },
         ),
         Numeric(
-            id="q6", points=1, name="answer_q6", key="97435ba8b14ae839d4b2a143",
+            id="q6", points=1, objectives=(1, 3), name="answer_q6",
+            tolerance=1e-3,
+            key="41360165fbcfd1c57b28a93e",
             hints=(
-                "a causal table does not split the buckets in two halves: all 32 serve keys at or before the query.",
-                "with 32 buckets for one direction, offsets -1..-15 get a bucket each.",
+                "first build each key's score, q.k plus its bias, with no division; then take the softmax.",
+                "the weight of key 1 is exp(score_1) divided by the sum of exp(score_j) over all four keys.",
             ),
             feedback={
-                "c90b2e4d16681a488966d761": "that is the encoder's bucket; the decoder uses all "
-                                            "its buckets for one direction.",
-                "d4ec9609b9132f276183e879": "bucket 0 holds the offset 0 and the future keys; this key is in the past.",
+                "48de780df9b3adbe9c86c60a": "the biases are missing from the scores.",
+                "0f12c90f7d8739c71e09a714": "you divided q.k by sqrt(d); T5 does not.",
+                "ff519049071c52bd38b96092": "you divided the whole score by sqrt(d); T5 divides nothing.",
             },
         ),
-        Code(
-            id="q7", points=4, name="my_bucket",
-            reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), case_timeout=1.0,
-            blocked=tuple(f"t5lesson.buckets:{name}" for name in (
-                "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",
-                "_log_bucket_numpy",
-            )) + ("t5lesson.bias:relative_bias", "t5lesson.lessons.bucket_steps:bucket_steps",
-                  "t5lesson.reference:reference_bucket", "transformers:",
-                  "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket"),
+        FloatCode(
+            id="q7", points=3, objectives=(3,), name="my_entropy",
+            reference="t5lesson.grading.bank.ex01_unscaled_scores:reference_entropy",
+            cases=_entropy_cases(), case_timeout=1.0, tolerance=1e-6,
+            blocked=("t5lesson.saturation:softmax_entropy", f"{__name__}:reference_entropy", "scipy.stats:entropy"),
             hints=(
-                "check the three regions in order: the sign (which half), the exact range, the logarithmic range.",
-                "in the logarithmic range, use int() to truncate and min() to clamp to the last bucket.",
-                "max_exact is half of the buckets of one direction, after halving for bidirectional tables.",
+                "the entropy is minus the sum over keys of p log p, with the natural logarithm.",
+                "a zero weight contributes nothing (p log p goes to 0 as p goes to 0), but log(0) itself is -inf.",
+            ),
+        ),
+        Numeric(
+            id="q8", points=1, objectives=(3,), name="answer_q8",
+            tolerance=1e-4, key="7b4c90b4c263ad933f42f98a",
+            hints=(
+                "first the weights p = softmax(scores); then the Jacobian J = diag(p) - p p^T, a 4 x 4 matrix.",
+                "the Frobenius norm is the square root of the sum of the squares of all 16 entries of J.",
+            ),
+            feedback={
+                "86bc49b051010a138e2a5252": "that is the uniform row's norm; compute p from these scores first.",
+                "8024c988906d7a1c501c4b96": "that is one entry, p0 (1 - p0); the norm takes every entry of "
+                                            "diag(p) - p p^T.",
+                "4c9e44f158d989fff5793942": "that counts the diagonal only; the entries -p_i p_j off it count too.",
+            },
+        ),
+        FloatCode(
+            id="q9", points=4, objectives=(1,), name="my_scores",
+            reference="t5lesson.grading.bank.ex01_unscaled_scores:reference_scores",
+            cases=_score_cases(), case_timeout=1.0, tolerance=1e-6, masked_below=-1e9,
+            blocked=("t5lesson.scores:attention_scores", "t5lesson.scores:attention",
+                     "t5lesson.lessons.dot_products:scores_t5", f"{__name__}:reference_scores"),
+            hints=(
+                "score[i][j] = q[i] . k[j] + bias[i][j], with nothing divided, where mask[i][j] is 1.",
+                "where mask[i][j] is 0 the score must be hugely negative: -1e9, -inf or the most negative float.",
+                "np.asarray turns the nested lists you receive into arrays; q @ k.T gives every dot product.",
             ),
         ),
     ),

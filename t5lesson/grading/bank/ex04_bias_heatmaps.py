@@ -66,7 +66,8 @@ EXERCISE = Exercise(
     title="Exercise 4: bias heatmaps, masks and the cache",
     questions=(
         MultipleChoice(
-            id="q1", points=1, name="answer_q1", options="ABCDE", key="e2a0752f1a2488a538a3d2ba",
+            id="q1", points=1, objectives=(5, 7), name="answer_q1",
+            options="ABCDE", key="e2a0752f1a2488a538a3d2ba",
             hints=(
                 "compute the decoder's bucket of a positive offset.",
                 "then ask what happens to that pair before the softmax.",
@@ -81,7 +82,8 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q2", points=1, name="answer_q2", key="aa0fc3e1e697957aaef87b7d",
+            id="q2", points=1, objectives=(5, 7), name="answer_q2",
+            key="aa0fc3e1e697957aaef87b7d",
             hints=(
                 "the new query does not sit at position 0: where does it sit when 20 tokens are cached?",
                 "compute the offset key - query, then the decoder's bucket of it.",
@@ -92,7 +94,8 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, name="answer_q3", key="3741f95f958260de41be4f83",
+            id="q3", points=1, objectives=(7,), name="answer_q3",
+            key="3741f95f958260de41be4f83",
             hints=(
                 "a table has one number per bucket and per head.",
                 "how many tables does T5 have: one per layer, one per stack, or one in all?",
@@ -105,20 +108,21 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q4", points=2, name="answer_q4", options="ABCDE", multiple=True, key="6f3d246a118a9197f008c484",
+            id="q4", points=2, objectives=(7,), name="answer_q4",
+            options="ABCDE", multiple=True, key="6f3d246a118a9197f008c484",
             hints=(
-                "three statements are true.",
+                "for each statement, ask which stack it is about, and which of its layers creates a table.",
                 "look at has_relative_attention_bias in transformers' T5Stack, T5LayerCrossAttention "
                 "and UMT5LayerSelfAttention (lesson 4, section 6).",
             ),
             feedback={
-                "a2d1bb98f24056612ffcea13": "one more statement is true: which model differs from T5?",
+                "a2d1bb98f24056612ffcea13": "not complete: which model differs from T5?",
                 "697e09b5bf8e2bede8e7b9ff": "later decoder layers reuse the bias of decoder layer 0.",
                 "6fa472c1babb487df3231d4f": "cross-attention has no relative-position bias at all.",
             },
         ),
         PlainCode(
-            id="q5", points=4, name="my_bias",
+            id="q5", points=4, objectives=(7,), name="my_bias",
             reference="t5lesson.grading.bank.ex04_bias_heatmaps:reference_bias_lists",
             cases=_bias_cases(), case_timeout=2.0, tolerance=1e-9,
             blocked=("t5lesson.bias:relative_bias", "t5lesson.bias:_toeplitz_numpy", "t5lesson.bias:_toeplitz_torch",
@@ -134,7 +138,7 @@ EXERCISE = Exercise(
             ),
         ),
         PlainCode(
-            id="q6", points=2, name="my_causal_mask",
+            id="q6", points=2, objectives=(7,), name="my_causal_mask",
             reference="t5lesson.scores:causal_mask", cases=_mask_cases(), case_timeout=1.0,
             blocked=("t5lesson.scores:causal_mask",),
             hints=(
@@ -142,6 +146,16 @@ EXERCISE = Exercise(
                 "query i sits at position query_offset + i; key j at position j.",
             ),
         ),
-        FreeText(id="q7", points=2, name="q7-answer"),
+        FreeText(
+            id="q7", points=2, objectives=(7,), name="q7-answer",
+            rubric=(
+                ("the bias depends on the two positions only through j - i, so every diagonal holds one value "
+                 "(a Toeplitz matrix)", 0.5),
+                ("a q_len x k_len matrix has only q_len + k_len - 1 distinct offsets, so the bucket (and its "
+                 "logarithm) is computed once per offset, not once per pair, with the count for an example size", 1),
+                ("the values are laid out along the diagonals (a sliding window) and equal the per-pair "
+                 "computation; q_len x k_len values per head are still written", 0.5),
+            ),
+        ),
     ),
 )

@@ -51,7 +51,8 @@ EXERCISE = Exercise(
     title="Exercise 5: one bias for many distances, and sequences longer than training",
     questions=(
         MultipleChoice(
-            id="q1", points=1, name="answer_q1", options="ABC", key="cceea8c4953b42f1cfd33c4b",
+            id="q1", points=1, objectives=(6,), name="answer_q1",
+            options="ABC", key="cceea8c4953b42f1cfd33c4b",
             hints=(
                 "ask, for each model, which parameter supplies the bias of a pair 1500 tokens apart, "
                 "and how often that parameter was updated in training.",
@@ -64,7 +65,8 @@ EXERCISE = Exercise(
             },
         ),
         MultipleChoice(
-            id="q2", points=2, name="answer_q2", options="ABCDE", key="e83fc0bd4028947018bfcaf1",
+            id="q2", points=2, objectives=(6,), name="answer_q2",
+            options="ABCDE", key="e83fc0bd4028947018bfcaf1",
             hints=(
                 "count: how many (query, key) pairs per training document have offset 5, and how many offset 500?",
                 "what matters at test time is whether the parameter used for a far pair was trained on many pairs.",
@@ -81,7 +83,8 @@ EXERCISE = Exercise(
             },
         ),
         Numeric(
-            id="q3", points=1, name="answer_q3", key="46f0a02ede57c7251d5820bf",
+            id="q3", points=1, objectives=(6,), name="answer_q3",
+            key="46f0a02ede57c7251d5820bf",
             hints=(
                 "list the pairs: query i and key i - 480, for every query i that has such a key.",
                 "the first such query is at position 480 (positions count from 0).",
@@ -94,7 +97,8 @@ EXERCISE = Exercise(
             },
         ),
         FloatCode(
-            id="q4", points=3, name="clipped_bias_matrix",
+            id="q4", points=3, objectives=(6,),
+            name="clipped_bias_matrix",
             reference="t5lesson.grading.bank.ex05_length_generalisation:reference_clipped_bias",
             cases=_cases(), case_timeout=1.0, tolerance=1e-9,
             blocked=(f"{__name__}:reference_clipped_bias", "t5lesson.lengthgen.schemes:Scheme.parameter_of_offset",
@@ -105,6 +109,17 @@ EXERCISE = Exercise(
                 "np.minimum(d, clip) turns a matrix of offsets into a matrix of table indices in one step.",
             ),
         ),
-        FreeText(id="q5", points=3, name="q5-answer"),
+        FreeText(
+            id="q5", points=3, objectives=(6,), name="q5-answer",
+            rubric=(
+                ("inputs never longer than training: far buckets buy nothing, and a per-offset table (or more exact "
+                 "buckets) keeps distinctions a wide bucket merges, e.g. copying from an exact long distance", 1),
+                ("a max_distance beyond the training length leaves the far buckets untrained; the lesson's numbers "
+                 "for it, and the fix (max_distance inside the training length, or longer training)", 1),
+                ("alternatives judged with the lesson's evidence: a per-offset table clipped inside the training "
+                 "length does as well as buckets; a fixed distance penalty (ALiBi) extrapolates for recency but "
+                 "could not copy with one layer", 1),
+            ),
+        ),
     ),
 )

@@ -1,6 +1,6 @@
 """The relative-position bias tables of a real, trained T5 checkpoint (lesson 4, "What a trained T5 learned").
 
-    from t5lesson.lessons.pretrained import load_bias_tables, bias_curves_figure
+    from t5lesson.pretrained import load_bias_tables, bias_curves_figure
     tables = load_bias_tables("t5-small")          # a hub id, or a local folder
     tables.encoder.table                           # float32 [num_buckets, heads]
     tables.decoder.table
@@ -23,8 +23,8 @@ Nothing is downloaded unless you ask for a hub id that is not cached yet. Offlin
 weights are missing, `WeightsNotAvailable` (an `OSError`) says how to get them. Bad arguments
 raise `t5lesson.ArgumentError`.
 
-`toy_tables()` wraps the hand-made heads of `t5lesson.lessons.toy_heads` in the same structure, so a
-lesson can draw the same figure with or without real weights.
+Lesson 4 draws these tables with `t5lesson.lessons.pretrained_figures`, which also wraps its
+hand-made heads in the same structure, so it can draw the same figure with or without weights.
 """
 from __future__ import annotations
 
@@ -34,13 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validate import ArgumentError, check_bool, check_int
-from ..bias import relative_bias
-from ..buckets import bucket_config, bucket_ranges
-from .figures import SMALL, WIDTH, new_figure, styled
+from ._validate import ArgumentError, check_bool, check_int
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "WeightsNotAvailable", "StackTables", "BiasTables", "load_bias_tables",
-           "tables_from_model", "toy_tables", "bias_curves_figure", "how_to_get_weights"]
+           "tables_from_model", "how_to_get_weights"]
 
 SUPPORTED_MODEL_TYPES = ("t5", "mt5", "umt5")
 
@@ -51,15 +48,14 @@ class WeightsNotAvailable(OSError):
 
 def how_to_get_weights(name: str = "t5-small") -> str:
     """The instructions that `WeightsNotAvailable` and lesson 4 give for getting real weights."""
-    local = f"{name.split('/')[-1]}-local"
-    return (  # lines of at most 88 characters: they are printed in a notebook
+    return (
         "To see a real T5's bias tables, either\n"
-        "  - run this where the internet is reachable (Colab, for example) and pass a hub id\n"
-        f"    such as {name!r}: transformers downloads the checkpoint once and caches it; or\n"
-        "  - on a machine with internet access, save a copy to a folder, in Python:\n"
-        "        from transformers import AutoModel\n"
-        f"        AutoModel.from_pretrained({name!r}).save_pretrained({local!r})\n"
-        f"    then bring that folder here and pass its path: load_bias_tables({local!r})."
+        f"  - run this where the internet is reachable (Colab, for example) and pass a hub id such as {name!r}: "
+        "transformers downloads the checkpoint once and caches it; or\n"
+        "  - on a machine with internet access, save a copy to a folder:\n"
+        f"      python -c \"from transformers import AutoModel; AutoModel.from_pretrained({name!r})"
+        f".save_pretrained('{name.split('/')[-1]}-local')\"\n"
+        f"    bring that folder here and pass its path: load_bias_tables('{name.split('/')[-1]}-local')."
     )
 
 
@@ -108,7 +104,7 @@ class StackTables:
         kind = "bidirectional" if self.bidirectional else "causal"
         owners = (f"one table per layer, {len(self.tables)} layers (UMT5 style)" if self.per_layer
                   else f"one table, in layer {self.layers[0]}, shared by every layer of the stack")
-        return (f"{self.stack}: {owners};\n    each [num_buckets={self.num_buckets}, heads={self.heads}], "
+        return (f"{self.stack}: {owners}; each [num_buckets={self.num_buckets}, heads={self.heads}], "
                 f"{kind}, max_distance={self.max_distance}")
 
 
@@ -232,99 +228,3 @@ def load_bias_tables(name_or_path, *, local_files_only=False) -> BiasTables:
     if any(key.startswith("decoder.") for key in missing):  # e.g. a saved T5EncoderModel: no decoder weights
         tables = BiasTables(tables.source, tables.model_type, tables.encoder, None)
     return tables
-
-
-def toy_tables() -> BiasTables:
-    """The four hand-made heads of `t5lesson.lessons.toy_heads` (32 buckets, max_distance 128), as BiasTables."""
-    from .toy_heads import toy_bias_table
-
-    stacks = [StackTables(stack, (toy_bias_table(bidirectional=bidirectional),), (0,), 32, 128, bidirectional)
-              for stack, bidirectional in (("encoder", True), ("decoder", False))]
-    return BiasTables("hand-made toy heads (lesson 4, section 2)", "toy", *stacks)
-
-
-def _bucket_edges(stack: StackTables) -> tuple[list[float], int, int]:
-    """(edges between log-region buckets as offsets j - i, halfway between two offsets; max_exact; last start)."""
-    _, max_exact = bucket_config(stack.bidirectional, stack.num_buckets, stack.max_distance)
-    ranges = bucket_ranges(stack.bidirectional, stack.num_buckets, stack.max_distance)
-    edges = []
-    for r in ranges.ranges:
-        if r.lo is not None and r.lo >= max_exact:  # right side: the bucket starts at lo
-            edges.append(r.lo - 0.5)
-        elif r.hi is not None and r.hi <= -max_exact:  # left side: the end nearest the query is hi
-            edges.append(r.hi + 0.5)
-    return edges, max_exact, ranges.last_bucket_start
-
-
-def _offset_ticks(max_offset: int, bidirectional: bool) -> list[int]:
-    # No +-1, +-2: in the linear region around 0 they would crowd the 0 label.
-    steps = (4, 16, 64, 256, 1024, 4096) if bidirectional else (4, 8, 16, 32, 64, 128, 256, 512, 1024)
-    left = [-d for d in steps if d <= max_offset]
-    ticks = sorted(left) + [0]
-    return ticks + [-t for t in reversed(left)] if bidirectional else ticks
-
-
-@styled
-def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_names=None):
-    """One panel per stack: each head's bias against the offset j - i, with the bucket edges.
-
-    The offset axis is symmetric-log (linear in the exact region, shaded green, where every
-    offset has its own bucket; logarithmic beyond, like the buckets themselves); thin grey lines
-    separate the logarithmic buckets, orange dashed lines mark where the last bucket starts.
-    layer: which layer's table to draw when a stack has one per layer (UMT5).
-    max_offset: how far to draw (default: twice max_distance).
-    """
-    if not isinstance(tables, BiasTables):
-        raise ArgumentError(f"tables must be BiasTables (from load_bias_tables or toy_tables), "
-                            f"got {type(tables).__name__}")
-    layer = check_int("layer", layer, minimum=0)
-    stacks = tables.stacks()
-    heads = stacks[0].heads
-    if head_names is None:
-        head_names = [f"head {h}" for h in range(heads)]
-    if len(head_names) != heads or any(s.heads != heads for s in stacks):
-        raise ArgumentError(f"need one name per head ({heads}), got {len(head_names)}")
-    if max_offset is None:
-        max_offset = 2 * max(s.max_distance for s in stacks)
-    max_offset = check_int("max_offset", max_offset, minimum=2)
-
-    from matplotlib import colormaps
-
-    fig = new_figure(min(WIDTH, 3.7 * len(stacks) + 1.8), 3.9)
-    axes = fig.subplots(1, len(stacks), sharey=True, squeeze=False)[0]
-    colours = colormaps["tab10" if heads <= 10 else "tab20"]
-    for ax, stack in zip(axes, stacks, strict=True):
-        bucket_config(stack.bidirectional, stack.num_buckets, stack.max_distance)
-        table = stack.layer(layer)
-        row = relative_bias(table, 1, 2 * max_offset + 1, bidirectional=stack.bidirectional,
-                            max_distance=stack.max_distance, query_offset=max_offset)
-        offsets = np.arange(-max_offset, max_offset + 1)
-        values = np.asarray(row)[:, 0, :]
-        if not stack.bidirectional:  # a causal stack never uses the bias of a future key
-            keep = offsets <= 0
-            offsets, values = offsets[keep], values[:, keep]
-        edges, max_exact, last = _bucket_edges(stack)
-        ax.axvspan(-max_exact + 0.5, (max_exact - 0.5) if stack.bidirectional else 0, color="tab:green",
-                   alpha=0.08, lw=0, zorder=0)
-        for edge in edges:
-            if abs(edge) <= max_offset:
-                ax.axvline(edge, color="0.8", lw=0.6, zorder=0)
-        for edge in ([-last + 0.5, last - 0.5] if stack.bidirectional else [-last + 0.5]):
-            ax.axvline(edge, color="tab:orange", lw=1.2, ls="--", zorder=1)
-        for h in range(heads):
-            ax.plot(offsets, values[h], drawstyle="steps-mid", lw=1.3, color=colours(h % colours.N),
-                    label=head_names[h])
-        ax.axhline(0, color="0.6", lw=0.6)
-        ax.set_xscale("symlog", linthresh=max_exact, linscale=1.0)
-        ax.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
-        ticks = _offset_ticks(max_offset, stack.bidirectional)
-        ax.set_xticks(ticks, [str(t) for t in ticks], fontsize=SMALL)
-        ax.minorticks_off()
-        which = f", layer {layer}" if stack.per_layer else ""
-        side = "bidirectional" if stack.bidirectional else "causal: keys on the left only"
-        ax.set_title(f"{stack.stack}{which} ({side})\nlast bucket from |j − i| = {last} (orange)", fontsize=SMALL + 1)
-        ax.set_xlabel("offset j − i (symmetric log scale)")
-    axes[0].set_ylabel("bias (logit units)")
-    axes[-1].legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 if heads <= 12 else 2)
-    fig.suptitle(f"relative-position bias per head: {tables.source}", fontsize=SMALL + 2)
-    return fig

@@ -1,0 +1,244 @@
+"""Build the course website from the stored notebooks, without executing anything.
+
+    .venv-book/bin/python book/build.py [--out build/book]
+
+1. Stage what is published into OUT/src, laid out like the repository (so a page's path is its
+   notebook's path in the repository, which the Colab and Binder links need):
+   - notebooks/NN_*.ipynb, the lessons, as stored (executed). Explorers (an ipywidgets view with
+     a static PNG beside it) keep only their PNG, followed by a line saying that the slider works
+     when the notebook runs; the saved widget state is dropped (it would pull widget JavaScript
+     from a CDN). Each page gets "open in Colab" / "launch Binder" links under its title.
+   - exercises/NN_*.ipynb, blank as generated, each with a link back to its lesson.
+   - instructor.md, from the README's sections named in INSTRUCTOR_SECTIONS.
+   - _assets/ (served as the site's _static/): book.css, and mathjax/, MathJax 3 from the
+     pinned sphinx-mathjax-offline package (no CDN).
+   solutions/ is never read. Relative links to repository files that are not pages become links
+   to the repository (repository.url in book/_config.yml, the one setting for all of these).
+2. Run Jupyter Book on OUT/src with warnings as errors; the site is OUT/html.
+
+Exits non-zero (with Sphinx's message) on any warning, so the build is either clean or failed.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import posixpath
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+LESSON_GLOB = "[0-9][0-9]_*.ipynb"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+# Parts of MathJax 3's es5/ folder the pages use: the tex-chtml bundle, the TeX extensions it may
+# autoload, its CommonHTML fonts, and the menu's accessibility and speech components.
+MATHJAX_PARTS = ["tex-chtml.js", "input", "output/chtml.js", "output/chtml", "a11y", "ui", "sre", "adaptors"]
+EXPLORER_NOTE = ("Static image of an explorer: its sliders work when the notebook runs (open it in Colab or "
+                 "Binder with the links at the top of this page, or in JupyterLab).")
+# The README's "## " sections that make the instructor's page, kept at their level under its title.
+INSTRUCTOR_SECTIONS = ("Two commands", "Instructor's guide", "Colab and Binder", "The course as a website")
+LINK = re.compile(r"(!?\[[^\]]*\])\(([^)\s]+)\)")
+
+
+def config() -> dict:
+    return yaml.safe_load((BOOK / "_config.yml").read_text())
+
+
+def repository(cfg: dict) -> tuple[str, str, str, str]:
+    """(url, owner, name, branch) of repository.url, which must be a GitHub address (Colab needs one)."""
+    url = cfg["repository"]["url"].rstrip("/").removesuffix(".git")
+    match = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+)", url)
+    if not match:
+        sys.exit(f"book/_config.yml: repository.url must be https://github.com/OWNER/NAME, not {url!r}")
+    return url, match[1], match[2], cfg["repository"].get("branch", "main")
+
+
+def launch_links(cfg: dict, path: str) -> tuple[str, str]:
+    """Colab and Binder URLs of a notebook at `path` in the repository, as the theme's buttons build them."""
+    _, owner, name, branch = repository(cfg)
+    buttons = cfg["launch_buttons"]
+    colab = f"{buttons['colab_url'].rstrip('/')}/github/{owner}/{name}/blob/{branch}/{path}"
+    binder = f"{buttons['binderhub_url'].rstrip('/')}/v2/gh/{owner}/{name}/{branch}?urlpath=lab/tree/{path}"
+    return colab, binder
+
+
+def rewrite_links(text: str, page: str, pages: set[str], cfg: dict, images: set[str]) -> str:
+    """Keep links to published pages; point links to other repository files at the repository.
+
+    `page` and `pages` are repository paths ("notebooks/01_x.ipynb"). An image from the
+    repository is kept and its path added to `images` (stage() copies it beside the page). A link
+    into solutions/ keeps its text and loses its target. Anything else (a web address, an anchor)
+    is left as is.
+    """
+    url, _, _, branch = repository(cfg)
+
+    def fix(match):
+        label, target = match[1], match[2]
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^#|^/", target, re.I):
+            return match[0]
+        path, _, anchor = target.partition("#")
+        resolved = posixpath.normpath(posixpath.join(posixpath.dirname(page), path))
+        if resolved in pages:
+            return match[0]
+        if resolved.split("/")[0] == "solutions":
+            return label[1:-1] if not label.startswith("!") else ""
+        if label.startswith("!") and (ROOT / resolved).is_file() and not resolved.startswith(".."):
+            images.add(resolved)
+            return match[0]
+        if (ROOT / resolved).exists() and not resolved.startswith(".."):
+            kind = "tree" if (ROOT / resolved).is_dir() else "blob"
+            return f"{label}({url}/{kind}/{branch}/{resolved}{'#' + anchor if anchor else ''})"
+        return match[0]  # left for Sphinx to report (a warning fails the build)
+
+    return LINK.sub(fix, text)
+
+
+def markdown_cell(text: str, cell_id: str) -> dict:
+    return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": text}
+
+
+def insert_under_title(nb: dict, text: str) -> None:
+    """Put `text` right under the notebook's first "# " heading (or at the top if it has none)."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        lines = "".join(cell["source"]).split("\n")
+        for i, line in enumerate(lines):
+            if line.startswith("# "):
+                cell["source"] = "\n".join(lines[:i + 1] + ["", text, ""] + lines[i + 1:])
+                return
+    nb["cells"].insert(0, markdown_cell(text, "t5book-header"))
+
+
+def launch_box(cfg: dict, path: str, what: str) -> str:
+    colab, binder = launch_links(cfg, path)
+    return (f"```{{container}} t5-launch\n**Run this {what}:** [open in Colab]({colab}) · [launch Binder]({binder}). "
+            f"This page shows its stored outputs; sliders and `check()` work in the running notebook. "
+            f"In Colab, run [the setup cell](../instructor.md#colab-and-binder) first.\n```")
+
+
+def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict, header: str,
+                   images: set[str]) -> dict:
+    """Copy one notebook for publishing (see the module docstring); returns counts for the log."""
+    nb = json.loads(src.read_text())
+    nb.get("metadata", {}).pop("widgets", None)
+    cells, explorers = [], 0
+    for cell in nb["cells"]:
+        cell = copy.deepcopy(cell)
+        if cell["cell_type"] == "markdown":
+            cell["source"] = rewrite_links("".join(cell["source"]), path, pages, cfg, images)
+        cells.append(cell)
+        if cell["cell_type"] != "code":
+            continue
+        source = "".join(cell["source"]).split("\n")
+        cell["source"] = "\n".join(line for line in source if not line.startswith("# NBVAL_"))
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_MIME in data:
+                if "image/png" not in data:
+                    sys.exit(f"{src.relative_to(ROOT)}: an explorer output has no static PNG to publish")
+                del data[WIDGET_MIME]
+                explorers += 1
+                cells.append(markdown_cell(f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}\n```",
+                                           f"t5book-explorer-{explorers}"))
+    nb["cells"] = cells
+    insert_under_title(nb, header)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return {"explorers": explorers}
+
+
+def readme_sections(*titles: str) -> str:
+    """The README's "## " sections with these titles, in README order."""
+    parts = re.split(r"(?m)^(?=## )", (ROOT / "README.md").read_text())
+    found = [p for p in parts if p.startswith("## ") and p[3:].split("\n")[0].strip() in titles]
+    missing = set(titles) - {p[3:].split("\n")[0].strip() for p in found}
+    if missing:
+        sys.exit(f"README.md has no section(s) {sorted(missing)} for the instructor's page")
+    return "\n".join(p.rstrip() + "\n" for p in found)
+
+
+def mathjax_dir() -> Path:
+    from importlib.metadata import distribution
+
+    dist = distribution("sphinx-mathjax-offline")
+    return Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
+
+
+def stage(src: Path, cfg: dict) -> dict:
+    if src.exists():
+        shutil.rmtree(src)
+    src.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(BOOK / name, src / name)
+    # Not "_static": Jupyter Book would add every .js under a "_static" folder to every page.
+    shutil.copytree(BOOK / "_assets", src / "_assets")
+    shutil.copytree(BOOK / "_ext", src / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
+    mathjax = mathjax_dir()
+    for part in MATHJAX_PARTS:
+        target = src / "_assets" / "mathjax" / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if (mathjax / part).is_dir() else shutil.copy)(mathjax / part, target)
+    lessons = sorted((ROOT / "notebooks").glob(LESSON_GLOB))
+    exercises = sorted((ROOT / "exercises").glob(LESSON_GLOB))
+    pages = {f"notebooks/{p.name}" for p in lessons} | {f"exercises/{p.name}" for p in exercises} | {"instructor.md"}
+    counts, images = {}, set()
+    for nb in lessons:
+        path = f"notebooks/{nb.name}"
+        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, launch_box(cfg, path, "lesson"), images)
+    by_number = {p.name[:2]: p for p in lessons}
+    for nb in exercises:
+        path = f"exercises/{nb.name}"
+        lesson = by_number.get(nb.name[:2])
+        if lesson is None:
+            sys.exit(f"{path}: no lesson notebooks/{nb.name[:2]}_*.ipynb to link back to")
+        back = f"This exercise goes with [lesson {int(nb.name[:2])}](../notebooks/{lesson.name})."
+        header = back + "\n\n" + launch_box(cfg, path, "exercise")
+        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, header, images)
+    guide = readme_sections(*INSTRUCTOR_SECTIONS)
+    intro = ("# For instructors\n\nFrom the course README: how to install the course, hand out and grade the "
+             "exercises, open the notebooks in Colab or Binder, and publish this website.\n\n")
+    (src / "instructor.md").write_text(intro + rewrite_links(guide, "instructor.md", pages, cfg, images))
+    for image in sorted(images):  # images the pages show from the repository, at the same paths
+        (src / image).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / image, src / image)
+    return counts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "book",
+                        help="output folder: OUT/src is the staged book, OUT/html the site (default: build/book)")
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    cfg = config()
+    start = time.monotonic()
+    counts = stage(out / "src", cfg)
+    staged = time.monotonic()
+    if (out / "_build").exists():
+        shutil.rmtree(out / "_build")
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(out / "src"), "--path-output", str(out),
+           "--builder", "html", "-W", "-n", "--keep-going", "--quiet"]
+    result = subprocess.run(cmd)
+    if result.returncode != 0:
+        print(f"book build FAILED (exit {result.returncode}): a warning or error above", file=sys.stderr)
+        return result.returncode
+    html = out / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    (out / "_build" / "html").rename(html)
+    explorers = sum(c["explorers"] for c in counts.values())
+    print(f"book: {len(counts)} notebooks ({explorers} explorers as static images) + instructor page; "
+          f"staged in {staged - start:.1f} s, built in {time.monotonic() - staged:.1f} s -> {html}/index.html")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

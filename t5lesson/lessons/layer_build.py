@@ -1,0 +1,202 @@
+"""Lesson 6 and exercise 6: build T5 self-attention step by step and compare each step with transformers.
+
+    cmp("scores", ours, theirs)        # prints one line: matches, or where it differs
+    add_to_class(MyT5Attention)        # a decorator: add the next step's method to a class
+    check_steps(MyT5Attention)         # every step of a learner's class against T5Attention
+
+`cmp` is in the spirit of the `cmp()` of Karpathy's nn-zero-to-hero notebooks: one line per
+tensor, "matches" or "differs ... at [index]". It prints the tolerance, never the difference
+itself, so stored notebook outputs read the same on every machine.
+
+The class a learner builds follows the contract of exercise 6 (see
+`t5lesson.grading.module_driver`): parameters named q, k, v, o and relative_attention_bias as
+in transformers' `T5Attention`, and the step methods split_heads, scores, compute_bias,
+allowed, attend, merge_heads, then forward.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..reference import reference_mask, t5_attention
+
+__all__ = ["cmp", "add_to_class", "check_steps", "reference_for", "config_of", "STEP_CONFIG"]
+
+STEP_CONFIG = {"d_model": 32, "num_heads": 4, "d_kv": 8, "num_buckets": 32, "max_distance": 128}
+
+
+def cmp(label: str, ours, theirs, tol: float = 1e-5) -> None:
+    """Print whether two tensors agree within `tol`, and where they first differ if not (one line)."""
+    _compare(label, ours, theirs, tol)
+
+
+def _compare(label: str, ours, theirs, tol: float = 1e-5) -> bool:
+    """`cmp`, returning whether the tensors agree (for `check_steps`)."""
+    ours, theirs = torch.as_tensor(ours).detach(), torch.as_tensor(theirs).detach()
+    if ours.shape != theirs.shape:
+        print(f"{label}: shapes differ, ours {tuple(ours.shape)} vs transformers {tuple(theirs.shape)}")
+        return False
+    close = (ours.double() - theirs.double()).abs() <= tol
+    if bool(close.all()):
+        print(f"{label}: {'identical' if tol == 0 else f'matches (max |diff| <= {tol:g})'}")
+        return True
+    index = [int(i) for i in (~close).nonzero()[0]]
+    print(f"{label}: differs by more than {tol:g} at {index}")
+    return False
+
+
+def add_to_class(cls):
+    """Decorator: attach the function below to `cls` as a method (so a class can grow cell by cell)."""
+
+    def register(function):
+        setattr(cls, function.__name__, function)
+        return function
+
+    return register
+
+
+def config_of(module) -> dict:
+    """The configuration a learner's layer was built with, read back from its attributes."""
+    names = ("d_model", "num_heads", "d_kv", "causal", "num_buckets", "max_distance")
+    config = {name: getattr(module, name) for name in names if hasattr(module, name)}
+    config.setdefault("d_model", module.q.in_features)
+    config["has_relative_bias"] = hasattr(module, "relative_attention_bias")
+    return config
+
+
+def reference_for(module, config: dict | None = None):
+    """transformers' T5Attention with the configuration and the very weights of `module`."""
+    return t5_attention(config or config_of(module), module.state_dict())
+
+
+def _step(label, run):
+    """Run one step's comparison; a step not written yet (or failing) prints one line, never a traceback."""
+    try:
+        return run(label)
+    except NotImplementedError:
+        print(f"{label}: not written yet")
+    except Exception as exc:  # a learner's bug: one line, so the other steps still run
+        print(f"{label}: raised {type(exc).__name__}: {str(exc)[:120]}")
+    return False
+
+
+def check_steps(cls, seed: int = 0) -> bool:
+    """Build `cls` for a small encoder and decoder and compare each step with transformers' T5Attention.
+
+    Prints one line per step; returns True when every step matches.
+    """
+    from transformers.models.t5.modeling_t5 import eager_attention_forward
+
+    from ..scores import causal_mask
+
+    torch.manual_seed(seed)
+    c = STEP_CONFIG
+    x = torch.randn(2, 7, c["d_model"])
+    padding = torch.ones(2, 7, dtype=torch.long)
+    padding[1, -2:] = 0  # row 1 ends with 2 padding tokens
+    built = {}
+
+    def layer(causal, has_relative_bias=True):
+        key = (causal, has_relative_bias)
+        if key not in built:
+            module = cls(c["d_model"], c["num_heads"], c["d_kv"], causal=causal, has_relative_bias=has_relative_bias,
+                         num_buckets=c["num_buckets"], max_distance=c["max_distance"])
+            config = {**c, "causal": causal, "has_relative_bias": has_relative_bias}
+            built[key] = (module.eval(), reference_for(module, config))
+        return built[key]
+
+    def allowed(causal, q_len=7, k_len=7, offset=0):
+        mask = padding[:, None, None, :k_len].bool()
+        return mask & torch.from_numpy(causal_mask(q_len, k_len, offset)) if causal else mask
+
+    def real(output):
+        """Outputs of padded queries set to 0: no model defines them, so they are not compared."""
+        return output * padding[:, :, None]
+
+    def projections(label):
+        ours, _ = layer(False)
+        inner = c["num_heads"] * c["d_kv"]
+        want = {"q": (c["d_model"] * c["d_kv"]) ** -0.5, "k": c["d_model"] ** -0.5, "v": c["d_model"] ** -0.5,
+                "o": inner ** -0.5}
+        no_bias = all(getattr(ours, n).bias is None for n in "qkvo")
+        stds_ok = all(abs(getattr(ours, n).weight.std().item() - s) <= 0.15 * s for n, s in want.items())
+        print(f"{label}: no bias terms {'✓' if no_bias else '✗'}, "
+              f"T5's initial std (within 15%) {'✓' if stds_ok else '✗'}")
+        return no_bias and stds_ok
+
+    def split(label):
+        ours, ref = layer(False)
+        theirs = ref.q(x).view(2, 7, -1, c["d_kv"]).transpose(1, 2)
+        return _compare(label, ours.split_heads(ours.q(x)), theirs)
+
+    def scores(label):
+        ours, ref = layer(False)
+        q, k = ours.split_heads(ours.q(x)), ours.split_heads(ours.k(x))
+        return _compare(label, ours.scores(q, k), torch.matmul(q, k.transpose(2, 3)) * ref.scaling)
+
+    def bias(label):
+        ok = True
+        for causal, name in ((False, "encoder"), (True, "decoder")):
+            ours, ref = layer(causal)
+            ok &= _compare(f"{label}, {name}", ours.compute_bias(7, 7), ref.compute_bias(7, 7))
+        ours, ref = layer(True)
+        ok &= _compare(f"{label}, decoder, 1 new token after 6 cached", ours.compute_bias(1, 7, query_offset=6),
+                  ref.compute_bias(1, 7, past_seen_tokens=6))
+        return ok
+
+    def masks(label):
+        ok = True
+        for causal, name in ((False, "encoder"), (True, "decoder")):
+            ours, _ = layer(causal)
+            got = ours.allowed(7, 7, attention_mask=padding)
+            ok &= _compare(f"{label}, {name} (against t5lesson's masks)", got.expand(2, 1, 7, 7).int(),
+                      allowed(causal).expand(2, 1, 7, 7).int(), tol=0)
+        return ok
+
+    def attend(label):
+        ours, ref = layer(False)
+        q, k, v = (ours.split_heads(getattr(ours, n)(x)) for n in "qkv")
+        position_bias = ref.compute_bias(7, 7)
+        mine = ours.attend(ours.scores(q, k) + position_bias, ours.allowed(7, 7, attention_mask=padding), v)
+        theirs, _ = eager_attention_forward(ref, q, k, v, reference_mask(allowed(False)), scaling=ref.scaling,
+                                            position_bias=position_bias)
+        return _compare(label, mine, theirs.transpose(1, 2))
+
+    def output(label):
+        ok = True
+        for causal, name in ((False, "encoder"), (True, "decoder")):
+            ours, ref = layer(causal)
+            with torch.no_grad():
+                theirs, _, _ = ref(x, mask=reference_mask(allowed(causal)))
+                mine = ours(x, attention_mask=padding)[0]
+            ok &= _compare(f"{label}, {name}", real(mine), real(theirs))
+        return ok
+
+    def cache(label):
+        ours, ref = layer(True)
+        past, steps = None, []
+        with torch.no_grad():
+            for t in range(7):
+                out, _, past = ours(x[:, t:t + 1], attention_mask=padding[:, :t + 1], past_key_value=past,
+                                    use_cache=True)
+                steps.append(out)
+            theirs, _, _ = ref(x, mask=reference_mask(allowed(True)))
+        return _compare(label, real(torch.cat(steps, dim=1)), real(theirs))
+
+    def shared(label):
+        ours0, ref0 = layer(True)
+        ours1, ref1 = layer(True, has_relative_bias=False)
+        x1 = torch.randn(2, 7, c["d_model"], generator=torch.Generator().manual_seed(seed + 1))
+        with torch.no_grad():
+            _, bias0, _ = ours0(x, attention_mask=padding)
+            mine = ours1(x1, attention_mask=padding, position_bias=bias0)[0]
+            _, ref_bias0, _ = ref0(x, mask=reference_mask(allowed(True)))
+            theirs, _, _ = ref1(x1, mask=reference_mask(allowed(True)), position_bias=ref_bias0)
+        return _compare(label, real(mine), real(theirs))
+
+    steps = [("step 1, projections", projections), ("step 2, split heads", split),
+             ("step 3, unscaled scores", scores), ("step 4, the bias", bias), ("step 5, masks", masks),
+             ("step 6, softmax and weighted sum", attend), ("step 7, merge heads and W_o", output),
+             ("step 8, token by token with the cache vs one pass", cache),
+             ("step 9, layer 1 reusing layer 0's bias", shared)]
+    results = [_step(label, run) for label, run in steps]
+    return all(results)

@@ -1,0 +1,127 @@
+"""Lesson 1's numbers and code (exercise 01 q5-q9) and lesson 2's questions (exercise 02).
+
+Float and matrix code questions, keys, hints, forged records. The questions of lesson 1 were
+part A of exercise 02 until each exercise followed its own lesson.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from t5lesson.grading.bank import get
+from t5lesson.grading.check import Checker
+from t5lesson.grading.plain_code import FloatCode, _plain_numbers
+from t5lesson.grading.questions import FreeText, MultipleChoice, Numeric, clean_record
+
+EX01, EX02 = get("01_unscaled_scores"), get("02_where_sqrt_d_went")
+WHERE = {"variance": ("01_unscaled_scores", "q5"), "weight": ("01_unscaled_scores", "q6"),
+         "entropy": ("01_unscaled_scores", "q7"), "jacobian": ("01_unscaled_scores", "q8"),
+         "scores": ("01_unscaled_scores", "q9"), "folding": ("02_where_sqrt_d_went", "q2"),
+         "bias_scale": ("02_where_sqrt_d_went", "q3"), "init": ("02_where_sqrt_d_went", "q4")}
+
+
+def outcome(what, value):
+    exercise_id, question_id = WHERE[what]
+    return Checker(exercise_id).outcome(question_id, value)
+
+
+def question(what):
+    exercise_id, question_id = WHERE[what]
+    return get(exercise_id)[question_id]
+
+
+def good_entropy(weights):
+    p = np.asarray(weights, dtype=float)
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def good_scores(q, k, bias, mask):
+    q, k, bias, mask = (np.asarray(a, dtype=float) for a in (q, k, bias, mask))
+    return np.where(mask == 1, q @ k.T + bias, -np.inf)
+
+
+def test_right_answers_get_full_marks():
+    answers = {"variance": 16, "weight": 0.38595, "entropy": good_entropy, "jacobian": 0.01037,
+               "folding": ["E", "A", "B"], "bias_scale": math.exp(0.5), "init": 1 / 256, "scores": good_scores}
+    for what, value in answers.items():
+        result = outcome(what, value)
+        assert result.status == "correct" and result.points == question(what).points, result.line()
+
+
+def test_scores_may_use_any_hugely_negative_number_or_lists():
+    as_lists = lambda *a: np.where(np.asarray(a[3]) == 1, good_scores(*a), -1e9).tolist()
+    assert outcome("scores", as_lists).status == "correct"
+    not_low_enough = lambda *a: np.where(np.asarray(a[3]) == 1, good_scores(*a), -100.0)
+    result = outcome("scores", not_low_enough)
+    assert result.status == "partly correct" and "not pushed far enough down" in result.message
+
+
+@pytest.mark.parametrize("what, function, status, words", [
+    ("entropy", lambda w: float(-(np.asarray(w) * np.log(np.asarray(w))).sum()), "partly correct", "contains nan"),
+    ("entropy", lambda w: [good_entropy(w)], "incorrect", "returned shape (1,)"),
+    ("entropy", lambda w: "high", "incorrect", "returned a string"),
+    ("entropy", lambda w: 1 / 0, "error", "ZeroDivisionError"),
+    ("scores", lambda q, k, b, m: good_scores(q, k, b, m) / math.sqrt(len(q[0])), "partly correct",
+     "values are not right"),
+    ("scores", lambda q, k, b, m: good_scores(q, k, b, m).T, "partly correct", "shape"),
+])
+def test_wrong_answers_are_explained(what, function, status, words):
+    with np.errstate(all="ignore"):
+        result = outcome(what, function)
+    assert result.status == status and words in result.message, result.line()
+    assert result.points < question(what).points
+
+
+@pytest.mark.parametrize("value, words", [
+    (3 ** 0.5 / 4, "uniform row"), (0.00733, "one entry"), (0.00847, "diagonal only"), (0.02, "Jacobian"),
+])
+def test_saturated_gradient_question_names_the_slip(value, words):
+    result = outcome("jacobian", value)
+    assert result.status == "incorrect" and words in result.message, result.line()
+
+
+def test_the_references_cannot_be_called_while_grading():
+    from t5lesson import softmax_entropy
+
+    result = outcome("entropy", lambda w: float(softmax_entropy(np.asarray(w))))
+    assert result.status == "error" and result.points == 0
+    assert softmax_entropy(np.array([0.5, 0.5])) == pytest.approx(math.log(2))  # restored afterwards
+
+
+def test_blank_answers_are_not_attempted():
+    def stub(*args):
+        raise NotImplementedError()
+
+    for what in ("variance", "weight", "jacobian", "folding", "bias_scale", "init"):
+        assert outcome(what, None).status == "not attempted"
+    for what in ("entropy", "scores"):
+        assert outcome(what, stub).status == "not attempted"
+
+
+def test_keys_are_hashes_and_every_question_has_hints():
+    for q in EX01.questions + EX02.questions:
+        if isinstance(q, (MultipleChoice, Numeric)):
+            assert len(q.key) == 24 and all(c in "0123456789abcdef" for c in q.key)
+        assert q.hints or isinstance(q, FreeText)
+    assert EX01.auto_points == 14 and EX02.auto_points == 4 and EX02["q1"].points == 3
+
+
+@pytest.mark.parametrize("record", [
+    None, {"status": "ran", "cases": "all correct"}, {"status": "ran", "cases": [{"ok": {"t": "float"}}] * 7},
+    {"status": "ran", "cases": [{"ok": {"t": "float", "v": True}}] * 7},
+    {"status": "ran", "cases": [{"ok": {"t": "array", "shape": [2, 3], "v": ["x"] * 6}}] * 6},
+])
+def test_forged_records_never_score(record):
+    for what in ("entropy", "scores"):
+        assert question(what).score(clean_record(record)).points == 0
+
+
+def test_plain_numbers():
+    assert _plain_numbers({"t": "float", "v": "-inf"}) == -np.inf
+    one, two = {"t": "float", "v": 1.0}, {"t": "int", "v": 2}
+    assert _plain_numbers({"t": "array", "shape": [2], "v": [one, two]}).tolist() == [1, 2]
+    ragged = {"t": "list", "v": [{"t": "list", "v": [two]}, {"t": "list", "v": []}]}
+    assert _plain_numbers(ragged) is None
+    assert _plain_numbers({"t": "str", "v": "1"}) is None
+    assert isinstance(question("scores"), FloatCode) and question("scores").expected[1].shape == (3, 3)

@@ -1,0 +1,113 @@
+"""The LMS export: Canvas and Moodle layouts, numbers identical to the gradebook's, feedback as HTML."""
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+
+from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
+from t5lesson.grading.lms import markdown_html
+from t5lesson.grading.questions import format_points
+
+IDS = "submission,lms_id,name,section\nada,S1001,\"Lovelace, Ada\",A\nben,S1002,Ben Bit,A\ncy,S1003,Cy Young,B\n" \
+      "broken,S1004,Bo Ken,B\ndan,S1005,Dan Absent,B\n"
+ASSIGNMENT = f"Exercise {SAMPLE_EXERCISE.id[:2]}"
+AUTO = [q for q in SAMPLE_EXERCISE.questions if q.auto_scored]
+(FREE,) = [q for q in SAMPLE_EXERCISE.questions if not q.auto_scored]  # the sample exercise has one free-text question
+OUT_OF = format_points(SAMPLE_EXERCISE.auto_points)
+
+
+def _export(report, tmp_path, *extra):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    ids = tmp_path / "ids.csv"
+    ids.write_text(IDS, encoding="utf-8")
+    out = tmp_path / "lms"
+    result = subprocess.run(grade_cli("lms", str(report), "--ids", str(ids), "--out", str(out), *extra), cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    return result, out
+
+
+def _gradebook(report) -> dict[str, dict]:
+    with open(report / "gradebook.csv", newline="") as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+def test_canvas_and_moodle_hold_the_gradebook_numbers(sample_runs, tmp_path):
+    report = sample_runs["whole"]
+    result, out = _export(report, tmp_path, "--per-question", "--assignment", ASSIGNMENT)
+    assert result.returncode == 0, result.stderr
+    assert "LMS ids without a submission (see unmatched.csv): dan" in result.stderr
+    gradebook = _gradebook(report)
+    questions = [q.id for q in AUTO]  # free text is not marked yet
+    with open(out / "canvas.csv", newline="") as f:
+        canvas = list(csv.reader(f))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", ASSIGNMENT,
+                         *[f"{ASSIGNMENT} {q}" for q in questions]]
+    assert canvas[1] == ["    Points Possible", "", "", "", "", OUT_OF, *[format_points(q.points) for q in AUTO]]
+    by_id = {row[2]: row for row in canvas[2:]}
+    assert by_id["S1001"][:5] == ["Lovelace, Ada", "", "S1001", "", "A"]
+    lms_of = {"ada": "S1001", "ben": "S1002", "cy": "S1003", "broken": "S1004"}
+    for student, lms_id in lms_of.items():
+        row = gradebook[student]
+        assert by_id[lms_id][5:] == [row["total"], *[row[q] for q in questions]]
+    with open(out / "moodle.csv", newline="") as f:
+        moodle = {row["ID number"]: row for row in csv.DictReader(f)}
+    for student, lms_id in lms_of.items():
+        assert moodle[lms_id][f"{ASSIGNMENT} (out of {OUT_OF})"] == gradebook[student]["total"]
+        assert moodle[lms_id]["Feedback"] == (report / "feedback" / f"{student}.md").read_text()
+    assert set(moodle) == set(lms_of.values())
+    with open(out / "unmatched.csv", newline="") as f:
+        assert list(csv.DictReader(f)) == [{"what": "LMS id without a submission", "submission": "dan",
+                                            "lms_id": "S1005"}]
+
+
+def test_feedback_as_markdown_and_html(sample_runs, tmp_path):
+    report = sample_runs["whole"]
+    result, out = _export(report, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (out / "feedback" / "S1002.md").read_text() == (report / "feedback" / "ben.md").read_text()
+    page = (out / "feedback" / "S1002.html").read_text()
+    assert f"<strong>Total: {format_points(SAMPLE_TOTALS['ben'])} / {OUT_OF}</strong>" in page
+    assert "<code>ben.ipynb</code>" in page
+    assert "<li>q1: Incorrect: that is the bucket of the opposite offset" in page  # ben's wrong q1
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == [
+        f"S100{i}.{ext}" for i in range(1, 5) for ext in ("html", "md")]
+
+
+def test_free_text_points_count_once_marked(sample_runs, tmp_path):
+    report = tmp_path / "report"
+    shutil.copytree(sample_runs["whole"], report)
+    with open(report / "free_text.csv", newline="") as f:
+        sheet = list(csv.DictReader(f))
+    marks = {"ada": FREE.points, "ben": FREE.points * 0.75, "cy": 0, "broken": 0}
+    marks = {student: format_points(points) for student, points in marks.items()}
+    for row in sheet:
+        row["points"] = marks[row["student"]] if row["student"] != "cy" else ""
+    _write(report / "free_text.csv", sheet)
+    result, _ = _export(report, tmp_path)
+    assert result.returncode == 2 and "marked only in part" in result.stderr
+
+    for row in sheet:
+        row["points"] = marks[row["student"]]
+    _write(report / "free_text.csv", sheet)
+    result, out = _export(report, tmp_path / "again")
+    assert result.returncode == 0, result.stderr
+    with open(out / "canvas.csv", newline="") as f:
+        canvas = {row[2]: row for row in csv.reader(f)}
+    assert canvas[""][5] == format_points(SAMPLE_EXERCISE.auto_points + FREE.points)  # automatic + free text
+    for lms_id, student in (("S1001", "ada"), ("S1002", "ben"), ("S1003", "cy")):
+        assert canvas[lms_id][5] == format_points(SAMPLE_TOTALS[student] + float(marks[student])), student
+    assert f"- {FREE.id}: {marks['ben']}/{format_points(FREE.points)}" in (out / "feedback" / "S1002.md").read_text()
+
+
+def _write(path, rows):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_markdown_html_escapes_everything_a_student_wrote():
+    page = markdown_html("# T\n\n- q1: Error: <img src=x onerror=alert(1)> in `cell 3`\n**b**\n", "t <x>")
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<code>cell 3</code>" in page and "<title>t &lt;x&gt;</title>" in page and "<h1>T</h1>" in page

@@ -1,0 +1,238 @@
+"""Exercise 6's module question: a learner's nn.Module against transformers' T5Attention, case by case.
+
+The four classic mistakes (dividing by sqrt(d_kv), flipping the bias sign, forgetting the
+padding mask, the wrong query_offset while decoding with a cache) each get partial credit and
+a sentence that names the mistake. The answers are in t5_layer_answers.py.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from t5_layer_answers import T5Layer, variant
+
+from t5lesson.grading import harvest
+from t5lesson.grading.bank import get
+from t5lesson.grading.bank import t5_layer_cases as layer_cases
+from t5lesson.grading.module_code import Expected, compare
+from t5lesson.grading.questions import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, clean_record
+from t5lesson.lessons.layer_build import check_steps, cmp
+
+QUESTION = get("06_t5_layer")["q4"]
+CASES = [dict(c.kwargs) for c in QUESTION.cases]
+
+
+def record_of(answer):
+    """The record exactly as the grader gets it: harvested in 'the kernel', cleaned in the grader."""
+    raw = harvest.collect(QUESTION.harvest_spec(), {QUESTION.name: answer})
+    return clean_record(json.loads(json.dumps(raw, allow_nan=False)))
+
+
+def score(answer):
+    return QUESTION.score(record_of(answer))
+
+
+def failed_cases(outcome) -> set[int]:
+    """The case numbers a message lists as failed ("Case 4 (...)", "Cases 3 (...), 5 (...)")."""
+    import re
+
+    numbers = set()
+    for group in re.findall(r"Cases? ((?:\d+ \([^)]*(?:\([^)]*\))?[^)]*\)(?:, )?)+):", outcome.message):
+        numbers |= {int(n) for n in re.findall(r"(?:^|, )(\d+) \(", group)}
+    return numbers
+
+
+@pytest.mark.parametrize("number", range(2, len(CASES) + 1))
+def test_the_simulated_layer_is_transformers(number):
+    kwargs = CASES[number - 1]
+    expected = layer_cases.reference_case(**kwargs)
+    assert compare(expected, layer_cases.simulate((), **kwargs)) is None
+
+
+def test_each_mistake_shows_where_it_should():
+    def changed(mistake):
+        return {n for n, kwargs in enumerate(CASES, 1) if kwargs["plan"] != "init"
+                and layer_cases.shows(kwargs, (mistake,), layer_cases.reference_case(**kwargs))}
+
+    assert changed("no_padding") == {4, 6}  # right padding in a decoder: the causal mask hides it already
+    assert changed("query_offset") == {7, 8}
+    assert changed("sqrt_d") == {3, 4, 5, 6, 8, 9, 10}
+    assert changed("ignores_shared_bias") == {9}
+    assert 2 in changed("offset_sign") and 2 in changed("bias_negated")
+
+
+def test_the_right_module_gets_full_marks():
+    outcome = score(T5Layer)
+    assert (outcome.status, outcome.points) == (CORRECT, QUESTION.points), outcome.message
+
+
+@pytest.mark.parametrize("flags, cases, words", [
+    ({"sqrt_d": True}, {3, 4, 5, 6, 8, 9, 10}, "divided by sqrt(d_kv)"),
+    ({"bias_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9}, "the bias is subtracted"),
+    ({"offset_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9}, "query − key"),
+    ({"padding": False}, {4, 6}, "with left padding, row 0 attends to a padded key"),
+    ({"query_offset": False}, {7, 8}, "as if the new token were at position 0"),
+], ids=["sqrt_d", "bias_sign", "offset_sign", "padding", "query_offset"])
+def test_classic_mistakes_get_partial_credit_and_are_named(flags, cases, words):
+    outcome = score(variant(**flags))
+    assert outcome.status == PARTIAL and 0 < outcome.points < QUESTION.points, outcome.message
+    assert failed_cases(outcome) == cases, outcome.message
+    assert outcome.points == pytest.approx(QUESTION.points * (10 - len(cases)) / 10)
+    assert words in outcome.message
+    assert "one of these mistakes" not in outcome.message  # the other cases settle which mistake it is
+
+
+def test_other_mistakes_are_named():
+    init = score(variant(t5_init=False))
+    assert failed_cases(init) == {1} and "T5's initialisation" in init.message
+    overflow = score(variant(naive_softmax=True))
+    assert failed_cases(overflow) == {10} and "subtract each row's maximum" in overflow.message
+    both = score(variant(sqrt_d=True, padding=False))
+    assert "sqrt(d_kv)" in both.message and "Also, with left padding" in both.message
+
+
+def test_right_padding_message_names_the_row():
+    outcome = score(variant(padding=False))
+    assert "with right padding, row 1 attends to a padded key" in outcome.message
+
+
+class NoBiasTerms(T5Layer):
+    def __init__(self, d_model, num_heads, d_kv, **kwargs):
+        super().__init__(d_model, num_heads, d_kv, **kwargs)
+        self.q = torch.nn.Linear(d_model, num_heads * d_kv)  # a bias term T5 does not have
+
+
+class OtherNames(T5Layer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.query = self.q
+        del self.q
+
+
+class OnlyOutput(T5Layer):
+    def forward(self, *args, **kwargs):
+        return super().forward(*args, **kwargs)[0]
+
+
+def test_the_contract_is_explained():
+    outcome = score(NoBiasTerms)
+    assert "self.q has a bias term" in outcome.message and outcome.status == INCORRECT
+    assert "W_q does not start with T5's initialisation" in outcome.message
+    outcome = score(OtherNames)
+    assert outcome.status == ERROR and "no parameter q.weight" in outcome.message
+    outcome = score(OnlyOutput)
+    assert "should return (output, position_bias, past_key_value)" in outcome.message
+    assert score(42).status == INCORRECT and "should be a class" in score(42).message
+
+
+def test_blank_stub_is_not_attempted():
+    class MyT5Attention(torch.nn.Module):
+        def __init__(self, d_model, num_heads, d_kv, causal=False, has_relative_bias=True, num_buckets=32,
+                     max_distance=128):
+            super().__init__()
+            raise NotImplementedError()
+
+    assert score(MyT5Attention).status == NOT_ATTEMPTED
+
+
+def test_the_package_layer_is_refused():
+    """Wrapping t5lesson's own T5SelfAttention earns nothing: its forward is blocked while grading."""
+    import t5lesson
+
+    assert t5lesson.T5SelfAttention  # loaded, as in a notebook that used it: then its forward is blocked
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, d_model, num_heads, d_kv, causal=False, has_relative_bias=True, num_buckets=32,
+                     max_distance=128):
+            super().__init__()
+            inner = t5lesson.T5SelfAttention(d_model, num_heads, d_kv, causal=causal,
+                                             has_relative_bias=has_relative_bias)
+            self.q, self.k, self.v, self.o = inner.q, inner.k, inner.v, inner.o
+            if has_relative_bias:
+                self.relative_attention_bias = inner.relative_bias.relative_attention_bias
+            self.inner = [inner]
+
+        def forward(self, x, attention_mask=None, position_bias=None, past_key_value=None, use_cache=False):
+            out = self.inner[0](x, attention_mask=attention_mask, position_bias=position_bias,
+                                past_key_value=past_key_value, use_cache=use_cache)
+            return out.output, out.position_bias, out.past_key_value
+
+    outcome = score(Wrapper)
+    assert outcome.points <= QUESTION.points / 10  # the initialisation case only
+    assert "reference implementation is not available" in outcome.message
+    assert t5lesson.T5SelfAttention(8, 2, 4)(torch.zeros(1, 3, 8)).output.shape == (1, 3, 8)  # restored
+
+
+def test_only_plain_arrays_leave_the_kernel():
+    record = record_of(T5Layer)
+    assert record["status"] == "ran"
+    assert len(record["cases"]) == len(CASES)
+    for result in record["cases"]:
+        assert set(result) == {"ok"} and result["ok"]["t"] == "array"
+        assert "module" not in json.dumps(result)  # numbers only: no object of the learner's
+
+
+def test_feedback_reads_the_same_twice():
+    assert score(variant(padding=False)).message == score(variant(padding=False)).message
+
+
+def test_cmp_prints_verdicts_not_differences(capsys):
+    a = torch.zeros(2, 3)
+    assert cmp("same", a, a + 1e-7) is None  # prints only, so a notebook cell ending in cmp shows no value
+    b = a.clone()
+    b[1, 2] = 1
+    cmp("other", a, b)
+    cmp("shape", a, torch.zeros(3, 2))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["same: matches (max |diff| <= 1e-05)", "other: differs by more than 1e-05 at [1, 2]",
+                     "shape: shapes differ, ours (2, 3) vs transformers (3, 2)"]
+
+
+def test_step_checks(capsys):
+    assert check_steps(T5Layer)
+    out = capsys.readouterr().out
+    assert out.count("matches") == 10 and out.count("identical") == 2 and "differs" not in out
+    assert not check_steps(variant(sqrt_d=True))
+    out = capsys.readouterr().out
+    assert "step 3, unscaled scores: differs" in out and "step 4, the bias, encoder: matches" in out
+
+
+def test_expected_marks_padded_queries_as_not_compared():
+    left = CASES[5]  # decoder, row 0 padded on the left
+    values = layer_cases.reference_case(**left).values
+    assert np.isnan(values[0, :2]).all() and np.isfinite(values[0, 2:]).all() and np.isfinite(values[1]).all()
+    assert compare(Expected(values), np.where(np.isnan(values), 123.0, values)) is None
+
+
+def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tmp_path):
+    """Solution 06 with one classic mistake each, graded by the class grader: partial credit, named."""
+    import nbformat
+
+    from t5lesson.grading.grade import Limits, grade_folder
+
+    root = Path(__file__).resolve().parents[2]
+    mistakes = {
+        "no_padding": ("        if attention_mask is not None:\n            allowed = allowed & attention_mask",
+                       "        if False:\n            allowed = allowed & attention_mask"),
+        "no_offset": ("position_bias = self.compute_bias(q_len, k_len, query_offset=past_len)",
+                      "position_bias = self.compute_bias(q_len, k_len, query_offset=0)"),
+    }
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for student, (old, new) in mistakes.items():
+        nb = nbformat.read(root / "solutions" / "06_t5_layer.ipynb", as_version=4)
+        [cell] = [c for c in nb.cells if c.metadata["t5lesson"].get("cell") == "q4-answer"]
+        assert old in cell.source
+        cell.source = cell.source.replace(old, new)
+        nbformat.write(nb, folder / f"{student}.ipynb")
+    graded = {g.student: g for g in grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=60),
+                                                 jobs=2)}
+    q4 = {student: {o.question: o for o in g.outcomes}["q4"] for student, g in graded.items()}
+    assert q4["no_padding"].points == pytest.approx(4.8) and q4["no_offset"].points == pytest.approx(4.8)
+    assert "with left padding, row 0 attends to a padded key" in q4["no_padding"].message
+    assert "as if the new token were at position 0" in q4["no_offset"].message
+    feedback = (tmp_path / "report" / "feedback" / "no_padding.md").read_text()
+    assert "q4: Partly correct: 8 of 10 cases right." in feedback

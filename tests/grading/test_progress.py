@@ -1,0 +1,64 @@
+"""The progress display: a bar on a terminal, plain lines in logs, with rate, time left and problems."""
+from __future__ import annotations
+
+import io
+
+from t5lesson.grading import bank
+from t5lesson.grading.progress import Progress, duration
+from t5lesson.grading.protocol import Status
+from t5lesson.grading.questions import format_points
+from t5lesson.grading.report import Graded
+
+EXERCISE = bank.get("01_unscaled_scores")
+OUT_OF = format_points(EXERCISE.auto_points)  # a line shows "total/points the grader can award"
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _graded(student: str, status=Status.GRADED) -> Graded:
+    return Graded(student, f"{student}.ipynb", status, [], seconds=6.0)
+
+
+def _run(bar: bool, statuses) -> str:
+    stream, clock = io.StringIO(), Clock()
+    progress = Progress(stream, bar=bar, clock=clock)
+    progress.begin(len(statuses))
+    for done, status in enumerate(statuses, 1):
+        clock.now += 30  # one submission every 30 s: 2 per minute
+        progress(done, len(statuses), _graded(f"s{done}", status), EXERCISE)
+    return stream.getvalue()
+
+
+def test_lines_for_logs_carry_count_rate_time_left_and_problems():
+    out = _run(False, [Status.GRADED, Status.TIME_LIMIT, Status.GRADED, Status.UNREADABLE])
+    lines = out.splitlines()
+    assert len(lines) == 4 and "\r" not in out and "\x1b" not in out
+    assert lines[0].startswith(f"[1/4] s1: 0/{OUT_OF} graded (6.0 s) | 2.0/min, 1 min 30 s left, all graded")
+    assert lines[1].endswith("2.0/min, 1 min 00 s left, not graded: 1 (time limit 1)")
+    assert lines[3].endswith("0 s left, not graded: 2 (time limit 1, unreadable 1)")
+
+
+def test_bar_on_a_terminal_redraws_one_line_and_names_problems_above_it():
+    out = _run(True, [Status.GRADED, Status.KERNEL_DIED, Status.GRADED])
+    assert out.startswith("\r\x1b[K[------------------------] 0/3   0% | -/min, time left unknown, all graded")
+    frames = out.split("\r\x1b[K")
+    assert any(f.startswith(f"[2/3] s2: 0/{OUT_OF} kernel died") and f.endswith("\n") for f in frames)
+    last = frames[-1]
+    assert last.startswith("[########################] 3/3 100% | 2.0/min, 0 s left, not graded: 1 (kernel died 1)")
+    assert last.endswith("\n")  # the bar's line is ended once everything is done
+    assert out.count("\n") == 2  # the problem line and the end of the bar: nothing else scrolls
+
+
+def test_auto_mode_is_plain_when_the_stream_is_not_a_terminal():
+    assert Progress(io.StringIO()).bar is False
+
+
+def test_durations_read_well():
+    assert [duration(s) for s in (0.4, 59, 61, 3599, 3600 * 2 + 7 * 60)] == [
+        "0 s", "59 s", "1 min 01 s", "59 min 59 s", "2 h 07 min"]
