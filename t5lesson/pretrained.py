@@ -48,14 +48,15 @@ class WeightsNotAvailable(OSError):
 
 def how_to_get_weights(name: str = "t5-small") -> str:
     """The instructions that `WeightsNotAvailable` and lesson 4 give for getting real weights."""
-    return (
+    local = f"{name.split('/')[-1]}-local"
+    return (  # lines of at most 88 characters: they are printed in a notebook
         "To see a real T5's bias tables, either\n"
-        f"  - run this where the internet is reachable (Colab, for example) and pass a hub id such as {name!r}: "
-        "transformers downloads the checkpoint once and caches it; or\n"
-        "  - on a machine with internet access, save a copy to a folder:\n"
-        f"      python -c \"from transformers import AutoModel; AutoModel.from_pretrained({name!r})"
-        f".save_pretrained('{name.split('/')[-1]}-local')\"\n"
-        f"    bring that folder here and pass its path: load_bias_tables('{name.split('/')[-1]}-local')."
+        "  - run this where the internet is reachable (Colab, for example) and pass a hub id\n"
+        f"    such as {name!r}: transformers downloads the checkpoint once and caches it; or\n"
+        "  - on a machine with internet access, save a copy to a folder, in Python:\n"
+        "        from transformers import AutoModel\n"
+        f"        AutoModel.from_pretrained({name!r}).save_pretrained({local!r})\n"
+        f"    then bring that folder here and pass its path: load_bias_tables({local!r})."
     )
 
 
@@ -104,7 +105,7 @@ class StackTables:
         kind = "bidirectional" if self.bidirectional else "causal"
         owners = (f"one table per layer, {len(self.tables)} layers (UMT5 style)" if self.per_layer
                   else f"one table, in layer {self.layers[0]}, shared by every layer of the stack")
-        return (f"{self.stack}: {owners}; each [num_buckets={self.num_buckets}, heads={self.heads}], "
+        return (f"{self.stack}: {owners};\n    each [num_buckets={self.num_buckets}, heads={self.heads}], "
                 f"{kind}, max_distance={self.max_distance}")
 
 

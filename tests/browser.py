@@ -143,6 +143,9 @@ SCROLL_TO_CELL = """async ([index]) => {
 # The index of the first code cell whose source calls one of the explorers.
 FIRST_EXPLORER_CELL = """([names]) => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
   c => c.model.type === 'code' && names.some(n => c.model.sharedModel.getSource().includes(n + '(')))"""
+# The index of the first cell whose output holds an image.
+FIRST_FIGURE_CELL = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+  c => c.model.type === 'code' && c.node.querySelector('.jp-OutputArea-output img'))"""
 # The index (in the notebook) of the cell that holds explorer `index`.
 CELL_OF_EXPLORER = """([index]) => {
   const box = document.querySelectorAll('.t5lesson-explorer')[index];
@@ -234,6 +237,11 @@ def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run
     page.wait_for_timeout(500)
     controls, layouts = [], []
     count = page.locator(".t5lesson-explorer").count()
+    if count == 0:  # no explorer: a screenshot of the first figure, as the learner sees it after running
+        page.evaluate(SCROLL_TO_CELL, [max(page.evaluate(FIRST_FIGURE_CELL), 0)])
+        page.wait_for_timeout(800)
+        shots.append(ARTIFACTS / f"{notebook.stem}-after-run.png")
+        page.screenshot(path=str(shots[-1]))
     for index in range(count):
         box = page.locator(".t5lesson-explorer").nth(index)
         name = _explorer_name(box, index)

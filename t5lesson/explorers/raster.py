@@ -87,8 +87,18 @@ def freeze(fig, artists, pad=1):
     Returns the PixelBlocks. Call it at the end of `build`, once everything is placed; the
     artists' boxes must not overlap anything that changes (the pixels are opaque).
     """
+    from matplotlib.axes import Axes
+
     artists = list(artists)
-    others = [a for a in fig.get_children() if a is not fig.patch and a not in artists and a.get_visible()]
+    holders = {id(a.axes) for a in artists if getattr(a, "axes", None) is not None}  # axes holding a legend
+    others = []
+    for a in fig.get_children():
+        if a is fig.patch or a in artists or not a.get_visible():
+            continue
+        if isinstance(a, Axes) and id(a) in holders:  # keep the axes, hide all it holds but the artist
+            others += [c for c in a.get_children() if c not in artists and c.get_visible()]
+        else:
+            others.append(a)
     for a in others:
         a.set_visible(False)
     try:
@@ -101,7 +111,10 @@ def freeze(fig, artists, pad=1):
             box = artist.get_tightbbox(renderer).padded(pad)
             x0, y0 = max(int(np.floor(box.x0)), 0), max(int(np.floor(box.y0)), 0)
             x1, y1 = min(int(np.ceil(box.x1)), width), min(int(np.ceil(box.y1)), height)
-            crops.append((pixels[height - y1:height - y0, x0:x1].copy(), x0, y0))  # buffer rows run top down
+            crop = pixels[height - y1:height - y0, x0:x1].copy()  # buffer rows run top down
+            if crop.size == 0 or crop[..., :3].min() > 250:
+                raise ArgumentError(f"freeze: {type(artist).__name__} drew nothing to keep")
+            crops.append((crop, x0, y0))
     finally:
         for a in others:
             a.set_visible(True)

@@ -71,14 +71,34 @@ def pairs_figure(schemes, train_len=64, n=512):
     return fig
 
 
+def _separate(means, tolerance=0.004):
+    """Vertical shifts [schemes, lengths] that spread means lying within `tolerance` of each other
+    (`NUDGE` apart, at most `MAX_NUDGE` from the true value); lone values stay where they are."""
+    shifts = np.zeros_like(means)
+    for j in range(means.shape[1]):
+        order = np.argsort(means[:, j], kind="stable")
+        groups = [[order[0]]]
+        for i in order[1:]:
+            if means[i, j] - means[groups[-1][-1], j] <= tolerance:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+        for group in (g for g in groups if len(g) > 1):
+            step = min(NUDGE, 2 * MAX_NUDGE / (len(group) - 1))
+            for rank, i in enumerate(sorted(group)):  # same order as the legend, top to bottom
+                shifts[i, j] = step * ((len(group) - 1) / 2 - rank)
+    return shifts
+
+
 @styled
 def accuracy_figure(panels, task, schemes=None, column="accuracy"):
     """Accuracy (or attention on the right key) against evaluation length, one panel per entry.
 
     panels: a Results, or a list of (title, Results) or (title, Results, task) entries; `task`
     is used where an entry names none. Each scheme: mean over seeds (line) and each seed (dots).
-    Lines of neighbouring schemes are drawn `NUDGE` apart vertically (and dots side by side), so
-    schemes with equal values (all at 1.00, say) stay visible; the legend says so.
+    Schemes whose means coincide at a length (all at 1.00, say) are drawn `NUDGE` apart there
+    (dots side by side), so each stays visible; other values are drawn where they are. The
+    legend says so.
     """
     if isinstance(panels, Results):
         panels = [("", panels)]
@@ -87,6 +107,7 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
     if column not in ("accuracy", "weight_on_key"):
         raise ArgumentError(f'column must be "accuracy" or "weight_on_key", got {column!r}')
     below = len(panels) > 2  # three panels need the full width; the legend goes under them
+    spread = 0.0
     width = WIDTH if below else min(WIDTH, 3.1 * len(panels) + 3.4)
     fig = new_figure(width, 3.3 + (0.9 if below else 0))
     axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
@@ -97,12 +118,13 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
         results = _check_results(results)
         lengths = np.array(results.lengths())
         shown = [s for s in (schemes or results.schemes()) if results.select(scheme=s, task=panel_task)]
-        step = min(NUDGE, 2 * MAX_NUDGE / max(1, len(shown) - 1))
+        means = np.array([[results.mean(s, panel_task, n, column) for n in lengths] for s in shown])
+        shifts = _separate(means)
+        spread = max(spread, float(np.abs(shifts).max()))
         for k, scheme in enumerate(shown):
             color = _color(scheme)
             centre = k - (len(shown) - 1) / 2
-            means = [results.mean(scheme, panel_task, n, column) for n in lengths]
-            ax.plot(lengths, np.array(means) + step * centre, color=color, lw=2, marker=MARKERS.get(scheme, "o"),
+            ax.plot(lengths, means[k] + shifts[k], color=color, lw=2, marker=MARKERS.get(scheme, "o"),
                     ms=5, ls=LINE_STYLES.get(scheme, "-"), label=results.labels.get(scheme, scheme))
             nudge = 1 + 0.025 * centre  # spread the seeds' dots so they do not hide each other
             for n in lengths:
@@ -117,8 +139,9 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
         ax.grid(True, alpha=0.3)
         ax.set_title(title or panel_task, fontsize=NORMAL)
     axes[0].set_ylabel("accuracy" if column == "accuracy" else "attention on the right key")
-    spread = step * (len(shown) - 1) / 2
-    note = f"lines: mean of seeds, drawn up to ±{spread:.2f} apart\nso equal ones stay visible; dots: each seed"
+    note = "lines: mean of seeds; dots: each seed"
+    if spread > 0:
+        note = f"lines: mean of seeds; equal means drawn\nup to ±{spread:.3f} apart to stay visible; dots: each seed"
     if below:
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, title=note)
     else:
