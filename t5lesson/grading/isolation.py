@@ -332,7 +332,9 @@ def probe(uid: int | None = None) -> str | None:
         scratch, home = os.path.join(tmp, "scratch"), os.path.join(tmp, "home")
         os.mkdir(scratch, 0o700)
         os.mkdir(home, 0o700)
-        plan = {"scratch": scratch, "home": home, "disk_bytes": 1 << 20, "hide": [secret], "keep": [], "uid": uid}
+        # keep what a kernel needs: the interpreter and this package may live under /tmp, which goes private
+        plan = {"scratch": scratch, "home": home, "disk_bytes": 1 << 20, "hide": [secret], "keep": needed_paths(),
+                "uid": uid}
         open(os.path.join(secret, "file"), "w").close()
         check = (f"import os, sys; assert not os.path.isdir({secret!r}) or not os.listdir({secret!r}); "
                  f"os.chdir({home!r}); "
