@@ -30,7 +30,7 @@ import zlib
 import numpy as np
 
 __all__ = ["DISPLAY_DPI", "PIXEL_RATIO", "DPI", "WIDTH", "SMALL", "NORMAL", "TITLE", "STYLE", "style", "styled",
-           "new_figure", "display_size", "encode_png", "compact_png", "figure_png", "as_image"]
+           "new_figure", "describe", "alt_text", "display_size", "encode_png", "compact_png", "figure_png", "as_image"]
 
 DISPLAY_DPI = 100
 PIXEL_RATIO = 2
@@ -87,6 +87,26 @@ def new_figure(width, height, dpi=None, layout="constrained"):
     fig = Figure(figsize=(width + 1e-6, height + 1e-6), dpi=DPI if dpi is None else dpi, layout=layout)
     FigureCanvasAgg(fig)
     return fig
+
+
+def describe(fig, alt: str):
+    """Attach the figure's alt text: one or two sentences on what it shows and what to notice.
+
+    Written once, where the figure is made; whatever shows the figure (a notebook cell, the site)
+    reads it back with `alt_text`. Returns the figure, so a builder can end with
+    `return describe(fig, "...")`.
+    """
+    from .._validate import ArgumentError
+
+    if not isinstance(alt, str) or not alt.strip():
+        raise ArgumentError("alt text must be a non-empty string saying what the figure shows")
+    fig._t5lesson_alt = " ".join(alt.split())
+    return fig
+
+
+def alt_text(fig) -> str | None:
+    """The alt text `describe` attached to the figure, or None."""
+    return getattr(fig, "_t5lesson_alt", None)
 
 
 def display_size(fig) -> tuple[int, int]:
