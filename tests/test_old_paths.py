@@ -17,7 +17,7 @@ def test_old_path_is_the_new_module(old):
 
 def test_submodule_of_a_moved_package_is_not_loaded_twice():
     old = importlib.import_module("t5lesson.exercise_bank.ex01_unscaled_scores")
-    assert old is importlib.import_module("t5lesson.grading.bank.ex01_unscaled_scores")
+    assert old is importlib.import_module("t5lesson.exercises.ex01_unscaled_scores")
 
 
 def test_learner_import_and_instructor_command():

@@ -4,7 +4,7 @@ Run: python tools/run_notebook.py notebooks/01_x.ipynb [more.ipynb ...] [--timeo
 
 Why not `jupyter nbconvert --execute`: nbclient can stall on cells that display widgets (it only
 notices the kernel's reply when the per-cell timeout expires, in about half of fresh runs here).
-`t5lesson.grading.generate.execute` (the same code that refreshes solutions/) always runs with
+`t5lesson.grading.authoring.generate.execute` (the same code that refreshes solutions/) always runs with
 a per-cell timeout, so a stall costs at most that long instead of hanging. Each run prints the
 notebook's wall time; a time near a multiple of the timeout means a stall happened. Lessons
 run with the repository as working folder. --check executes without writing and fails on error.
@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from t5lesson.grading.generate import execute
+from t5lesson.grading.authoring.generate import execute
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@
     check("q1", "B")          # or checks the value given
     hint("q1")                # hint level 1; call again for level 2, and so on
 
-`check` scores exactly as the class grader does (same `t5lesson.grading.questions` code, same plain
+`check` scores exactly as the class grader does (same `t5lesson.grading.questions.kinds` code, same plain
 records from `t5lesson.grading.harvest`), so "Correct" here means full marks there. It never raises:
 a wrong type, a missing variable or a function that crashes all get a one-line answer. It is
 feedback, not grading; nothing it prints or returns is used by the grader, which runs the
@@ -18,9 +18,9 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
+from ..exercises import get
 from . import harvest
-from .bank import get
-from .questions import INCORRECT, FreeText, Outcome
+from .questions.kinds import INCORRECT, FreeText, Outcome
 
 __all__ = ["checker", "Checker"]
 

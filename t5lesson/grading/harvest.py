@@ -7,7 +7,7 @@ kernel: None, bools, ints, floats, strings, and lists/arrays of those, each tagg
 kind. Anything else is described by its type name only. A subclass of int is *not* an int here:
 an object whose `__eq__` always says True is reported as "a FakeInt object", never as a number.
 
-Scoring happens on the reported plain values, in `t5lesson.grading.questions`, in the grader's
+Scoring happens on the reported plain values, in `t5lesson.grading.questions.kinds`, in the grader's
 process, so no object of the student's is ever trusted there. But this code runs in the
 student's kernel, so what it reports is only as honest as that kernel: a notebook that sets out
 to can rewrite these records (for instance by wrapping `publish_display_data`) or reach the
@@ -187,7 +187,7 @@ def blocking(targets):
 
 
 def collect(spec, namespace):
-    """The record for one question (see t5lesson.grading.questions): read a variable or run a function."""
+    """The record for one question (see t5lesson.grading.questions.kinds): read a variable or run a function."""
     name = spec["name"]
     if name not in namespace:
         return {"status": "missing"}

@@ -30,9 +30,9 @@ __all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "KERNEL_MODULE", "EXIT_ENAME", "HA
            "Limits", "Job"]
 
 _PACKAGE = __name__.rpartition(".")[0]
-RUNNER_MODULE = f"{_PACKAGE}.runner"  # python -m RUNNER_MODULE JOB.json: one worker per submission
-SANDBOX_MODULE = f"{_PACKAGE}.sandbox"  # python -m SANDBOX_MODULE CONFIG CONNECTION_FILE: the kernel launcher
-KERNEL_MODULE = f"{_PACKAGE}.kernel"  # python -m KERNEL_MODULE -f CONNECTION_FILE: what the launcher execs
+RUNNER_MODULE = f"{_PACKAGE}.run.worker"  # python -m RUNNER_MODULE JOB.json: one worker per submission
+SANDBOX_MODULE = f"{_PACKAGE}.sandbox.launcher"  # python -m SANDBOX_MODULE CONFIG CONNECTION_FILE: the kernel launcher
+KERNEL_MODULE = f"{_PACKAGE}.sandbox.kernel"  # python -m KERNEL_MODULE -f CONNECTION_FILE: what the launcher execs
 EXIT_ENAME = "ExitCalled"  # the error a cell ends with when it called exit() or quit() (see kernel.py)
 GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} on a harvesting cell
 

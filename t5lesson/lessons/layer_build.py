@@ -9,7 +9,7 @@ tensor, "matches" or "differs ... at [index]". It prints the tolerance, never th
 itself, so stored notebook outputs read the same on every machine.
 
 The class a learner builds follows the contract of exercise 6 (see
-`t5lesson.grading.module_driver`): parameters named q, k, v, o and relative_attention_bias as
+`t5lesson.exercises.t5_layer_driver`): parameters named q, k, v, o and relative_attention_bias as
 in transformers' `T5Attention`, and the step methods split_heads, scores, compute_bias,
 allowed, attend, merge_heads, then forward.
 """

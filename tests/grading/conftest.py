@@ -25,8 +25,8 @@ import nbformat
 import pytest
 from isolation_helpers import ISOLATION, ISOLATION_ARGS
 
-from t5lesson.grading import bank
-from t5lesson.grading.grade import grade_folder
+from t5lesson import exercises as bank
+from t5lesson.grading.batch import grade_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "sample_class"

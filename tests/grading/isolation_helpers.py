@@ -17,8 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from t5lesson.grading import sandbox
-from t5lesson.grading.grade import _uids
+from t5lesson.grading.batch import _uids
+from t5lesson.grading.sandbox import launcher as sandbox
 
 WHY_NOT = sandbox.probe(_uids(1)[0])
 ISOLATION = "auto" if WHY_NOT is None else "none"

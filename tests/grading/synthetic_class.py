@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell
 
-from t5lesson.grading import bank
-from t5lesson.grading.notebook_format import cell_key
-from t5lesson.grading.questions import format_points
+from t5lesson import exercises as bank
+from t5lesson.grading.authoring.notebook_format import cell_key
+from t5lesson.grading.questions.kinds import format_points
 
 REPO = Path(__file__).resolve().parents[2]
 EXERCISE_ID = "03_relative_position_buckets"
@@ -159,7 +159,7 @@ def build_class(folder: Path, report: Path, *, loop_marker: str = "987", thief: 
 
     thief=False leaves out the submission that tries to read the others, overwrite them and the
     gradebook, and leave a process behind: without root the grader cannot stop that (see
-    t5lesson/grading/sandbox.py), so the tests only build it where kernels are isolated.
+    t5lesson/grading/sandbox/launcher.py), so the tests only build it where kernels are isolated.
     """
     folder.mkdir(parents=True, exist_ok=True)
     made: dict[str, object] = {}

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from t5lesson.grading import course, generate
-from t5lesson.grading.bank import get
+from t5lesson.exercises import get
+from t5lesson.grading import course
+from t5lesson.grading.authoring import generate
+from t5lesson.grading.batch import grade_folder, load_template
 from t5lesson.grading.course import CourseError, course_root
-from t5lesson.grading.grade import grade_folder, load_template
 
 ROOT = Path(__file__).resolve().parents[2]
 

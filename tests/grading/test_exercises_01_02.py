@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from t5lesson.grading.bank import get
+from t5lesson.exercises import get
 from t5lesson.grading.check import Checker
-from t5lesson.grading.plain_code import FloatCode, _plain_numbers
-from t5lesson.grading.questions import FreeText, MultipleChoice, Numeric, clean_record
+from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, clean_record
+from t5lesson.grading.questions.structured import FloatCode, _plain_numbers
 
 EX01, EX02 = get("01_unscaled_scores"), get("02_where_sqrt_d_went")
 WHERE = {"variance": ("01_unscaled_scores", "q5"), "weight": ("01_unscaled_scores", "q6"),

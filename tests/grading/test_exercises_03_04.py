@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 
 import t5lesson as t5
+from t5lesson.exercises import get
+from t5lesson.exercises.ex03_relative_position_buckets import reference_ranges
 from t5lesson.grading import harvest
-from t5lesson.grading.bank import get
-from t5lesson.grading.bank.ex03_relative_position_buckets import reference_ranges
-from t5lesson.grading.plain_code import from_plain, to_python
-from t5lesson.grading.questions import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, answer_hash
+from t5lesson.grading.questions.kinds import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, answer_hash
+from t5lesson.grading.questions.structured import from_plain, to_python
 
 EX03, EX04 = get("03_relative_position_buckets"), get("04_bias_heatmaps")
 

@@ -12,16 +12,16 @@ import nbformat
 import pytest
 from isolation_helpers import ISOLATION_ARGS
 
-from t5lesson.grading import generate
-from t5lesson.grading.bank import get
-from t5lesson.grading.notebook_format import SourceError, make_exercise, strip_solutions, validate
+from t5lesson.exercises import get
+from t5lesson.grading.authoring import generate
+from t5lesson.grading.authoring.notebook_format import SourceError, make_exercise, strip_solutions, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9]*.ipynb"))
 
 
 def test_exercises_are_up_to_date():
-    assert generate.main(["--check"]) == 0, "run `python -m t5lesson.grading.generate` and commit exercises/"
+    assert generate.main(["--check"]) == 0, "run `python -m t5lesson.grading.authoring.generate` and commit exercises/"
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=[p.name for p in SOLUTIONS])
@@ -102,7 +102,7 @@ def test_check_mode_reports_stale_and_orphan_files(tmp_path, capsys):
 
 
 def _grade(folder: Path, out: Path, exercise_id: str) -> None:
-    command = [sys.executable, "-m", "t5lesson.grading.grade", str(folder), "--out", str(out),
+    command = [sys.executable, "-m", "t5lesson.grading.batch", str(folder), "--out", str(out),
                "--exercise", exercise_id, *ISOLATION_ARGS]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr

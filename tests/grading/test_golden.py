@@ -8,7 +8,7 @@ import os
 import pytest
 from golden_class import CLASSES, GOLDEN, grade, list_files
 
-from t5lesson.grading.isolation import probe
+from t5lesson.grading.sandbox.namespaces import probe
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))

@@ -22,8 +22,8 @@ import pytest
 
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SAMPLES, grade_cli
 from t5lesson.check import Checker
-from t5lesson.grading.gradescope import RESULTS_SCHEMA
-from t5lesson.grading.questions import Code, format_points
+from t5lesson.grading.integrations.gradescope import RESULTS_SCHEMA
+from t5lesson.grading.questions.kinds import Code, format_points
 
 EXERCISE = SAMPLE_EXERCISE.id  # the autograder grades the sample class's exercise; ada answers all of it right
 SETUP = os.environ.get("T5LESSON_AUTOGRADER_SETUP") == "1"
@@ -72,7 +72,7 @@ def _grade(autograder, files: dict[str, bytes]) -> dict:
 def test_the_zip_has_gradescope_layout_and_no_solutions(autograder):
     names, modes = autograder["names"], autograder["modes"]
     assert {"setup.sh", "run_autograder", "autograder.json", "requirements.txt", "constraints.txt",
-            "pyproject.toml", f"exercises/{EXERCISE}.ipynb", "t5lesson/grading/grade.py"} <= set(names)
+            "pyproject.toml", f"exercises/{EXERCISE}.ipynb", "t5lesson/grading/batch.py"} <= set(names)
     assert stat.S_IMODE(modes["setup.sh"]) == 0o755 and stat.S_IMODE(modes["run_autograder"]) == 0o755
     assert not any(n.startswith(("solutions/", "tests/", ".git")) or "__pycache__" in n for n in names)
     with zipfile.ZipFile(autograder["zip"]) as archive:

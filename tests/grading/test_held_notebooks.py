@@ -21,8 +21,8 @@ import pytest
 from isolation_helpers import ISOLATION
 from nbclient import NotebookClient
 
-from t5lesson.grading import bank
-from t5lesson.grading.grade import Limits, grade_folder
+from t5lesson import exercises as bank
+from t5lesson.grading.batch import Limits, grade_folder
 
 HERE = Path(__file__).resolve().parent
 HELD = HERE / "held_92d9028" / "01_unscaled_scores.ipynb"

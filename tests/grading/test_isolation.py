@@ -31,9 +31,10 @@ from pathlib import Path
 import pytest
 from isolation_helpers import REQUIRED, WHY_NOT, normal_user, processes_running, run_as
 
-from t5lesson.grading import grade, sandbox
+from t5lesson.grading import batch as grade
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
+from t5lesson.grading.sandbox import launcher as sandbox
 
 from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
 
@@ -231,7 +232,7 @@ def test_a_hostile_class_graded_by_a_normal_user():
             os.chmod(folder / "closed", 0)
             extra = ("locked",)
         before = _hashes(folder)
-        argv = [sys.executable, "-m", "t5lesson.grading.grade", str(folder), "--out", str(report), "--jobs", "2",
+        argv = [sys.executable, "-m", "t5lesson.grading.batch", str(folder), "--out", str(report), "--jobs", "2",
                 "--cell-timeout", str(LIMITS.cell_timeout), "--notebook-timeout", str(LIMITS.notebook_timeout),
                 "--harvest-timeout", str(LIMITS.harvest_timeout), "--memory-mb", str(LIMITS.memory_mb),
                 "--disk-mb", str(LIMITS.disk_mb), "--quiet"]

@@ -11,9 +11,9 @@ import time
 
 from isolation_helpers import ISOLATION
 
-from t5lesson.grading.grade import grade_folder
-from t5lesson.grading.limits import harvest_reserve
+from t5lesson.grading.batch import grade_folder
 from t5lesson.grading.protocol import Limits
+from t5lesson.grading.sandbox.resources import harvest_reserve
 
 from synthetic_class import FULL_POINTS, add_after, full, write
 

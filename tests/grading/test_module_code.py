@@ -14,11 +14,11 @@ import pytest
 import torch
 from t5_layer_answers import T5Layer, variant
 
+from t5lesson.exercises import get
+from t5lesson.exercises import t5_layer_cases as layer_cases
 from t5lesson.grading import harvest
-from t5lesson.grading.bank import get
-from t5lesson.grading.bank import t5_layer_cases as layer_cases
-from t5lesson.grading.module_code import Expected, compare
-from t5lesson.grading.questions import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, clean_record
+from t5lesson.grading.questions.kinds import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, clean_record
+from t5lesson.grading.questions.module import Expected, compare
 from t5lesson.lessons.layer_build import check_steps, cmp
 
 QUESTION = get("06_t5_layer")["q4"]
@@ -211,7 +211,7 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
     """Solution 06 with one classic mistake each, graded by the class grader: partial credit, named."""
     import nbformat
 
-    from t5lesson.grading.grade import Limits, grade_folder
+    from t5lesson.grading.batch import Limits, grade_folder
 
     root = Path(__file__).resolve().parents[2]
     mistakes = {

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from t5lesson.grading import bank
-from t5lesson.grading.objectives import OBJECTIVES, rows, syllabus_markdown
-from t5lesson.grading.questions import CORRECT, FreeText, MultipleChoice, Numeric, Outcome, answer_hash
-from t5lesson.grading.report import Graded, free_text_sheet
+from t5lesson import exercises as bank
+from t5lesson.exercises.objectives import OBJECTIVES, rows, syllabus_markdown
+from t5lesson.grading.questions.kinds import CORRECT, FreeText, MultipleChoice, Numeric, Outcome, answer_hash
+from t5lesson.grading.reports.gradebook import Graded, free_text_sheet
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = [bank.get(e) for e in bank.exercise_ids()]
@@ -67,7 +67,7 @@ def test_objectives_command_prints_the_map_as_csv():
 def test_readme_syllabus_table_is_generated_from_the_bank():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert syllabus_markdown() in readme, (
-        "README.md's syllabus table is stale: paste the output of `python -m t5lesson.grading.objectives --markdown`")
+        "README.md's syllabus table is stale: paste the output of `python -m t5lesson.exercises.objectives --markdown`")
 
 
 # --- feedback keys --------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from t5lesson.grading import bank, protocol
+from t5lesson import exercises as bank
+from t5lesson.grading import protocol
 from t5lesson.grading.protocol import (
     RUNNER_MODULE,
     SANDBOX_MODULE,
@@ -22,7 +23,7 @@ from t5lesson.grading.protocol import (
     resolve,
     status_of,
 )
-from t5lesson.grading.questions import Code
+from t5lesson.grading.questions.kinds import Code
 
 CODE_QUESTIONS = [(e, q) for e in bank.exercise_ids() for q in bank.get(e).questions if isinstance(q, Code)]
 

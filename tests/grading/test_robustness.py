@@ -19,11 +19,13 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell
 
-from t5lesson.grading import bank, grade, intake
-from t5lesson.grading.bounds import BoundsError, loads, shape_ok
-from t5lesson.grading.questions import Numeric, clean_plain, clean_record
-from t5lesson.grading.report import csv_cell, safe_name
-from t5lesson.grading.submission import parse
+from t5lesson import exercises as bank
+from t5lesson.grading import batch as grade
+from t5lesson.grading.questions.kinds import Numeric, clean_plain, clean_record
+from t5lesson.grading.records import BoundsError, loads, shape_ok
+from t5lesson.grading.reports.gradebook import csv_cell, safe_name
+from t5lesson.grading.run import intake
+from t5lesson.grading.run.compose import parse
 
 from synthetic_class import blank, full, write
 

@@ -1,7 +1,7 @@
 """The same notebook always gets the same grade: exit() and quit() included, graded twice.
 
 In Jupyter, exit() stops the kernel a little later, so what the grader read before the kernel
-went away depended on timing. The grading kernel (t5lesson/grading/kernel.py) makes exit(),
+went away depended on timing. The grading kernel (t5lesson/grading/sandbox/kernel.py) makes exit(),
 quit(), ask_exit() and `exit_now` stop only their cell. A notebook that breaks its kernel's
 messaging gets its own status ("kernel broken"), not "grader error".
 """
@@ -13,7 +13,7 @@ import io
 from isolation_helpers import ISOLATION
 from nbformat.v4 import new_code_cell
 
-from t5lesson.grading.grade import Limits, grade_folder
+from t5lesson.grading.batch import Limits, grade_folder
 
 from synthetic_class import FULL_MARKS, add_after, full, write
 

@@ -12,8 +12,8 @@ import pytest
 from isolation_helpers import ISOLATION_ARGS
 
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
-from t5lesson.grading.questions import format_points
-from t5lesson.grading.shards import parse_shard, select
+from t5lesson.grading.integrations.shards import parse_shard, select
+from t5lesson.grading.questions.kinds import format_points
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -1,0 +1,221 @@
+"""Exercise 03 (lesson 3): buckets by hand, the bucket function and `bucket_ranges` from scratch.
+
+Notebook: solutions/03_relative_position_buckets.ipynb (source), exercises/03_... (generated).
+Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompute one with
+`python -m t5lesson.grading.questions.kinds hash QUESTION ANSWER`. tests/grading/test_exercises_03_04.py checks every
+key against the package, so a key cannot silently drift from what lesson 3 computes.
+
+Question 7 (`my_bucket`, the bucket function) calls the learner's function on 91 offsets: T5's
+default encoder and decoder tables at every bucket boundary, offsets far beyond max_distance,
+and three other configurations (one with an odd number of buckets). They avoid the few
+configurations where a float64 logarithm (`math.log`) and the reference's float32 one put a
+boundary offset in different buckets (for example num_buckets=18, max_distance=128 at offsets
+8, 16 and 64): a learner who writes the formula right gets full marks whether they compute in
+float32 or float64.
+
+Question 8 returns a table, not one int, so it uses `PlainCode`. Its cases are configurations
+chosen to cover: the default encoder and decoder, an odd number of
+buckets (two unused), skipped buckets (max_distance small for the number of buckets), offsets
+far beyond max_distance, and the smallest legal tables.
+"""
+from __future__ import annotations
+
+from ..buckets import bucket_ranges
+from ..grading.questions.kinds import Case, Code, FreeText, MultipleChoice, Numeric
+from ..grading.questions.structured import PlainCode
+from . import Exercise, id_of_module
+
+__all__ = ["EXERCISE", "reference_ranges"]
+
+
+def reference_ranges(bidirectional=True, num_buckets=32, max_distance=128):
+    """The boundary table as the question asks for it: per bucket None (unused) or (lo, hi)."""
+    table = bucket_ranges(bidirectional, num_buckets, max_distance)
+    return [None if table[b] is None else (table[b].lo, table[b].hi) for b in range(num_buckets)]
+
+
+_DEFAULT = (True, 32, 128)
+
+
+def _topic(rel: int, bidirectional: bool, num_buckets: int, max_distance: int) -> str:
+    """What a case exercises, in words a learner can act on (it never states the answer)."""
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    max_exact = per_direction // 2
+    if not bidirectional and rel > 0:
+        return "a future key in a causal table"
+    n = abs(rel) if bidirectional else -rel
+    side = "a key after the query" if rel > 0 else "a key before the query" if rel < 0 else "offset 0"
+    if n < max_exact:
+        region = "the exact range"
+    elif n >= max_distance:
+        region = "beyond max_distance"
+    else:
+        region = "the logarithmic range"
+    return f"{side}, {region}"
+
+
+def _cases() -> tuple[Case, ...]:
+    encoder = [0, 1, 2, 7, 8, 11, 12, 15, 16, 22, 23, 31, 32, 45, 46, 63, 64, 90, 91, 127, 128, 129, 500, 10_000]
+    configs = [
+        (_DEFAULT, [-n for n in encoder] + encoder[1:]),
+        ((False, 32, 128), [5, 1, 0, -1, -15, -16, -18, -19, -20, -21, -112, -113, -128, -1000]),
+        ((True, 8, 20), [-1, -2, -3, -4, -5, -9, -10, -19, -20, -21, 2, 3, 4, 20, 21]),
+        ((False, 16, 32), [3, 0, -7, -8, -9, -31, -32, -33, -100]),
+        ((True, 33, 128), [-8, 8, -100, 100, -15, 15]),
+    ]
+    cases = []
+    for (bidirectional, num_buckets, max_distance), offsets in configs:
+        if (bidirectional, num_buckets, max_distance) == _DEFAULT:
+            kwargs = ()
+        elif num_buckets == 32 and max_distance == 128:
+            kwargs = (("bidirectional", bidirectional),)
+        else:
+            kwargs = (("bidirectional", bidirectional), ("num_buckets", num_buckets), ("max_distance", max_distance))
+        for rel in offsets:
+            cases.append(Case((rel,), kwargs, _topic(rel, bidirectional, num_buckets, max_distance)))
+    return tuple(cases)
+
+
+_CONFIGS = [
+    ((), "T5's default encoder table"),
+    ((("bidirectional", False),), "T5's default decoder table"),
+    ((("num_buckets", 33),), "an odd number of buckets"),
+    ((("num_buckets", 48), ("max_distance", 20)), "max_distance small for the number of buckets"),
+    ((("bidirectional", False), ("num_buckets", 16), ("max_distance", 32)), "a small decoder table"),
+    ((("bidirectional", False), ("num_buckets", 40), ("max_distance", 30)), "a decoder table that skips buckets"),
+    ((("num_buckets", 4), ("max_distance", 3)), "the smallest encoder table"),
+    ((("bidirectional", False), ("num_buckets", 2), ("max_distance", 2)), "the smallest decoder table"),
+    ((("num_buckets", 12), ("max_distance", 1000)), "a long logarithmic range"),
+]
+
+EXERCISE = Exercise(
+    id=id_of_module(__name__),
+    title="Exercise 3: relative positions and their buckets",
+    questions=(
+        Numeric(
+            id="q1", points=1, objectives=(5,), name="answer_q1",
+            key="d10c02600fcc067274c80c6d",
+            hints=(
+                "the offset is key position minus query position; a key before the query is negative.",
+                "with 16 buckets per side, max_exact is 8; from there the bucket grows with log(n).",
+                "compute log(n / 8) / log(128 / 8) * 8, truncate, add 8.",
+            ),
+            feedback={
+                "a5714edbaaa71f5e759d32c1": "that is the bucket of the opposite offset: the key comes before "
+                                            "the query, so it uses the lower half.",
+                "41434474bdf163147bec996f": "that is the decoder's bucket; the encoder splits its buckets "
+                                            "in two halves.",
+            },
+        ),
+        Numeric(
+            id="q2", points=1, objectives=(5,), name="answer_q2",
+            key="d01070a8fdcfa95013ef98ce",
+            hints=(
+                "a key after the query uses the upper half of the encoder's buckets.",
+                "compute the bucket of the distance n as on the left side, then add the number of buckets per side.",
+            ),
+            feedback={
+                "e4122e320c60c94b8e55aac5": "right distance, wrong half: keys after the query use the upper half.",
+            },
+        ),
+        Numeric(
+            id="q3", points=1, objectives=(5,), name="answer_q3",
+            key="8c2143f48bd0a63d5cc42919",
+            hints=(
+                "the decoder does not halve: all 32 buckets serve keys at or before the query.",
+                "so max_exact is 16 and the logarithmic formula uses 32 - 16 buckets between 16 and 128.",
+            ),
+            feedback={
+                "25526b56d71ab99815136411": "that is the encoder's bucket; the decoder uses all its buckets "
+                                            "for one side.",
+            },
+        ),
+        Numeric(
+            id="q4", points=1, objectives=(5,), name="answer_q4",
+            key="b93b3f77efb1f7d1a634643e",
+            hints=(
+                "bucket_ranges(bidirectional=False) lists the offsets of every bucket.",
+                "the offset nearest to the query is the one with the smallest distance.",
+            ),
+            feedback={
+                "47a768f4cdc6877f60a726b6": "mind the sign: a decoder key is before the query, so its "
+                                            "offset is negative.",
+                "b78970c046da7465f1c60eec": "that is the end of the bucket farthest from the query.",
+            },
+        ),
+        Numeric(
+            id="q5", points=1, objectives=(5,), name="answer_q5",
+            key="f04663035ce06ce2fc778a00",
+            hints=(
+                "in a causal table all 40 buckets serve the past; max_exact is half of them.",
+                "compute the buckets of the distances max_exact, max_exact + 1, max_exact + 2 with the log formula: "
+                "does one more token of distance always mean one more bucket?",
+            ),
+            feedback={
+                "8e47ed235201750f4bd6e38b": "distance 20 is max_exact, the first distance of the logarithmic range, "
+                                            "and it lands in bucket 20.",
+                "2aff7fa15240ded2c4757d95": "that is how many buckets are unused; the question asks for the lowest "
+                                            "bucket number that no offset reaches.",
+                "a25a8dd39843e62e1e562d75": "bucket 30 is unused, but not the first one: start from distance 20.",
+            },
+        ),
+        MultipleChoice(
+            id="q6", points=1, objectives=(5,), name="answer_q6",
+            options="ABCDE", key="25fca1507f14dff1c2e3cac5",
+            hints=(
+                "for each configuration, compute the buckets of +63, +64, +90 and +91.",
+                "a bucket of their own means: 64 and 90 in the same bucket, 63 and 91 in others.",
+            ),
+            feedback={
+                "3bce20ab5cb274b5d794d08d": "in a decoder every key after the query falls in bucket 0, together "
+                                            "with offset 0 and every other future key.",
+                "febcab2be17ca05a68e6419b": "there the offsets 64..90 are split over more than one bucket.",
+                "eb4ab4e085d058ce69af0c6a": "they do share a bucket there, but it holds other offsets too.",
+                "a4df2d7758cb4c33a37c786d": "there the offsets 64..90 are split over more than one bucket.",
+            },
+        ),
+        Code(
+            id="q7", points=4, objectives=(5,), name="my_bucket",
+            reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), case_timeout=1.0,
+            blocked=tuple(f"t5lesson.buckets:{name}" for name in (
+                "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",
+                "_log_bucket_numpy",
+            )) + ("t5lesson.bias:relative_bias", "t5lesson.lessons.bucket_steps:bucket_steps",
+                  "t5lesson.reference:reference_bucket", "transformers:",
+                  "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket"),
+            hints=(
+                "check the three regions in order: the sign (which half), the exact range, the logarithmic range.",
+                "in the logarithmic range, use int() to truncate and min() to clamp to the last bucket.",
+                "max_exact is half of the buckets of one direction, after halving for bidirectional tables.",
+            ),
+        ),
+        PlainCode(
+            id="q8", points=4, objectives=(5,), name="my_bucket_ranges",
+            reference="t5lesson.exercises.ex03_relative_position_buckets:reference_ranges",
+            cases=tuple(Case((), kwargs, topic) for kwargs, topic in _CONFIGS), case_timeout=2.0,
+            blocked=("t5lesson.buckets:bucket_ranges", "t5lesson.lessons.toy_heads:bucket_representatives",
+                     "t5lesson.exercises.ex03_relative_position_buckets:reference_ranges",
+                     "t5lesson.lessons.pair_counts:bucket_offset_counts"),
+            hints=(
+                "each bucket covers one contiguous range of offsets on one side, so scan the offsets "
+                "in order and note where the bucket changes.",
+                "every offset beyond max_distance is in the same bucket as max_distance itself: scanning "
+                "-max_distance..max_distance finds every used bucket.",
+                "a range that reaches -max_distance or +max_distance is open-ended: use None for that end.",
+            ),
+        ),
+        FreeText(
+            id="q9", points=2, objectives=(5, 6), name="q9-answer",
+            rubric=(
+                ("near offsets get a bucket each because small differences in distance change the meaning "
+                 "(the previous token or two back)", 0.5),
+                ("far away a logarithmic rule keeps the relative resolution: each bucket starts a fixed factor "
+                 "farther out, so distances of about the same size share one", 0.5),
+                ("far offsets are rare (offset d occurs L - |d| times), so wide buckets pool their few pairs into "
+                 "a parameter that is trained often enough", 0.5),
+                ("every distance is covered with a fixed number of parameters: from the last boundary on, "
+                 "everything shares the last bucket", 0.5),
+            ),
+        ),
+    ),
+)

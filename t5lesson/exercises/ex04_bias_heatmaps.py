@@ -1,0 +1,161 @@
+"""Exercise 04: the bias tensor from a table, the causal mask, the cache, and who owns the table.
+
+Notebook: solutions/04_bias_heatmaps.ipynb (source), exercises/04_bias_heatmaps.ipynb (generated).
+Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompute one with
+`python -m t5lesson.grading.questions.kinds hash QUESTION ANSWER`. tests/grading/test_exercises_03_04.py checks the
+numeric keys against the package.
+
+The two code questions return arrays, so they use `PlainCode` (plain_code.py). Their inputs
+arrive as plain lists (the grader passes JSON data): the bias table is a nested list
+[num_buckets][heads]. Results must stay under 1000 entries to be harvested, so the cases are
+small: up to 2 heads and 15 positions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..bias import relative_bias
+from ..grading.questions.kinds import Case, FreeText, MultipleChoice, Numeric
+from ..grading.questions.structured import PlainCode
+from . import Exercise, id_of_module
+
+__all__ = ["EXERCISE", "reference_bias_lists"]
+
+
+def reference_bias_lists(table, q_len, k_len, bidirectional=True, max_distance=128, query_offset=0):
+    """relative_bias on a table given as nested lists: [heads, q_len, k_len]."""
+    return relative_bias(np.asarray(table, dtype=np.float64), q_len, k_len, bidirectional=bidirectional,
+                         max_distance=max_distance, query_offset=query_offset)
+
+
+def _table(num_buckets, heads, seed):
+    values = np.round(np.random.default_rng(seed).normal(size=(num_buckets, heads)), 2)
+    return tuple(tuple(float(v) for v in row) for row in values)
+
+
+def _bias_cases() -> tuple[Case, ...]:
+    specs = [
+        ((_table(32, 2, 0), 6, 6), (), "the default encoder, 6 tokens"),
+        ((_table(32, 2, 1), 6, 6), (("bidirectional", False),), "the default decoder, 6 tokens"),
+        ((_table(16, 1, 2), 12, 12), (("max_distance", 20),), "an encoder whose log region is reached"),
+        ((_table(8, 2, 3), 15, 15), (("max_distance", 5),), "offsets far beyond max_distance"),
+        ((_table(32, 2, 4), 4, 7), (), "more keys than queries"),
+        ((_table(32, 2, 5), 1, 10), (("bidirectional", False), ("query_offset", 9)), "one new query, 9 cached"),
+        ((_table(16, 2, 6), 3, 8), (("bidirectional", False), ("max_distance", 12), ("query_offset", 5)),
+         "three new queries, 5 cached"),
+        ((_table(4, 1, 7), 1, 1), (("max_distance", 3),), "one query, one key"),
+    ]
+    return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
+
+
+def _mask_cases() -> tuple[Case, ...]:
+    specs = [
+        ((4, 4), (), "a square mask"),
+        ((1, 1), (), "one query, one key"),
+        ((1, 5), (("query_offset", 4),), "one new query, 4 cached"),
+        ((3, 7), (("query_offset", 4),), "three new queries, 4 cached"),
+        ((2, 6), (), "more keys than queries, no cache"),
+        ((6, 3), (), "more queries than keys"),
+        ((3, 10), (("query_offset", 7),), "three new queries, 7 cached"),
+    ]
+    return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
+
+
+EXERCISE = Exercise(
+    id=id_of_module(__name__),
+    title="Exercise 4: bias heatmaps, masks and the cache",
+    questions=(
+        MultipleChoice(
+            id="q1", points=1, objectives=(5, 7), name="answer_q1",
+            options="ABCDE", key="e2a0752f1a2488a538a3d2ba",
+            hints=(
+                "compute the decoder's bucket of a positive offset.",
+                "then ask what happens to that pair before the softmax.",
+            ),
+            feedback={
+                "f35de2d608ca9d2db8528725": "every offset has a bucket, future ones included: compute it.",
+                "cceea8c4953b42f1cfd33c4b": "the table holds ordinary learned numbers; the huge negative number "
+                                            "comes from somewhere else.",
+                "b7f8b30f9b0fa302b983b427": "compute the decoder's bucket of a positive offset: it is not "
+                                            "the last one.",
+                "4fb7e615fae8a11f4c74fb16": "the bucket is computed from j - i itself, not from its opposite.",
+            },
+        ),
+        Numeric(
+            id="q2", points=1, objectives=(5, 7), name="answer_q2",
+            key="aa0fc3e1e697957aaef87b7d",
+            hints=(
+                "the new query does not sit at position 0: where does it sit when 20 tokens are cached?",
+                "compute the offset key - query, then the decoder's bucket of it.",
+            ),
+            feedback={
+                "169be4faa1d4083fa7e2132c": "you placed the new query at position 0, so the key looked like a "
+                                            "future key; with 20 tokens cached the query is further right.",
+            },
+        ),
+        Numeric(
+            id="q3", points=1, objectives=(7,), name="answer_q3",
+            key="3741f95f958260de41be4f83",
+            hints=(
+                "a table has one number per bucket and per head.",
+                "how many tables does T5 have: one per layer, one per stack, or one in all?",
+            ),
+            feedback={
+                "e94943afd2d5ff4c454c262e": "the decoder has a table of its own too.",
+                "928b5205c8a07ba1c0a1ca87": "one table per layer is UMT5; T5 shares one table across the "
+                                            "layers of a stack.",
+                "7fcd8d75c877263e7e975c87": "one table per layer of one stack is not how T5 shares its table.",
+            },
+        ),
+        MultipleChoice(
+            id="q4", points=2, objectives=(7,), name="answer_q4",
+            options="ABCDE", multiple=True, key="6f3d246a118a9197f008c484",
+            hints=(
+                "for each statement, ask which stack it is about, and which of its layers creates a table.",
+                "look at has_relative_attention_bias in transformers' T5Stack, T5LayerCrossAttention "
+                "and UMT5LayerSelfAttention (lesson 4, section 6).",
+            ),
+            feedback={
+                "a2d1bb98f24056612ffcea13": "not complete: which model differs from T5?",
+                "697e09b5bf8e2bede8e7b9ff": "later decoder layers reuse the bias of decoder layer 0.",
+                "6fa472c1babb487df3231d4f": "cross-attention has no relative-position bias at all.",
+            },
+        ),
+        PlainCode(
+            id="q5", points=4, objectives=(7,), name="my_bias",
+            reference="t5lesson.exercises.ex04_bias_heatmaps:reference_bias_lists",
+            cases=_bias_cases(), case_timeout=2.0, tolerance=1e-9,
+            blocked=("t5lesson.bias:relative_bias", "t5lesson.bias:_toeplitz_numpy", "t5lesson.bias:_toeplitz_torch",
+                     "t5lesson.layer:RelativePositionBias.forward", "t5lesson.reference:reference_bias",
+                     "t5lesson.exercises.ex04_bias_heatmaps:reference_bias_lists",
+                     "t5lesson.lessons.position_figures:bias_by_offset", "transformers:"),
+            hints=(
+                "bias[h, i, j] = table[bucket(j - i), h], where query i sits at position query_offset + i.",
+                "build the [q_len, k_len] matrix of offsets, bucket it with relative_position_bucket, "
+                "then index the table and move the head axis first.",
+                "np.asarray(table)[buckets] has shape [q_len, k_len, heads]; transpose(2, 0, 1) makes it "
+                "[heads, q_len, k_len].",
+            ),
+        ),
+        PlainCode(
+            id="q6", points=2, objectives=(7,), name="my_causal_mask",
+            reference="t5lesson.scores:causal_mask", cases=_mask_cases(), case_timeout=1.0,
+            blocked=("t5lesson.scores:causal_mask",),
+            hints=(
+                "True where key j is not after query i.",
+                "query i sits at position query_offset + i; key j at position j.",
+            ),
+        ),
+        FreeText(
+            id="q7", points=2, objectives=(7,), name="q7-answer",
+            rubric=(
+                ("the bias depends on the two positions only through j - i, so every diagonal holds one value "
+                 "(a Toeplitz matrix)", 0.5),
+                ("a q_len x k_len matrix has only q_len + k_len - 1 distinct offsets, so the bucket (and its "
+                 "logarithm) is computed once per offset, not once per pair, with the count for an example size", 1),
+                ("the values are laid out along the diagonals (a sliding window) and equal the per-pair "
+                 "computation; q_len x k_len values per head are still written", 0.5),
+            ),
+        ),
+    ),
+)

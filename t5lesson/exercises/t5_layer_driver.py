@@ -1,0 +1,136 @@
+"""Inside the learner's kernel: build their nn.Module class and run it on the grader's cases.
+
+A module question (`t5lesson.grading.questions.module.ModuleCode`) hands this file's text to the
+harvesting code (`t5lesson.grading.harvest`), which runs it in a fresh namespace and calls
+`adapt(the learner's class)`. The function it returns is called once per case, like the
+function of an ordinary code question, with the case's plain data (nested lists, numbers,
+strings): it builds the module, loads the grader's weights, runs one *plan* and returns a
+torch tensor, which the harvesting code turns into a plain array. Nothing is compared here:
+the grader compares those arrays with transformers' T5Attention in its own process.
+
+The contract the learner's class meets (lesson 6 and exercise 6 state it):
+
+    layer = Cls(d_model=..., num_heads=..., d_kv=..., causal=..., has_relative_bias=...,
+                num_buckets=..., max_distance=...)
+    parameters named as in transformers: q.weight, k.weight, v.weight, o.weight
+        (nn.Linear without bias terms) and relative_attention_bias.weight (nn.Embedding) when
+        the layer owns the bias table
+    output, position_bias, present = layer(hidden_states, attention_mask=None,
+                                           position_bias=None, past_key_value=None, use_cache=False)
+
+Plans: "init" (the std of each projection right after construction), "full" (output of one
+pass), "bias" (the position_bias a pass returns), "steps" (outputs of token-by-token decoding
+with the cache, concatenated), "steps_bias" (the position_bias of the last cached step) and
+"two_layers" (the output of a layer without a table, handed the bias of layer 0).
+
+Self-contained: standard library only at import time (torch is imported when a case runs),
+no relative imports, because it is run with `exec` from its source text.
+"""
+
+
+class GradingSetupError(Exception):
+    """The learner's class does not meet the contract (a parameter missing, a wrong shape, ...)."""
+
+
+PROJECTIONS = ("q", "k", "v", "o")
+
+
+def _tensor(torch, data, dtype):
+    return torch.tensor(data, dtype=dtype)
+
+
+def _build(cls, config):
+    try:
+        return cls(**config)
+    except TypeError as exc:
+        raise GradingSetupError(
+            f"{getattr(cls, '__name__', 'your class')}({', '.join(f'{k}={v!r}' for k, v in config.items())}) "
+            f"failed: {exc}") from None
+
+
+def _load(torch, module, weights):
+    """Copy the grader's weights in; refuse a module whose names or shapes differ from T5's."""
+    if not isinstance(module, torch.nn.Module):
+        raise GradingSetupError("your class should be an nn.Module subclass")
+    state = module.state_dict()
+    for name in PROJECTIONS:
+        if f"{name}.bias" in state:
+            raise GradingSetupError(f"self.{name} has a bias term; T5's projections have none "
+                                    "(nn.Linear(..., bias=False))")
+    for name, values in weights.items():
+        if name not in state:
+            raise GradingSetupError(
+                f"the module has no parameter {name}: name the projections self.q, self.k, self.v, self.o "
+                "and the table self.relative_attention_bias, as transformers does")
+        value = _tensor(torch, values, state[name].dtype)
+        if tuple(state[name].shape) != tuple(value.shape):
+            raise GradingSetupError(f"{name} has shape {tuple(state[name].shape)}; T5's has {tuple(value.shape)}")
+        state[name] = value
+    module.load_state_dict(state)
+    return module.eval()
+
+
+def _parts(result, torch):
+    """(output, position_bias, present) from what forward returned."""
+    if isinstance(result, torch.Tensor):
+        return result, None, None
+    if isinstance(result, (tuple, list)) and result:
+        items = list(result)[:3]
+        return tuple(items + [None] * (3 - len(items)))
+    raise GradingSetupError("forward should return (output, position_bias, past_key_value)")
+
+
+def _need(value, what, torch):
+    if not isinstance(value, torch.Tensor):
+        raise GradingSetupError(f"forward returned no tensor as its {what}; it should return "
+                                "(output, position_bias, past_key_value)")
+    return value
+
+
+def adapt(cls):
+    """The function the harvesting code calls for each case of a module question."""
+
+    def run(plan, config, weights=None, hidden=None, mask=None, config1=None, weights1=None, hidden1=None,
+            **_ignored):
+        import torch
+
+        if plan == "init":
+            module = _build(cls, config)
+            if not isinstance(module, torch.nn.Module):
+                raise GradingSetupError("your class should be an nn.Module subclass")
+            state = module.state_dict()
+            missing = [f"{n}.weight" for n in PROJECTIONS if f"{n}.weight" not in state]
+            if missing:
+                raise GradingSetupError(f"the module has no parameter {missing[0]}: name the projections "
+                                        "self.q, self.k, self.v, self.o, as transformers does")
+            return torch.stack([state[f"{n}.weight"].detach().double().std() for n in PROJECTIONS])
+
+        with torch.no_grad():
+            module = _load(torch, _build(cls, config), weights)
+            dtype = next(module.parameters()).dtype
+            x = _tensor(torch, hidden, dtype)
+            attention_mask = None if mask is None else torch.tensor(mask, dtype=torch.long)
+            if plan in ("full", "bias"):
+                output, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
+                return _need(output, "output", torch) if plan == "full" else _need(bias, "position_bias", torch)
+            if plan in ("steps", "steps_bias"):
+                past, outputs, bias = None, [], None
+                for t in range(x.shape[1]):
+                    step_mask = None if attention_mask is None else attention_mask[:, : t + 1]
+                    output, bias, past = _parts(module(x[:, t:t + 1], attention_mask=step_mask,
+                                                       past_key_value=past, use_cache=True), torch)
+                    outputs.append(_need(output, "output", torch))
+                    if past is None:
+                        raise GradingSetupError("with use_cache=True, forward should return the cache "
+                                                "(keys, values) as its third value")
+                return torch.cat(outputs, dim=1) if plan == "steps" else _need(bias, "position_bias", torch)
+            if plan == "two_layers":
+                _, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
+                _need(bias, "position_bias", torch)
+                second = _load(torch, _build(cls, config1), weights1)
+                output, _, _ = _parts(second(_tensor(torch, hidden1, dtype), attention_mask=attention_mask,
+                                             position_bias=bias), torch)
+                return _need(output, "output", torch)
+        raise GradingSetupError(f"unknown plan {plan!r} (a bug in the grader)")
+
+    return run

@@ -1,0 +1,1 @@
+"""Authoring: the notebook format, solutions -> exercises."""

@@ -1,0 +1,119 @@
+"""Make exercises/ from solutions/: `python -m t5lesson.grading.authoring.generate [--check] [--execute]`.
+
+    python -m t5lesson.grading.authoring.generate              # rewrite exercises/ from solutions/
+    python -m t5lesson.grading.authoring.generate --check      # exit 1 if exercises/ is stale (CI runs this)
+    python -m t5lesson.grading.authoring.generate --execute    # first re-run every solution notebook in place
+
+Nobody edits exercises/ by hand: every file there is a function of one file in solutions/
+(see `t5lesson.grading.authoring.notebook_format`). `--check` also fails on a file in exercises/ that has no
+source, and on a solution notebook that breaks the format. Solution notebooks are stored
+executed, so a reader sees the expected outputs; `--execute` refreshes them (fresh kernel,
+cells in order, an error stops it).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+
+from ... import exercises as bank
+from ..course import CourseError, course_root
+from .notebook_format import SourceError, dumps, exercise_id_of, make_exercise
+
+
+def build(solution: Path) -> str:
+    """The text of the exercise notebook generated from one solution notebook."""
+    nb = nbformat.read(solution, as_version=4)
+    exercise_id = exercise_id_of(nb)
+    if exercise_id is None:
+        raise SourceError(f"{solution}: metadata.t5lesson.exercise is missing")
+    if solution.stem != exercise_id:
+        raise SourceError(f"{solution}: the file of exercise {exercise_id!r} must be named {exercise_id}.ipynb")
+    return dumps(make_exercise(nb, bank.get(exercise_id), where=solution.name))
+
+
+def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: bool = True) -> float:
+    """Run a notebook top to bottom in a fresh kernel; store it with its outputs unless write=False.
+
+    The one way this course executes a stored notebook: solutions here (`--execute`), lessons
+    through tools/run_notebook.py. Every cell gets a timeout: nbclient can miss the kernel's
+    reply on cells that display widgets, and then a stall costs that long instead of hanging.
+    The kernel starts in `cwd` (default: the notebook's folder). Widget state is not stored: every
+    widget output also carries a static picture (explorers) or a plain-text line (progress bars)
+    for a reader without a kernel, and the state would copy every picture into the metadata.
+    Returns the wall time in seconds.
+    """
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, iopub_timeout=10,
+                            shutdown_kernel="immediate", resources={"metadata": {"path": str(cwd or path.parent)}},
+                            store_widget_state=False)
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    nb.metadata.pop("widgets", None)  # state stored by an earlier run
+    if write:
+        nbformat.write(nb, path)
+    return seconds
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.authoring.generate",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--course", type=Path,
+                        help="the course folder (default: the repository this package runs from)")
+    parser.add_argument("--solutions", type=Path, help="default: COURSE/solutions")
+    parser.add_argument("--exercises", type=Path, help="default: COURSE/exercises")
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
+    parser.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
+    args = parser.parse_args(argv)
+    if args.solutions is None or args.exercises is None:
+        try:
+            root = course_root(args.course)
+        except CourseError as exc:
+            parser.error(str(exc))
+        args.solutions = args.solutions or root / "solutions"
+        args.exercises = args.exercises or root / "exercises"
+
+    sources = sorted(args.solutions.glob("[0-9]*.ipynb"))
+    if not sources:
+        print(f"no solution notebooks in {args.solutions}", file=sys.stderr)
+        return 1
+    problems = []
+    for solution in sources:
+        if args.execute and not args.check:
+            print(f"executing {solution.name}")
+            execute(solution)
+        target = args.exercises / solution.name
+        try:
+            text = build(solution)
+        except (SourceError, KeyError) as exc:
+            problems.append(str(exc))
+            continue
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if current == text:
+            continue
+        if args.check:
+            problems.append(f"{target} is {'missing' if current is None else 'stale'}")
+        else:
+            args.exercises.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {target}")
+    names = {s.name for s in sources}
+    orphans = [p for p in sorted(args.exercises.glob("*.ipynb")) if p.name not in names]
+    problems += [f"{p} has no source in {args.solutions}" for p in orphans]
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if problems and args.check:
+        print("run `python -m t5lesson.grading.authoring.generate` and commit exercises/", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

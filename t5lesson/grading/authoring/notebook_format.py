@@ -1,0 +1,204 @@
+"""The exercise notebook format: solutions/ is the source, exercises/ is made from it.
+
+A solution notebook is an ordinary notebook whose cells carry a little metadata:
+
+    cell.metadata["t5lesson"] = {"cell": "q4-answer", "role": "answer", "question": "q4"}
+
+- "cell" is the cell's stable name (also used as its nbformat id); the grader uses it to find
+  the learner's answer cells and to restore the provided cells.
+- "role" is "given" (the default: text, setup, data), "answer" (the learner edits it) or
+  "check" (calls check(); the grader skips it).
+- "question" ties an answer cell to a question of the exercise bank.
+The notebook's own metadata names its exercise: metadata["t5lesson"] = {"exercise": "01_..."}.
+
+Solutions sit between nbgrader's markers in answer cells:
+
+    ### BEGIN SOLUTION
+    answer_q5 = 12
+    ### END SOLUTION
+
+A region made only of assignments (a quiz answer) becomes `answer_q5 = None  # YOUR ANSWER
+HERE`; any other region (a function body) becomes `# YOUR CODE HERE` and `raise
+NotImplementedError()`, at the marker's indentation, as in nbgrader. A Markdown answer cell
+(free text) is replaced whole by the question's placeholder. Outputs, execution counts and
+volatile metadata are dropped, so generating twice gives the same bytes.
+
+The exercise bank (`t5lesson.exercises`) is the source of the exercise's id, title and each
+question's points; the notebook shows them, and `validate` fails when they disagree: the
+metadata's id and the `checker("...")` call, the title heading (`# <title>`), and one heading
+`## Question N (P points[, marked by your instructor]): ...` per question, in order.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import re
+import textwrap
+
+import nbformat
+
+from ...exercises import Exercise
+from ..questions.kinds import FreeText
+
+__all__ = ["BEGIN", "END", "SourceError", "cell_info", "cell_key", "strip_solutions", "make_exercise",
+           "normalise", "dumps", "validate", "exercise_id_of"]
+
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
+ANSWER_STUB = "None  # YOUR ANSWER HERE"
+CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+class SourceError(ValueError):
+    """A solution notebook breaks the format (unmatched markers, unknown question, ...)."""
+
+
+def cell_info(cell) -> dict:
+    """The cell's t5lesson metadata ({} when it has none or it is not a dict)."""
+    info = cell.get("metadata", {}).get("t5lesson", {})
+    return info if isinstance(info, dict) else {}
+
+
+def cell_key(cell) -> str | None:
+    """The stable name of a cell: its t5lesson name, else its nbformat id."""
+    name = cell_info(cell).get("cell")
+    return name if isinstance(name, str) else cell.get("id")
+
+
+def exercise_id_of(nb) -> str | None:
+    info = nb.get("metadata", {}).get("t5lesson", {})
+    return info.get("exercise") if isinstance(info, dict) else None
+
+
+def _blank_region(lines: list[str], indent: str) -> list[str]:
+    body = textwrap.dedent("\n".join(lines))
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        tree = None
+    if tree is not None and tree.body and all(
+        isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) for node in tree.body
+    ):
+        names = [t.id for node in tree.body for t in node.targets]
+        return [f"{indent}{name} = {ANSWER_STUB}" for name in dict.fromkeys(names)]
+    return [indent + line for line in CODE_STUB]
+
+
+def strip_solutions(source: str, where: str = "cell") -> str:
+    """Replace every BEGIN/END SOLUTION region of a code cell's source by its stub."""
+    out, region, indent = [], None, ""
+    for number, line in enumerate(source.split("\n"), 1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if region is not None:
+                raise SourceError(f"{where}, line {number}: {BEGIN} inside another solution region")
+            region, indent = [], re.match(r"\s*", line).group()
+        elif marker == END:
+            if region is None:
+                raise SourceError(f"{where}, line {number}: {END} without {BEGIN}")
+            out.extend(_blank_region(region, indent))
+            region = None
+        elif region is not None:
+            region.append(line)
+        else:
+            out.append(line)
+    if region is not None:
+        raise SourceError(f"{where}: {BEGIN} is never closed")
+    return "\n".join(out)
+
+
+def normalise(nb):
+    """Keep only what a notebook needs, so generated files are byte-for-byte reproducible."""
+    nb.metadata = nbformat.NotebookNode({
+        "kernelspec": dict(KERNELSPEC),
+        "language_info": {"name": "python"},
+        "t5lesson": copy.deepcopy(nb.metadata.get("t5lesson", {})),
+    })
+    nb.nbformat, nb.nbformat_minor = 4, 5
+    for cell in nb.cells:
+        kept = {k: cell.metadata[k] for k in ("t5lesson", "tags") if k in cell.metadata}
+        cell.metadata = nbformat.NotebookNode(kept)
+        key = cell_key(cell)
+        if key:
+            cell.id = key
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        if "attachments" in cell and not cell.attachments:
+            del cell["attachments"]
+    return nb
+
+
+def dumps(nb) -> str:
+    """The notebook as text, in nbformat's canonical layout."""
+    return nbformat.writes(nb)
+
+
+def validate(nb, exercise: Exercise, where: str = "notebook") -> None:
+    """Check that a solution notebook and its exercise-bank entry agree with each other."""
+    if exercise_id_of(nb) != exercise.id:
+        raise SourceError(f"{where}: metadata names exercise {exercise_id_of(nb)!r}, expected {exercise.id!r}")
+    keys = [cell_key(c) for c in nb.cells]
+    if None in keys or len(set(keys)) != len(keys):
+        raise SourceError(f"{where}: every cell needs a unique name (t5lesson.cell or an id)")
+    answers: dict[str, list] = {}
+    for cell in nb.cells:
+        info = cell_info(cell)
+        if info.get("role", "given") not in ("given", "answer", "check"):
+            raise SourceError(f"{where}, cell {cell_key(cell)}: unknown role {info.get('role')!r}")
+        if info.get("role") == "answer":
+            answers.setdefault(info.get("question"), []).append(cell)
+        elif cell.cell_type == "code" and BEGIN in cell.source:
+            raise SourceError(f"{where}, cell {cell_key(cell)}: solution markers outside an answer cell")
+    for question in exercise.questions:
+        cells = answers.pop(question.id, [])
+        wanted = "markdown" if isinstance(question, FreeText) else "code"
+        if len(cells) != 1 or cells[0].cell_type != wanted:
+            raise SourceError(f"{where}: question {question.id} needs exactly one {wanted} answer cell")
+        if isinstance(question, FreeText) and cell_key(cells[0]) != question.name:
+            raise SourceError(f"{where}: the answer cell of {question.id} must be named {question.name!r}")
+    if answers:
+        raise SourceError(f"{where}: answer cells for unknown questions {sorted(map(str, answers))}")
+    _validate_shown_facts(nb, exercise, where)
+
+
+QUESTION_HEADING = re.compile(r"^## Question (\d+) \((\d+(?:\.\d+)?) points?(, marked by your instructor)?\): ",
+                              re.MULTILINE)
+CHECKER_CALL = re.compile(r"""checker\(["']([^"']+)["']\)""")
+
+
+def _validate_shown_facts(nb, exercise: Exercise, where: str) -> None:
+    """The title, the question headings and points, and the checker's id agree with the bank."""
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    title = re.search(r"^# (.+)$", markdown, re.MULTILINE)
+    if title is None or title.group(1).strip() != exercise.title:
+        shown = title.group(1).strip() if title else None
+        raise SourceError(f"{where}: the title heading is {shown!r}; the bank's title is {exercise.title!r}")
+    headings = QUESTION_HEADING.findall(markdown)
+    if len(headings) != len(exercise.questions):
+        raise SourceError(f"{where}: {len(headings)} question headings for {len(exercise.questions)} questions")
+    for position, (question, (number, points, marked)) in enumerate(zip(exercise.questions, headings, strict=True), 1):
+        by_hand = not question.auto_scored
+        if int(number) != position or float(points) != question.points or bool(marked) != by_hand:
+            raise SourceError(f"{where}: the heading of question {number} says {points} points"
+                              f"{', marked by the instructor' if marked else ''}; the bank's {question.id} has "
+                              f"{question.points:g} points{', marked by the instructor' if by_hand else ''}")
+    ids = {m for c in nb.cells if c.cell_type == "code" for m in CHECKER_CALL.findall(c.source)}
+    if ids - {exercise.id}:
+        raise SourceError(f"{where}: checker() is called with {sorted(ids)}, expected {exercise.id!r}")
+
+
+def make_exercise(solution_nb, exercise: Exercise, where: str = "notebook"):
+    """The student version of a solution notebook (a new object; the input is not changed)."""
+    validate(solution_nb, exercise, where)
+    nb = normalise(copy.deepcopy(solution_nb))
+    for cell in nb.cells:
+        info = cell_info(cell)
+        if info.get("role") != "answer":
+            continue
+        question = exercise[info["question"]]
+        if isinstance(question, FreeText):
+            cell.source = question.placeholder
+        else:
+            cell.source = strip_solutions(cell.source, f"{where}, cell {cell_key(cell)}")
+    return nb

@@ -1,0 +1,557 @@
+"""Grade a class: `python -m t5lesson.grading.batch SUBMISSIONS_DIR --out REPORT_DIR`.
+
+For every notebook under SUBMISSIONS_DIR (a student's id is its path without `.ipynb`):
+1. read its bytes once (the folder is never written) and prepare the notebook to run
+   (`t5lesson.grading.run.compose`: provided cells restored, answer cells taken from the submission,
+   one harvesting cell per question added);
+2. run it in a worker process (`t5lesson.grading.run.worker`) with a fresh kernel started through
+   `t5lesson.grading.sandbox.launcher`: per-cell and whole-notebook time limits, an output cap, memory
+   and disk limits for the whole submission, and its own namespaces (as root or as a normal
+   user: `t5lesson.grading.sandbox.namespaces`) that hide the submissions, the report folder and the
+   solutions and let it reach no other kernel; where that is impossible the grader refuses
+   unless told `--isolation none`. The grader kills the worker, the kernel and everything the
+   kernel started if the run outlives its hard limit;
+3. score the answers *here*, from the plain records the kernel printed (`t5lesson.grading.questions.kinds`):
+   nothing the student's code returns is trusted beyond being their answer.
+Submissions run in parallel (one per core by default) and each line of progress shows one
+finished submission. The reports are written at the end, atomically, by this process:
+gradebook.csv, free_text.csv, summary.md and feedback/<student>.md (`t5lesson.grading.reports.gradebook`).
+
+Every failure has a verdict and none stops the batch: an unreadable file, a damaged
+structure, a missing variable, a cell that raises, a loop that never ends (even one that
+ignores interrupts), a kernel that dies, floods of output, attempts to read or write outside;
+and whatever still goes wrong in the grader for one submission is that row's "grader error".
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict
+from pathlib import Path
+
+import nbformat
+
+from .. import exercises as bank
+from .authoring.notebook_format import exercise_id_of, make_exercise
+from .course import HIDDEN, PACKAGE_PARENT, course_root
+from .integrations import shards
+from .protocol import EXIT_ENAME, FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
+from .questions import answers
+from .questions.kinds import ERROR, NOT_ATTEMPTED, Outcome, clean_record
+from .records import loads
+from .reports import store as outputs
+from .reports.gradebook import Graded
+from .reports.progress import Progress
+from .run import intake
+from .run.compose import MAX_DEPTH, MAX_NODES, Prepared, prepare
+from .sandbox import launcher as sandbox
+from .sandbox.resources import Cgroup, harvest_reserve
+
+UID_BASE = 2_100_000_000
+HARVEST_DEPTH = 24  # a record is at most ~14 levels deep (record, cases, plain values 6 deep)
+HARVEST_NODES = 400_000
+HARVEST_CHARS = Limits.harvest_limit
+
+
+# --------------------------------------------------------------------------- running one
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: dict | None,
+                questions: int) -> tuple[dict | None, float]:
+    """Run one prepared notebook; return the worker's result (None if it had to be killed).
+
+    `walls` is the isolation shared by every kernel of the class (folders to hide, paths to
+    keep; see `t5lesson.grading.sandbox.namespaces`), None without isolation; `uid` the kernel's own
+    user id when the grader is root.
+    """
+    job_dir = Path(tempfile.mkdtemp(dir=work / "jobs"))
+    home = Path(tempfile.mkdtemp(dir=work / "scratch"))
+    # the kernel's sockets: only it and the grader get in; work/ipc links to a folder with a short path
+    ipc_dir = Path(os.path.realpath(tempfile.mkdtemp(dir=work / "ipc")))
+    if uid is not None:
+        os.chown(home, uid, uid)
+        os.chown(ipc_dir, uid, uid)
+    os.chmod(home, 0o700)
+    (job_dir / "run.ipynb").write_text(nbformat.writes(prep.notebook), encoding="utf-8")
+    pid_file = job_dir / "kernel.pid"
+    memory_bytes = limits.memory_mb * 2 ** 20
+    cgroup = Cgroup.create(f"t5grade-{job_dir.name}", memory_bytes, limits.max_processes)
+    config = {"home": str(home), "pid_file": str(pid_file), "ipc_dir": str(ipc_dir), "memory_bytes": memory_bytes,
+              "cpu_seconds": int(limits.hard_limit(questions)) + 5, "file_bytes": 64 * 2 ** 20,
+              "max_processes": limits.max_processes,
+              "cgroup": [str(p) for p in cgroup.paths] if cgroup else None,
+              "watch_memory": None if cgroup else memory_bytes}
+    if walls is not None:
+        (job_dir / "scratch").mkdir(mode=0o700)
+        config["isolation"] = {
+            "uid": uid, "home": str(home), "scratch": str(job_dir / "scratch"), "disk_bytes": limits.disk_mb * 2 ** 20,
+            "hide": walls["hide"], "keep": walls["keep"] + [str(ipc_dir)], "writable_keep": [str(ipc_dir)]}
+    Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
+        limits=limits, sandbox=config).write(job_dir / "job.json")
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
+               JUPYTER_PLATFORM_DIRS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p))
+    start = time.monotonic()
+    over_memory = False
+    with open(job_dir / "worker.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job_dir / "job.json")],
+                                cwd=job_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=limits.hard_limit(questions))
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _kill_group(proc.pid)
+            proc.wait()
+            if pid_file.exists():  # the kernel's supervisor: with isolation, its whole PID namespace goes with it
+                try:
+                    kernel = int(pid_file.read_text())
+                    if os.getpgid(kernel) == kernel:
+                        _kill_group(kernel)
+                except (ValueError, OSError):
+                    pass
+            if cgroup is not None:
+                over_memory = cgroup.went_over_memory()
+                cgroup.remove()
+            if uid is not None:
+                sandbox.kill_user_processes(uid)
+                sandbox.remove_user_files(uid)
+    seconds = time.monotonic() - start
+    result = None
+    target = job_dir / "result.json"
+    if target.exists() and target.stat().st_size < 50 * 2 ** 20:
+        try:
+            result = loads(target.read_text(encoding="utf-8"), max_depth=HARVEST_DEPTH + 4, constants=True)
+        except (ValueError, UnicodeDecodeError):
+            result = None
+    if isinstance(result, dict) and over_memory:
+        result["memory_exceeded"] = True
+    if not os.environ.get("T5LESSON_GRADE_KEEP"):  # keep the run folders to debug the grader itself
+        shutil.rmtree(job_dir, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(ipc_dir, ignore_errors=True)
+    return (result if isinstance(result, dict) else None), seconds
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def _read_harvest(text, nonce: str, question_id: str):
+    """The record of one question from the harvesting cell's output, or None if unusable."""
+    if not isinstance(text, str):
+        return None
+    try:  # bounded: the text came out of the student's kernel
+        payload = loads(text, max_depth=HARVEST_DEPTH, max_nodes=HARVEST_NODES, max_chars=HARVEST_CHARS)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("nonce") != nonce or payload.get("id") != question_id:
+        return None
+    return clean_record(payload.get("record"))
+
+
+def _cell_error(cell: dict, origin: str) -> str:
+    """'ZeroDivisionError: division by zero in cell 21 (the answer cell of q6), line 1'."""
+    evalue = f": {cell['evalue']}" if cell.get("evalue") else ""
+    function = cell.get("function")
+    inside = f", in {function}" if function and function not in ("<module>", "") else ""
+    line = f", line {cell['line']}{inside}" if cell.get("line") else ""
+    return f"{cell.get('ename', 'Error')}{evalue} in {origin}{line}"
+
+
+def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
+    notes, skipped = [], 0
+    harvesting = set(prep.harvest_cell.values())
+    for index in sorted(cells):
+        cell, origin = cells[index], prep.origin.get(index, f"cell {index + 1}")
+        if index in harvesting:
+            continue
+        status = cell.get("status")
+        if status == CellStatus.ERROR and cell.get("ename") == EXIT_ENAME:
+            notes.append(f"{origin.capitalize()} called exit() or quit(): the rest of that cell did not run; "
+                         "the cells after it ran as usual.")
+        elif status == CellStatus.ERROR and cell.get("ename") == "KernelBroken":
+            notes.append(f"After {origin}, the grader could no longer talk to the kernel ({cell.get('evalue', '')}): "
+                         "the notebook broke the kernel's messaging (its session, sockets or output). "
+                         "Nothing after it could run.")
+        elif status == CellStatus.ERROR:
+            notes.append(f"Error: {_cell_error(cell, origin)}.")
+        elif status == CellStatus.TIMEOUT:
+            notes.append(f"{origin.capitalize()} ran past the limit of {limits.cell_timeout:g} s per cell "
+                         "and was interrupted.")
+        elif status == CellStatus.STUCK:
+            notes.append(f"{origin.capitalize()} ran past its time limit and did not stop when interrupted; "
+                         "nothing after it could run.")
+        elif status == CellStatus.DIED:
+            notes.append(f"The kernel died while running {origin} (os._exit, a crash, or too much memory); "
+                         "nothing after it could run.")
+        elif status == CellStatus.SKIPPED:
+            skipped += 1
+        if cell.get("truncated"):
+            kept = limits.output_limit // 1000
+            notes.append(f"{origin.capitalize()} printed {cell.get('output_bytes', 0):,} characters; output beyond "
+                         f"{kept} kB per cell (or 1 MB in all) was dropped.")
+    if skipped:
+        notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s "
+                     f"(the last {harvest_reserve(limits):g} s of which are kept for reading the answers).")
+    return notes
+
+
+def score(exercise, prep: Prepared, result: dict | None, nonce: str,
+          limits: Limits) -> tuple[Status, list[Outcome], list[str]]:
+    """(status, one Outcome per question, notes) for one run, computed in the grader's process."""
+    notes = list(prep.notes)
+    if result is None:
+        status = Status.TIME_LIMIT
+        auto = sum(1 for q in exercise.questions if q.auto_scored)
+        why = f"the notebook was stopped after its hard limit of {limits.hard_limit(auto):g} s"
+        notes.append(f"The run was stopped from outside: {why}.")
+        cells, harvest = {}, {}
+    else:
+        cells = {c["index"]: c for c in result.get("cells", [])
+                 if isinstance(c, dict) and isinstance(c.get("index"), int)}
+        harvest = result.get("harvest", {}) if isinstance(result.get("harvest"), dict) else {}
+        status = status_of(result.get("ended"))
+        if status in (Status.KERNEL_DIED, Status.KERNEL_BROKEN):
+            harvest = {}  # what was read before the end depends on timing: none of it counts
+        reading = [cells.get(i, {}).get("status") for i in prep.harvest_cell.values()]
+        if status == Status.GRADED and reading and not harvest and all(r == CellStatus.OK for r in reading):
+            status = Status.KERNEL_BROKEN  # every reading cell ran, and not one answer came out
+            notes.append("The grader's cells ran but no answer came back: the notebook broke the kernel's output "
+                         "(closed its channel, or replaced how it displays data).")
+        notes += _cell_notes(prep, cells, limits)
+        if result.get("memory_exceeded"):
+            notes.append(f"The notebook went over its memory limit of {limits.memory_mb} MB (all its processes "
+                         "together) and was stopped.")
+        if status == Status.GRADER_ERROR:
+            notes.append(f"The grader could not run this notebook: {str(result.get('detail', ''))[:300]}. "
+                         "Please tell your instructor.")
+        why = {Status.STUCK: "a cell never stopped, so the answers could not be read",
+               Status.KERNEL_DIED: "the kernel died before all the answers could be read",
+               Status.KERNEL_BROKEN: "the notebook broke its kernel's messaging, so the answers could not be read",
+               Status.GRADER_ERROR: "the notebook could not be run"}.get(status, "")
+
+    outcomes = []
+    for q in exercise.questions:
+        if not q.auto_scored:
+            outcomes.append(q.score({"text": prep.free_text.get(q.id, "")}))
+            continue
+        record = _read_harvest(harvest.get(q.id), nonce, q.id)
+        if record is None:
+            reading = cells.get(prep.harvest_cell.get(q.id, -1))
+            reason = why or "your answer could not be read back"
+            if reading is not None and reading.get("status") in (CellStatus.ERROR, CellStatus.TIMEOUT):
+                reason = (f"your answer could not be read back ({_cell_error(reading, 'the grader')}); "
+                          "did the notebook replace a built-in?")
+            outcomes.append(q.outcome(ERROR, 0, reason + "."))
+            continue
+        outcome = q.score(record)
+        answer = cells.get(prep.answer_cell.get(q.id, -1))
+        failed = answer is not None and answer.get("status") in FAILED_CELL
+        if outcome.status == NOT_ATTEMPTED and failed:
+            origin = prep.origin[prep.answer_cell[q.id]]
+            what = _cell_error(answer, origin) if answer["status"] == CellStatus.ERROR else f"{origin} did not finish"
+            outcome = q.outcome(ERROR, 0, f"{what}.")
+        outcomes.append(outcome)
+    return status, outcomes, notes
+
+
+# --------------------------------------------------------------------------- the class
+
+
+def find_submissions(folder: Path) -> list[Path]:
+    """Every submission under the folder (see `intake.survey`: hidden entries, links, FIFOs are skipped)."""
+    return [entry.path for entry in intake.survey(folder)[0]]
+
+
+def given_answers(exercise, result: dict | None, nonce: str) -> dict:
+    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
+    harvest = result.get("harvest") if isinstance(result, dict) else None
+    harvest = harvest if isinstance(harvest, dict) else {}
+    records = {q.id: _read_harvest(harvest.get(q.id), nonce, q.id) for q in exercise.questions if q.auto_scored}
+    return answers.summarise(exercise, records)
+
+
+def _infer_exercise(datas) -> str | None:
+    """The exercise most of the notebooks name in their metadata (unreadable ones are left out)."""
+    counts = Counter()
+    for data in datas:
+        if not isinstance(data, bytes):
+            continue
+        try:
+            doc = loads(data.decode("utf-8"), max_depth=MAX_DEPTH, max_nodes=MAX_NODES, constants=True)
+            exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
+        except Exception:  # anything odd in one file only means that file does not vote
+            continue
+        if isinstance(exercise_id, str) and exercise_id in bank.exercise_ids():
+            counts[exercise_id] += 1
+    if counts:
+        return counts.most_common(1)[0][0]
+    ids = bank.exercise_ids()
+    return ids[0] if len(ids) == 1 else None
+
+
+def load_template(exercise, template: Path | None = None, course: Path | None = None):
+    """The student version of the exercise: `template`, else the course's exercises/, else built from solutions/."""
+    if template is not None:
+        return nbformat.read(template, as_version=4)
+    root = course_root(course)
+    handed_out = root / "exercises" / f"{exercise.id}.ipynb"
+    if handed_out.exists():
+        return nbformat.read(handed_out, as_version=4)
+    solution = root / "solutions" / f"{exercise.id}.ipynb"
+    return make_exercise(nbformat.read(solution, as_version=4), exercise)
+
+
+SOCKET_PATH_MAX = 107 - len("/tmpXXXXXXXX/k-65535")  # a Unix socket's path is at most 107 bytes
+
+
+def _socket_folder() -> Path:
+    """A private folder for the kernels' socket folders, with a path short enough for Unix sockets."""
+    for base in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if os.path.isdir(base) and len(os.fsencode(base)) + len("/t5ipc-XXXXXXXX") <= SOCKET_PATH_MAX:
+            try:
+                folder = Path(tempfile.mkdtemp(prefix="t5ipc-", dir=base))
+            except OSError:
+                continue
+            os.chmod(folder, 0o711)
+            return folder
+    raise RuntimeError("no folder with a path short enough for the kernels' sockets (set TMPDIR to a short path)")
+
+
+def _uids(count: int) -> list[int]:
+    base = UID_BASE + (os.getpid() % 20_000) * 1_000
+    return [base + (i % 1_000) for i in range(count)]
+
+
+def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None, template: Path | None = None,
+                 course: Path | None = None,
+                 limits: Limits = Limits(), jobs: int | None = None, isolation: str = "auto",
+                 hide: tuple[str, ...] = (), progress=None, shard: tuple[int, int] | None = None) -> list[Graded]:
+    """Grade every submission under `submissions` (or shard K/N of them: `shards.select`); write
+    the reports under `out`; return the verdicts."""
+    submissions, out = submissions.resolve(), out.resolve()
+    if out == submissions or submissions in out.parents:
+        raise ValueError("the report folder must not be inside the submissions folder")
+    every, skipped = intake.survey(submissions)
+    files = shards.select(every, shard) if shard else every
+    max_bytes = limits.max_notebook_mb * 2 ** 20
+    if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
+        exercise_id = _infer_exercise(intake.read(entry, max_bytes) for entry in every)
+    if exercise_id is None:
+        raise ValueError("cannot tell which exercise this is; pass --exercise")
+    exercise = bank.get(exercise_id)
+    root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
+    template_nb = load_template(exercise, template, root)
+    auto = sum(1 for q in exercise.questions if q.auto_scored)
+
+    uids = _uids(max(1, len(files)))  # an empty folder or shard still probes (and writes an empty report)
+    as_root = os.geteuid() == 0
+    reason = sandbox.probe(uids[0]) if isolation != "none" else "--isolation none"
+    if isolation != "none" and reason:
+        raise RuntimeError(
+            f"the kernels cannot be isolated here: {reason}. Without isolation a kernel can read the solutions and "
+            "the other submissions and write the reports. Grade as root, or where unprivileged user namespaces "
+            "are allowed; or, knowing that, pass --isolation none.")
+    full = isolation != "none"
+    work = Path(tempfile.mkdtemp(prefix="t5grade-"))
+    os.chmod(work, 0o711)
+    (work / "jobs").mkdir(mode=0o700)
+    (work / "scratch").mkdir(mode=0o711)
+    ipc_root = _socket_folder()
+    (work / "ipc").symlink_to(ipc_root)
+    hidden = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
+    hidden += [str(root / name) for name in HIDDEN]
+    hidden += [str(Path(h).resolve()) for h in hide]
+    hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
+
+    def inside(path: str, folders) -> bool:
+        return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+    keep = [p for p in sandbox.needed_paths() if not inside(os.path.realpath(p), hidden)]  # never a hidden one
+    if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
+        hidden.append(os.path.realpath(os.path.expanduser("~")))
+    walls = {"hide": hidden, "keep": keep} if full else None
+
+    def grade_one(index: int, entry: intake.Entry) -> Graded:
+        data = intake.read(entry, max_bytes)
+        if isinstance(data, str):
+            too_large = data.startswith("larger than")
+            problem = f"the file is larger than {limits.max_notebook_mb} MB" if too_large else data
+            prep = Prepared(problem=problem)
+            status = Status.TOO_LARGE if too_large else Status.UNREADABLE
+        else:
+            nonce = secrets.token_hex(16)
+            prep = prepare(data, template_nb, exercise, nonce)
+            status = Status.UNREADABLE if prep.problem else ""
+        if prep.problem:
+            outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {prep.problem}.") for q in exercise.questions]
+            return Graded(entry.student, entry.relative, status, outcomes,
+                          [f"Your file could not be graded: {prep.problem}."])
+        result, seconds = _run_worker(prep, limits, work, uids[index] if full and as_root else None, walls, auto)
+        status, outcomes, notes = score(exercise, prep, result, nonce, limits)
+        return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
+                      answers=given_answers(exercise, result, nonce))
+
+    def one(index: int, entry: intake.Entry) -> Graded:
+        """Grade one submission; whatever goes wrong ends as a "grader error" row, never the batch."""
+        start = time.monotonic()
+        try:
+            return grade_one(index, entry)
+        except Exception as exc:
+            return grader_error(exercise, entry, exc, time.monotonic() - start)
+
+    graded: list[Graded] = []
+    if progress is not None and hasattr(progress, "begin"):
+        progress.begin(len(files))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs or _cores()) as pool:
+            futures = [pool.submit(one, i, entry) for i, entry in enumerate(files)]
+            for done, future in enumerate(as_completed(futures), 1):
+                g = future.result()
+                graded.append(g)
+                if progress:
+                    try:
+                        progress(done, len(files), g, exercise)
+                    except Exception:  # a progress line must never cost the gradebook
+                        pass
+    finally:
+        if not os.environ.get("T5LESSON_GRADE_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(ipc_root, ignore_errors=True)
+    settings = {key: value for key, value in asdict(limits).items()}
+    walled = "full: own user id per kernel" if as_root else "full: user namespaces"
+    settings.update(exercise=exercise.id, isolation=walled if full else "none (--isolation none)",
+                    memory=("one cgroup per submission" if as_root and Cgroup.available()
+                            else "the kernel's process tree, watched"))
+    shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+    if shard_text:
+        settings["shard"] = shard_text
+    failed = outputs.write_all(out, exercise, graded, settings, shard_text, skipped=skipped,
+                               titles=outputs.question_titles(exercise, template_nb))
+    if failed:
+        raise ReportError(failed)
+    return graded
+
+
+class ReportError(RuntimeError):
+    """Some report files could not be written (the gradebook itself always is, or this says so)."""
+
+    def __init__(self, failed: list[str]):
+        super().__init__("some reports could not be written: " + "; ".join(failed[:5]))
+        self.failed = failed
+
+
+def grader_error(exercise, entry: intake.Entry, exc: BaseException, seconds: float = 0.0) -> Graded:
+    """The row of a submission whose grading failed inside the grader: status "grader error"."""
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
+    where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+    place = f" (at {Path(where[0].filename).name}:{where[0].lineno})" if where else ""
+    message = "the grader failed on this notebook; your instructor has the details."
+    outcomes = [q.outcome(ERROR, 0, message) for q in exercise.questions]
+    notes = ["The grader could not grade this notebook (an error in the grader, logged for your instructor)."]
+    return Graded(entry.student, entry.relative, Status.GRADER_ERROR, outcomes, notes, seconds=seconds,
+                  error=f"{detail}{place}")
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+# `python -m t5lesson.grade COMMAND ...`: the instructor's other commands, each in its own module.
+COMMANDS = {"merge": "integrations.shards", "autograder": "integrations.gradescope", "lms": "integrations.lms"}
+
+
+def main(argv=None) -> int:
+    sys.modules.setdefault("rfc3987_syntax", None)  # a slow optional import of jsonschema; see runner.py
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == ["--objectives"]:  # the objective map of the question bank, as CSV; nothing is graded
+        from ..exercises.objectives import objectives_csv
+
+        sys.stdout.write(objectives_csv())
+        return 0
+    if argv and argv[0] in COMMANDS:  # a submissions folder named like a command: write ./merge
+        module = importlib.import_module(f".{COMMANDS[argv[0]]}", __package__)
+        return module.main(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m t5lesson.grading.batch", description=__doc__.split("\n")[0],
+        epilog="Other commands: `merge REPORT_DIR... --out DIR` (shards into one report), `autograder EXERCISE "
+               "--out autograder.zip` (a Gradescope autograder), `lms REPORT_DIR --ids IDS.csv --out DIR` "
+               "(Canvas and Moodle CSV, feedback as Markdown and HTML); each takes --help.")
+    parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (never modified)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for the reports")
+    parser.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
+    parser.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
+    parser.add_argument("--course", type=Path, help="the course folder with exercises/ and solutions/ (default: the "
+                        "repository this package runs from; required after a non-editable install)")
+    parser.add_argument("--jobs", type=int, default=None, help="submissions run at once (default: one per core)")
+    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
+    parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
+    parser.add_argument("--harvest-timeout", type=float, default=Limits.harvest_timeout)
+    parser.add_argument("--output-limit", type=int, default=Limits.output_limit, help="characters kept per cell")
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                        help="memory of a whole submission: all its processes (and, with a cgroup, its files)")
+    parser.add_argument("--disk-mb", type=int, default=Limits.disk_mb,
+                        help="files, shared memory and locks of a whole submission together")
+    parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
+                        help="auto/full: each kernel in its own namespaces (as root or with unprivileged user "
+                             "namespaces), refused with the reason where that is impossible; none: no isolation")
+    parser.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
+    parser.add_argument("--shard", type=shards.parse_shard, metavar="K/N",
+                        help="grade only slice K of N of the folder (see `merge`)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress (by default: a bar on a terminal, one line per submission otherwise)")
+    args = parser.parse_args(argv)
+    if not args.submissions.is_dir():
+        parser.error(f"{args.submissions} is not a folder")
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                    harvest_timeout=args.harvest_timeout, output_limit=args.output_limit, memory_mb=args.memory_mb,
+                    disk_mb=args.disk_mb)
+    start = time.monotonic()
+    progress = None if args.quiet else Progress()
+    try:
+        graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
+                              course=args.course,
+                              limits=limits, jobs=args.jobs, isolation=args.isolation, hide=tuple(args.hide),
+                              progress=progress, shard=args.shard)
+    except ReportError as exc:
+        if progress is not None:
+            progress.finish()
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a setting or the folder, before any submission ran
+        if progress is not None:
+            progress.finish()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        seconds = time.monotonic() - start
+        rate = f" ({len(graded) * 60 / seconds:.1f} per minute)" if graded and seconds > 0 else ""
+        print(f"graded {len(graded)} submissions in {seconds:.1f} s{rate}; reports in {args.out} "
+              f"(report.html: the class at a glance)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Shards, LMS export and Gradescope."""

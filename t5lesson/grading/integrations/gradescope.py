@@ -1,0 +1,346 @@
+"""Grade on Gradescope: build an autograder zip, and run inside Gradescope's container.
+
+    python -m t5lesson.grade autograder 01_unscaled_scores --out autograder.zip
+
+builds a zip in the layout of Gradescope's autograder specification: at its root `setup.sh`
+(run once, as root, when Gradescope builds the image: a Python 3.11+ virtual environment at
+/autograder/venv with the pinned requirements.txt + constraints.txt and this package) and
+`run_autograder` (run for every submission). Beside them: the package source, pyproject.toml,
+the pinned requirements, the handed-out exercise notebook (never the solutions; the answer
+keys are the bank's hashes) and autograder.json (the exercise, the limits, the visibility).
+
+`run_autograder` runs `python -m t5lesson.grading.integrations.gradescope run`, which grades every
+`/autograder/submission/**/*.ipynb` with the class grader itself (`grade_folder`: the same
+composition, kernel sandbox, limits and out-of-kernel scoring; full isolation where the
+container allows it, else the limits alone) and writes `/autograder/results/results.json`:
+
+- `score`: the automatically graded points;
+- `tests`: one per question, with `name`, `score`, `max_score`, `status` (passed/failed),
+  `output` (the very line `check()` prints in the notebook, e.g. "q5: Incorrect: ... [0/1]")
+  and `visibility`; a free-text question is a manually graded test: 0 of its points, with a note;
+- `output`: the notes on the run (cells that raised, limits hit), or why nothing could be
+  graded; `extra_data.status`: the gradebook status (graded, unreadable, time limit, ...).
+
+Where a submission holds several notebooks, each is graded and the best one counts (the output
+says so). Every path starts at $T5LESSON_AUTOGRADER_ROOT (default /autograder), so the whole
+layout can be tried in a temporary folder (tests/grading/test_gradescope.py does).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+import zipfile
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import nbformat
+
+from ... import exercises as bank
+from ..protocol import Limits, Status
+from ..questions.kinds import format_points
+from ..reports.store import question_titles
+from ..run import intake
+
+__all__ = ["build", "run", "results", "RESULTS_SCHEMA", "VISIBILITY", "main"]
+
+ROOT_VARIABLE = "T5LESSON_AUTOGRADER_ROOT"
+DEFAULT_ROOT = "/autograder"
+CONFIG = "autograder.json"
+VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
+PACKAGE_ROOT = Path(__file__).resolve().parents[3]
+
+# What results.json may hold, as this module writes it: Gradescope's documented fields only.
+RESULTS_SCHEMA = {
+    "type": "object",
+    "required": ["score", "tests", "output", "visibility"],
+    "additionalProperties": False,
+    "properties": {
+        "score": {"type": "number", "minimum": 0},
+        "execution_time": {"type": "number", "minimum": 0},
+        "output": {"type": "string"},
+        "visibility": {"enum": list(VISIBILITY)},
+        "stdout_visibility": {"enum": list(VISIBILITY)},
+        "extra_data": {"type": "object"},
+        "tests": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "score", "max_score", "output", "visibility"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "number": {"type": "string"},
+                    "score": {"type": "number", "minimum": 0},
+                    "max_score": {"type": "number", "minimum": 0},
+                    "status": {"enum": ["passed", "failed"]},
+                    "output": {"type": "string"},
+                    "visibility": {"enum": list(VISIBILITY)},
+                    "extra_data": {"type": "object"},
+                },
+            },
+        },
+    },
+}
+
+SETUP_SH = r"""#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu).
+# It makes a virtual environment at $ROOT/venv with a Python 3.11 or newer (installed from
+# apt where the image has none: choose the Ubuntu 24.04 base image to skip that), and
+# installs the course's pinned requirements (requirements.txt + constraints.txt) and this
+# package into it. T5LESSON_AUTOGRADER_ROOT (default /autograder) moves the whole layout.
+set -euo pipefail
+ROOT="${T5LESSON_AUTOGRADER_ROOT:-/autograder}"
+SOURCE="$ROOT/source"
+
+pick_python() {
+  for candidate in python3.13 python3.12 python3.11 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+       "$candidate" -c 'import sys, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+if ! PYTHON="$(pick_python)"; then
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y python3.11 python3.11-venv
+  PYTHON=python3.11
+fi
+"$PYTHON" -m venv "$ROOT/venv"
+cd "$SOURCE"
+# requirements.txt ends with "-e .": this package, from $SOURCE. PyTorch comes as PyPI's Linux
+# build; to use a CPU-only wheel index instead, export PIP_EXTRA_INDEX_URL before this line.
+"$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -r requirements.txt -c constraints.txt
+"$ROOT/venv/bin/python" -c "import t5lesson.grading.integrations.gradescope"
+"""
+
+RUN_AUTOGRADER = r"""#!/usr/bin/env bash
+# Gradescope runs this for every submission: grade /autograder/submission/*.ipynb and write
+# /autograder/results/results.json (see t5lesson/grading/integrations/gradescope.py).
+ROOT="${T5LESSON_AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${T5LESSON_AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
+export PYTHONPATH="$ROOT/source${PYTHONPATH:+:$PYTHONPATH}"
+cd "$ROOT/source" || exit 1
+exec "$PYTHON" -m t5lesson.grading.integrations.gradescope run --root "$ROOT"
+"""
+
+_EXECUTABLE = 0o100755 << 16
+_PLAIN = 0o100644 << 16
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+# --------------------------------------------------------------------------- building the zip
+
+
+def _package_files() -> list[Path]:
+    """The package's source files (no caches), relative to the repository root."""
+    found = []
+    for path in sorted((PACKAGE_ROOT / "t5lesson").rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
+            found.append(path.relative_to(PACKAGE_ROOT))
+    return found
+
+
+def build(exercise_id: str, out: Path, *, limits: Limits = Limits(), visibility: str = "visible",
+          template: Path | None = None, isolation: str = "auto") -> list[str]:
+    """Write the autograder zip for one exercise; return the names in it. The zip is reproducible
+    (sorted entries, fixed times)."""
+    import nbformat
+
+    from ..batch import load_template  # the handed-out notebook, as the class grader finds it
+
+    exercise = bank.get(exercise_id)
+    if visibility not in VISIBILITY:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITY)}")
+    if isolation not in ("auto", "full", "none"):
+        raise ValueError("isolation must be auto, full or none")
+    config = {"exercise": exercise.id, "visibility": visibility, "isolation": isolation, "limits": asdict(limits)}
+    entries: dict[str, tuple[bytes, int]] = {
+        "setup.sh": (SETUP_SH.encode(), _EXECUTABLE),
+        "run_autograder": (RUN_AUTOGRADER.encode(), _EXECUTABLE),
+        CONFIG: ((json.dumps(config, indent=1, sort_keys=True) + "\n").encode(), _PLAIN),
+        f"exercises/{exercise.id}.ipynb": (nbformat.writes(load_template(exercise, template)).encode(), _PLAIN),
+    }
+    for name in ("pyproject.toml", "requirements.txt", "constraints.txt", "README.md"):
+        entries[name] = ((PACKAGE_ROOT / name).read_bytes(), _PLAIN)
+    for path in _package_files():
+        entries[path.as_posix()] = ((PACKAGE_ROOT / path).read_bytes(), _PLAIN)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name in sorted(entries):
+            data, mode = entries[name]
+            info = zipfile.ZipInfo(name, date_time=_EPOCH)
+            info.external_attr = mode
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    os.replace(partial, out)
+    return sorted(entries)
+
+
+# --------------------------------------------------------------------------- results.json
+
+
+def _test(question, outcome, number: int, visibility: str, title: str = "") -> dict:
+    name = f"{question.id}: {title}" if title else f"Question {number} ({question.id})"
+    test = {"name": name, "number": str(number), "score": float(outcome.points), "max_score": float(question.points),
+            "output": outcome.line(), "visibility": visibility}
+    if question.auto_scored:
+        test["status"] = "passed" if outcome.points >= question.points else "failed"
+    else:
+        test["output"] += (f"\nMarked by hand: your instructor reads this answer and gives its "
+                           f"{format_points(question.points)} points; until then it shows 0.")
+    return test
+
+
+def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), isolation: str = "",
+            titles: dict[str, str] | None = None) -> dict:
+    """results.json for one student's submission (several notebooks: the best one counts).
+    `titles`: {question id: title}, from the handed-out notebook (`outputs.question_titles`)."""
+    titles = titles or {}
+    if not graded:
+        found = ", ".join(s.relative for s in skipped) or "nothing"
+        why = f"No notebook (.ipynb) was found in your submission (it holds: {found}). Submit your exercise notebook."
+        tests = [_test(q, q.outcome("error", 0, "no notebook was submitted."), i, visibility, titles.get(q.id, ""))
+                 for i, q in enumerate(exercise.questions, 1)]
+        return {"score": 0.0, "output": why, "visibility": visibility, "stdout_visibility": "hidden",
+                "extra_data": {"status": "no notebook", "exercise": exercise.id}, "tests": tests}
+    ranked = sorted(graded, key=lambda g: (-g.total, g.status != Status.GRADED, g.student))
+    best = ranked[0]
+    by_id = {o.question: o for o in best.outcomes}
+    tests = [_test(q, by_id[q.id], i, visibility, titles.get(q.id, "")) for i, q in enumerate(exercise.questions, 1)
+             if q.id in by_id]
+    lines = [f"{exercise.title}: {format_points(best.total)} / {format_points(exercise.auto_points)} automatically "
+             f"graded points for {best.file}."]
+    manual = [q for q in exercise.questions if not q.auto_scored]
+    if manual:
+        names = ", ".join(f"{q.id} ({format_points(q.points)} points)" for q in manual)
+        lines.append(f"Free-text answers are marked by your instructor: {names}.")
+    if best.status != Status.GRADED:
+        lines.append(f"Status: {best.status}.")
+    if best.notes:
+        lines += ["", "About your notebook:"] + [f"- {note}" for note in best.notes]
+    if len(ranked) > 1:
+        others = ", ".join(f"{g.file} ({format_points(g.total)})" for g in ranked[1:])
+        lines += ["", f"Your submission holds several notebooks; the best one counts. The others: {others}."]
+    extra = {"status": str(best.status), "file": best.file, "exercise": exercise.id}
+    if isolation:
+        extra["isolation"] = isolation
+    return {"score": float(best.total), "output": "\n".join(lines), "visibility": visibility,
+            "stdout_visibility": "hidden", "extra_data": extra, "tests": tests}
+
+
+# --------------------------------------------------------------------------- inside Gradescope
+
+
+def _limits(data: dict) -> Limits:
+    known = {f.name for f in fields(Limits)}
+    return Limits(**{k: v for k, v in data.items() if k in known})
+
+
+def run(root: Path) -> dict:
+    """Grade root/submission, write root/results/results.json; return what was written."""
+    from ..batch import grade_folder
+
+    root = Path(root)
+    source, submission, out = root / "source", root / "submission", root / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    config = json.loads((source / CONFIG).read_text(encoding="utf-8"))
+    exercise = bank.get(config["exercise"])
+    visibility = config.get("visibility", "visible")
+    try:
+        work = Path(tempfile.mkdtemp(prefix="t5gradescope-"))
+        submission.mkdir(parents=True, exist_ok=True)
+        found, skipped = intake.survey(submission)
+        template = source / "exercises" / f"{exercise.id}.ipynb"
+        wanted = config.get("isolation", "auto")
+
+        def grade(isolation: str):
+            return grade_folder(submission, work / "report", exercise_id=exercise.id, course=source,
+                                template=template,
+                                limits=_limits(config.get("limits", {})), jobs=1,
+                                isolation="none" if isolation == "none" else "auto", hide=(str(out),))
+
+        graded, summary, isolation = [], "", ""
+        if found:  # with no notebook, nothing runs: results.json says so
+            try:
+                graded = grade(wanted)
+            except RuntimeError as exc:  # the container allows no namespaces
+                if wanted != "auto" or "isolated" not in str(exc):
+                    raise
+                print(f"isolation is not possible in this container ({exc}); grading with the limits only")
+                graded = grade("none")
+            summary = (work / "report" / "summary.md").read_text(encoding="utf-8")
+            isolation = next((line[len("- isolation: "):] for line in summary.splitlines()
+                              if line.startswith("- isolation: ")), "")
+        doc = results(exercise, graded, visibility=visibility, skipped=skipped, isolation=isolation,
+                      titles=question_titles(exercise, nbformat.read(template, as_version=4)))
+        print(summary)
+    except Exception as exc:  # never leave Gradescope without a results.json
+        traceback.print_exc()
+        doc = {"score": 0.0, "visibility": visibility, "stdout_visibility": "hidden", "tests": [],
+               "output": "The autograder failed on this submission; your instructor can see why. "
+                         f"({type(exc).__name__})",
+               "extra_data": {"status": str(Status.GRADER_ERROR), "exercise": exercise.id}}
+    doc["execution_time"] = round(time.monotonic() - start, 1)
+    partial = out / ".results.json.partial"
+    partial.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(partial, out / "results.json")
+    print(f"results.json: {format_points(doc['score'])} points, status {doc['extra_data'].get('status')}")
+    return doc
+
+
+# --------------------------------------------------------------------------- command lines
+
+
+def main(argv=None) -> int:
+    """`python -m t5lesson.grade autograder EXERCISE --out autograder.zip`."""
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grade autograder",
+                                     description="Build a Gradescope autograder (zip) for one exercise.")
+    parser.add_argument("exercise", help=f"exercise id ({', '.join(bank.exercise_ids())})")
+    parser.add_argument("--out", type=Path, required=True, help="the zip to write, e.g. autograder.zip")
+    parser.add_argument("--visibility", choices=VISIBILITY, default="visible",
+                        help="when students see each question's result (default: visible)")
+    parser.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
+    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
+    parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
+    parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
+                        help="auto: isolate each kernel where the container allows it, else grade with the limits "
+                             "only (results.json says which); full: refuse without isolation; none: never isolate")
+    args = parser.parse_args(argv)
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb)
+    try:
+        names = build(args.exercise, args.out, limits=limits, visibility=args.visibility, template=args.template,
+                      isolation=args.isolation)
+    except (KeyError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    worst = limits.hard_limit(sum(1 for q in bank.get(args.exercise).questions if q.auto_scored))
+    print(f"wrote {args.out} ({len(names)} files); upload it as the assignment's autograder (Ubuntu 24.04 base "
+          f"image, at least 2 GB of memory; a run takes at most {worst:.0f} s)", file=sys.stderr)
+    return 0
+
+
+def _inside(argv=None) -> int:
+    """`python -m t5lesson.grading.integrations.gradescope run [--root ROOT]`: what run_autograder starts."""
+    sys.modules.setdefault("rfc3987_syntax", None)  # a slow optional import of jsonschema; see runner.py
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.integrations.gradescope")
+    parser.add_argument("command", choices=["run"])
+    parser.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)))
+    args = parser.parse_args(argv)
+    run(args.root)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_inside())

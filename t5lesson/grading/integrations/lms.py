@@ -1,0 +1,281 @@
+"""Hand grades to the LMS: `python -m t5lesson.grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`.
+
+Reads a report folder written by the grader (gradebook.csv for the numbers, grades.json for
+the feedback, free_text.csv for the points the instructor gave by hand) and a mapping from
+submission names to LMS ids, and writes into LMS_DIR:
+
+- canvas.csv: Canvas' gradebook import layout. Columns Student, ID, SIS User ID, SIS Login ID,
+  Section, then one column per assignment; a second row "Points Possible" gives each column's
+  points. The LMS id goes into the column named by --canvas-id-column (default "SIS User ID").
+- moodle.csv: Moodle's CSV grade import. One identifying column (--moodle-id-column, default
+  "ID number"; at import, map it to the user field of that name), the full name, the grade
+  column (its header says the points possible, since Moodle takes the maximum from the grade
+  item), and a "Feedback" column that can be mapped to the item's feedback.
+- feedback/<lms id>.md and feedback/<lms id>.html: each student's feedback (the same text as
+  REPORT_DIR/feedback/, plus the free-text marks), to upload as comments;
+- unmatched.csv: submissions with no LMS id, and LMS ids with no submission (not exported).
+
+The numbers are the gradebook's, copied as they are written there (so a mark corrected by
+hand in gradebook.csv is exported corrected). Free-text points count once every free-text
+answer has its points in free_text.csv; until then the export holds the automatic points
+only (out of the automatic maximum) and says so, and a sheet marked only in part is refused
+(--allow-unmarked exports it, counting blanks as 0).
+
+The mapping file (IDS.csv) has a header with at least `submission` (the student column of
+gradebook.csv, i.e. the file name without .ipynb) and `lms_id`; `name` and `section` are used
+when present.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import html
+import re
+import sys
+from pathlib import Path
+
+from ..questions.kinds import format_points
+from ..reports import store as outputs
+from ..reports.class_page import csv_text
+from ..reports.gradebook import _atomic_write, feedback_text, safe_name
+
+__all__ = ["export", "markdown_html", "read_ids", "main"]
+
+CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+POINTS_POSSIBLE = "    Points Possible"  # how Canvas' own export labels that row
+
+
+def _uncell(text: str) -> str:
+    """The value behind a spreadsheet-safe cell (`csv_cell` adds a ' before = + - @ tab CR)."""
+    return text[1:] if text[:1] == "'" and text[1:2] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def _read_csv(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def read_ids(path: Path) -> dict[str, dict]:
+    """{submission: row} from the mapping file; every row needs `submission` and `lms_id`."""
+    rows = _read_csv(path)
+    if rows and not {"submission", "lms_id"} <= set(rows[0]):
+        raise ValueError(f"{path} needs the columns submission and lms_id (it has: {', '.join(rows[0])})")
+    ids: dict[str, dict] = {}
+    for number, row in enumerate(rows, 2):
+        submission, lms_id = (row.get("submission") or "").strip(), (row.get("lms_id") or "").strip()
+        if not submission or not lms_id:
+            raise ValueError(f"{path}, line {number}: submission and lms_id must both be given")
+        if submission in ids:
+            raise ValueError(f"{path}, line {number}: submission {submission!r} is mapped twice")
+        ids[submission] = row
+    lms = [row["lms_id"].strip() for row in ids.values()]
+    twice = sorted({x for x in lms if lms.count(x) > 1})
+    if twice:
+        raise ValueError(f"{path}: these LMS ids are given to more than one submission: {', '.join(twice)}")
+    return ids
+
+
+def _free_text_marks(report: Path, exercise, allow_unmarked: bool) -> dict[str, dict[str, float]] | None:
+    """{student: {question: points}} when free text is marked, None when nothing is marked yet."""
+    manual = {q.id: q.points for q in exercise.questions if not q.auto_scored}
+    sheet = report / "free_text.csv"
+    if not manual or not sheet.exists():
+        return None
+    marks: dict[str, dict[str, float]] = {}
+    blank = []
+    for row in _read_csv(sheet):
+        student, question, text = _uncell(row["student"]), row["question"], (row.get("points") or "").strip()
+        if question not in manual:
+            continue
+        if not text:
+            blank.append(f"{student} {question}")
+            continue
+        try:
+            points = float(text)
+        except ValueError:
+            raise ValueError(f"free_text.csv: {student} {question}: {text!r} is not a number of points") from None
+        if not 0 <= points <= manual[question]:
+            raise ValueError(f"free_text.csv: {student} {question}: {text} is outside 0..{manual[question]:g}")
+        marks.setdefault(student, {})[question] = points
+    if not marks:
+        return None
+    if blank and not allow_unmarked:
+        raise ValueError(f"free_text.csv is marked only in part ({len(blank)} answers have no points, e.g. "
+                         f"{blank[0]}): mark them all, or pass --allow-unmarked to count them as 0")
+    return marks
+
+
+# --------------------------------------------------------------------------- feedback as HTML
+
+_INLINE = [(re.compile(r"`([^`]+)`"), r"<code>\1</code>"), (re.compile(r"\*\*([^*]+)\*\*"), r"<strong>\1</strong>")]
+
+
+def _inline(text: str) -> str:
+    text = html.escape(text, quote=False)
+    for pattern, replacement in _INLINE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def markdown_html(markdown: str, title: str) -> str:
+    """The feedback's Markdown (headings, paragraphs, lists, bold, code) as a small HTML page.
+
+    Every piece of text is escaped first, so nothing a student wrote can become markup.
+    """
+    body, paragraph, in_list = [], [], False
+
+    def flush():
+        nonlocal in_list
+        if paragraph:
+            body.append("<p>" + "<br>\n".join(paragraph) + "</p>")
+            paragraph.clear()
+        if in_list:
+            body.append("</ul>")
+            in_list = False
+
+    for line in markdown.splitlines():
+        heading = re.match(r"(#{1,3}) (.*)", line)
+        if heading:
+            flush()
+            level = len(heading.group(1))
+            body.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
+        elif line.startswith("- "):
+            if paragraph:
+                body.append("<p>" + "<br>\n".join(paragraph) + "</p>")
+                paragraph.clear()
+            if not in_list:
+                body.append("<ul>")
+                in_list = True
+            body.append(f"<li>{_inline(line[2:])}</li>")
+        elif not line.strip():
+            flush()
+        else:
+            if in_list:
+                body.append("</ul>")
+                in_list = False
+            paragraph.append(_inline(line))
+    flush()
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+# --------------------------------------------------------------------------- the export
+
+
+def export(report: Path, ids_path: Path, out: Path, *, assignment: str | None = None, per_question: bool = False,
+           canvas_id_column: str = "SIS User ID", moodle_id_column: str = "ID number",
+           allow_unmarked: bool = False) -> dict:
+    """Write canvas.csv, moodle.csv, feedback/ and unmatched.csv under `out` (see module doc)."""
+    report, out = Path(report), Path(out)
+    if canvas_id_column not in CANVAS_IDENTITY[1:4]:
+        raise ValueError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
+    run = outputs.read(report)
+    exercise, graded = run.exercise, run.graded
+    by_student = {g.student: g for g in graded}
+    rows = {_uncell(r["student"]): r for r in _read_csv(report / "gradebook.csv")}
+    if set(rows) != set(by_student):
+        raise ValueError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
+    ids = read_ids(ids_path)
+    marks = _free_text_marks(report, exercise, allow_unmarked)
+    assignment = assignment or exercise.title
+
+    auto = [q for q in exercise.questions if q.auto_scored]
+    manual = [q for q in exercise.questions if not q.auto_scored]
+    possible = exercise.auto_points + (sum(q.points for q in manual) if marks is not None else 0)
+    columns = [(assignment, possible)]
+    if per_question:
+        shown = auto + (manual if marks is not None else [])
+        columns += [(f"{assignment} {q.id}", q.points) for q in shown]
+
+    def scores(student: str) -> list[str]:
+        row = rows[student]
+        given = (marks or {}).get(student, {})
+        total = row["total"]
+        if marks is not None:
+            total = format_points(float(row["total"]) + sum(given.values()))
+        values = [total]
+        if per_question:
+            values += [row[q.id] for q in auto]
+            if marks is not None:
+                values += [format_points(given.get(q.id, 0.0)) for q in manual]
+        return values
+
+    matched = [s for s in sorted(rows) if s in ids]
+    canvas_header = list(CANVAS_IDENTITY) + [name for name, _ in columns]
+    canvas_rows = [[POINTS_POSSIBLE, "", "", "", "", *[format_points(p) for _, p in columns]]]
+    moodle_header = [moodle_id_column, "Full name", *[f"{name} (out of {format_points(p)})" for name, p in columns],
+                     "Feedback"]
+    moodle_rows, stems = [], {}
+    (out / "feedback").mkdir(parents=True, exist_ok=True)
+    for student in matched:
+        row = ids[student]
+        lms_id = row["lms_id"].strip()
+        name = (row.get("name") or "").strip() or student
+        identity = {"Student": name, "ID": "", "SIS User ID": "", "SIS Login ID": "",
+                    "Section": (row.get("section") or "").strip(), canvas_id_column: lms_id}
+        values = scores(student)
+        canvas_rows.append([identity[c] for c in CANVAS_IDENTITY] + values)
+        text = _feedback(exercise, by_student[student], (marks or {}).get(student), manual)
+        moodle_rows.append([lms_id, name, *values, text])
+        stem = safe_name(lms_id)
+        stems[stem] = stems.get(stem, 0) + 1
+        stem = stem if stems[stem] == 1 else f"{stem}-{stems[stem]}"
+        _atomic_write(out / "feedback" / f"{stem}.md", text)
+        _atomic_write(out / "feedback" / f"{stem}.html", markdown_html(text, f"{exercise.title}: {name}"))
+    _atomic_write(out / "canvas.csv", csv_text(canvas_header, canvas_rows))
+    _atomic_write(out / "moodle.csv", csv_text(moodle_header, moodle_rows))
+    no_id = [s for s in sorted(rows) if s not in ids]
+    no_submission = [s for s in sorted(ids) if s not in rows]
+    _atomic_write(out / "unmatched.csv", csv_text(
+        ["what", "submission", "lms_id"],
+        [("submission without an LMS id", s, "") for s in no_id]
+        + [("LMS id without a submission", s, ids[s]["lms_id"].strip()) for s in no_submission]))
+    return {"exported": len(matched), "no_id": no_id, "no_submission": no_submission,
+            "free_text": "included" if marks is not None else "not marked yet: automatic points only",
+            "points_possible": possible}
+
+
+def _feedback(exercise, g, marks: dict[str, float] | None, manual) -> str:
+    """The student's feedback as in REPORT_DIR/feedback/, plus the free-text marks once given."""
+    text = feedback_text(exercise, g)
+    if marks is None or not manual:
+        return text
+    lines = ["", "## Marked by your instructor", ""]
+    lines += [f"- {q.id}: {format_points(marks.get(q.id, 0.0))}/{format_points(q.points)}" for q in manual]
+    total = g.total + sum(marks.values())
+    points = exercise.auto_points + sum(q.points for q in manual)
+    lines += ["", f"**Total with the marked answers: {format_points(total)} / {format_points(points)}**"]
+    return text + "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    """`python -m t5lesson.grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`."""
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grade lms",
+                                     description="Export a report folder's grades for Canvas and Moodle, with "
+                                                 "feedback as Markdown and HTML (see docs/grading.md).")
+    parser.add_argument("report", type=Path, help="a report folder written by the grader (or by merge)")
+    parser.add_argument("--ids", type=Path, required=True, help="CSV with columns submission,lms_id[,name,section]")
+    parser.add_argument("--out", type=Path, required=True, help="folder for canvas.csv, moodle.csv, feedback/")
+    parser.add_argument("--assignment", help="the assignment's name in the LMS (default: the exercise's title)")
+    parser.add_argument("--per-question", action="store_true", help="also one column per question")
+    parser.add_argument("--canvas-id-column", default="SIS User ID", choices=CANVAS_IDENTITY[1:4],
+                        help="the Canvas column that receives lms_id (default: SIS User ID)")
+    parser.add_argument("--moodle-id-column", default="ID number",
+                        help="the header of the id column in moodle.csv (default: ID number)")
+    parser.add_argument("--allow-unmarked", action="store_true",
+                        help="export although free_text.csv is marked only in part (blanks count as 0)")
+    args = parser.parse_args(argv)
+    try:
+        done = export(args.report, args.ids, args.out, assignment=args.assignment, per_question=args.per_question,
+                      canvas_id_column=args.canvas_id_column, moodle_id_column=args.moodle_id_column,
+                      allow_unmarked=args.allow_unmarked)
+    except (ValueError, KeyError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"exported {done['exported']} students (out of {format_points(done['points_possible'])} points; free "
+          f"text: {done['free_text']}) to {args.out}", file=sys.stderr)
+    for what, names in (("submissions without an LMS id", done["no_id"]),
+                        ("LMS ids without a submission", done["no_submission"])):
+        if names:
+            print(f"warning: {len(names)} {what} (see unmatched.csv): {', '.join(names[:10])}", file=sys.stderr)
+    return 0

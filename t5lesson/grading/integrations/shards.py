@@ -1,0 +1,133 @@
+"""Grade one class on many machines: `--shard K/N` grades a slice, `merge` puts the slices together.
+
+    python -m t5lesson.grade SUBMISSIONS --out report-3 --shard 3/8 --exercise 01_unscaled_scores
+    python -m t5lesson.grade merge report-1 report-2 ... report-8 --out report
+
+A shard is deterministic: the submissions are listed as the grader always lists them
+(`intake.survey`: every `*.ipynb` under the folder, sorted by path) and shard K of N takes the K-th, (K+N)-th,
+(K+2N)-th, ... of them, so every shard gets the same mix and all N shards together hold
+each submission exactly once, whatever machine runs them. Each shard writes a full report
+folder for its slice plus grades.json (`t5lesson.grading.reports.store`); `merge` reads the
+grades.json of each folder, checks that they belong together (same exercise, same limits,
+every shard present once, no student twice) and writes the report folder of the whole class
+with the same code as a single run, so the merged folder is byte for byte the one grading the
+whole folder in one go would have written.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..reports import store as outputs
+
+__all__ = ["parse_shard", "select", "merge", "main"]
+
+# Settings that may differ between the machines of one class without changing a single grade.
+MACHINE_SETTINGS = ("isolation", "memory")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'3/8' -> (3, 8); an argparse type, so a bad value is a clean usage error."""
+    try:
+        k, n = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shard: write K/N, e.g. 3/8") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"shard {text!r}: K must be between 1 and N")
+    return k, n
+
+
+def select(files: list, shard: tuple[int, int]) -> list:
+    """The files of shard K/N: every N-th file of the sorted list, starting at the K-th."""
+    k, n = shard
+    return list(files[k - 1::n])
+
+
+def _check_shards(found: list[tuple[Path, str | None]]) -> None:
+    sharded = [(d, s) for d, s in found if s]
+    if not sharded:
+        return
+    if len(sharded) != len(found):
+        plain = ", ".join(str(d) for d, s in found if not s)
+        raise ValueError(f"cannot merge shards with whole runs ({plain})")
+    counts = {s.split("/")[1] for _, s in sharded}
+    if len(counts) != 1:
+        raise ValueError(f"these reports come from different shard counts: {', '.join(sorted(counts))}")
+    n = int(counts.pop())
+    seen: dict[int, Path] = {}
+    for folder, shard in sharded:
+        k = int(shard.split("/")[0])
+        if k in seen:
+            raise ValueError(f"shard {k}/{n} appears twice: {seen[k]} and {folder}")
+        seen[k] = folder
+    missing = [f"{k}/{n}" for k in range(1, n + 1) if k not in seen]
+    if missing:
+        raise ValueError(f"missing shard(s) {', '.join(missing)}: grade them first (or merge what you have "
+                         "with --allow-missing)")
+
+
+def merge(report_dirs: list[Path], out: Path, *, allow_missing: bool = False):
+    """Merge report folders of one exercise into `out`; return the merged verdicts."""
+    if not report_dirs:
+        raise ValueError("name at least one report folder to merge")
+    out = Path(out).resolve()
+    if any(Path(d).resolve() == out for d in report_dirs):
+        raise ValueError("write the merged report to a new folder, not into one of the shards")
+    runs = [(Path(d), outputs.read(Path(d))) for d in report_dirs]
+    first_folder, first = runs[0]
+    exercise = first.exercise
+    for folder, run in runs[1:]:
+        if run.exercise.id != exercise.id:
+            raise ValueError(f"{folder} grades exercise {run.exercise.id}, {first_folder} grades {exercise.id}")
+    if not allow_missing:
+        _check_shards([(folder, run.shard) for folder, run in runs])
+
+    def comparable(settings: dict) -> dict:
+        return {k: v for k, v in settings.items() if k not in MACHINE_SETTINGS + ("shard",)}
+
+    base = comparable(first.settings)
+    for folder, run in runs[1:]:
+        if comparable(run.settings) != base:
+            differ = sorted(k for k in set(base) | set(comparable(run.settings))
+                            if base.get(k) != run.settings.get(k))
+            raise ValueError(f"{folder} was graded with other settings than {first_folder}: {', '.join(differ)}")
+    settings = dict(base)
+    for key in MACHINE_SETTINGS:
+        values = sorted({str(run.settings[key]) for _, run in runs if key in run.settings})
+        if values:
+            settings[key] = "; ".join(values)
+    skipped = sorted({(s.relative, s.reason): s for _, run in runs for s in run.skipped}.values(),
+                     key=lambda s: s.relative)
+
+    graded, where = [], {}
+    for folder, run in runs:
+        for g in run.graded:
+            if g.student in where:
+                raise ValueError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
+            where[g.student] = folder
+            graded.append(g)
+    failed = outputs.write_all(out, exercise, graded, settings, skipped=skipped, titles=first.titles)
+    if failed:
+        raise ValueError("some reports could not be written: " + "; ".join(failed[:5]))
+    return graded
+
+
+def main(argv=None) -> int:
+    """`python -m t5lesson.grade merge REPORT_DIR... --out MERGED`."""
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grade merge",
+                                     description="Merge the report folders of shards (or of separately graded "
+                                                 "groups) of one exercise into one report folder.")
+    parser.add_argument("reports", type=Path, nargs="+", help="report folders written by the grader")
+    parser.add_argument("--out", type=Path, required=True, help="the merged report folder")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="merge even if some shards are missing (the report then lacks their students)")
+    args = parser.parse_args(argv)
+    try:
+        graded = merge(args.reports, args.out, allow_missing=args.allow_missing)
+    except (ValueError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"merged {len(graded)} submissions from {len(args.reports)} report folders into {args.out}",
+          file=sys.stderr)
+    return 0

@@ -1,0 +1,1 @@
+"""Question kinds: what is asked and how an answer is scored."""

@@ -1,0 +1,521 @@
+"""Question kinds, answer keys and scoring: the one definition that `check()` and the grader share.
+
+A question is scored from a *plain record*: JSON-able data (dicts, lists, strings, numbers)
+made from the learner's answer by `t5lesson.grading.harvest`. The learner's objects never reach
+`score()`, so no method of theirs (`__eq__`, `__int__`, ...) is called here. In the class
+grader this code runs in the grader's own process, outside the student's kernel; in the
+notebook, `check()` runs the very same code, so the two always agree.
+
+Answer keys for multiple-choice and numeric questions are stored as salted SHA-256 hashes.
+That is deterrence, not security: there are only a few options to try, and a notebook can
+brute-force them with `answer_hash` itself (see docs/grading.md, "What the grader guarantees").
+
+Outcomes use the vocabulary of Kaggle's learntools: Correct, Incorrect (with a sentence on what
+is wrong when the answer is a known slip or cannot be read, otherwise nothing: hints are
+`hint()`'s job, in levels), Not attempted, Error (the learner's code raised, and where); code
+questions can also be Partly correct (per-case partial credit) and free-text answers are
+Submitted (read by the instructor, never auto-scored).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+
+from ..protocol import resolve
+from ..records import MAX_ITEMS, plain_float, plain_int, shape_ok
+
+__all__ = [
+    "CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED",
+    "Outcome", "Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText",
+    "answer_hash", "format_points", "clean_plain", "clean_record",
+]
+
+CORRECT, PARTIAL, INCORRECT = "correct", "partly correct", "incorrect"
+NOT_ATTEMPTED, ERROR, SUBMITTED = "not attempted", "error", "submitted"
+
+SALT = "t5lesson/exercises/v1"
+
+
+def answer_hash(question_id: str, canonical: str) -> str:
+    """The stored form of an answer key: a salted hash of its canonical text (see module doc)."""
+    return hashlib.sha256(f"{SALT}|{question_id}|{canonical}".encode()).hexdigest()[:24]
+
+
+def format_points(points: float) -> str:
+    """2, 1.5, 3.47: at most two decimals and no trailing zeros, so gradebooks stay readable."""
+    text = f"{points:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict on one question: what `check()` prints and what the gradebook records."""
+
+    question: str
+    status: str
+    points: float
+    max_points: float
+    message: str = ""
+
+    def line(self) -> str:
+        """One line for the learner, e.g. `q4: Incorrect: count the offset as key - query. [0/1]`."""
+        head = f"{self.question}: {self.status.capitalize()}"
+        text = f"{head}: {self.message}" if self.message else head
+        if self.status == SUBMITTED:
+            return text
+        return f"{text} [{format_points(self.points)}/{format_points(self.max_points)}]"
+
+
+def _missing(record) -> bool:
+    return not isinstance(record, dict) or record.get("status") in (None, "missing")
+
+
+def _value(record) -> dict:
+    """The plain value inside a record; anything malformed reads as an unreadable object."""
+    value = record.get("value") if isinstance(record, dict) else None
+    return value if isinstance(value, dict) else {"t": "other", "type": "unreadable"}
+
+
+def _describe(value) -> str:
+    """A short, friendly name for a plain value's kind ('a list', 'None', 'a MyClass object')."""
+    kind = value.get("t") if isinstance(value, dict) else None
+    names = {"none": "None", "bool": "a bool", "int": "an int", "float": "a float", "str": "a string",
+             "list": "a list", "array": "an array"}
+    if kind in names:
+        return names[kind]
+    name = str(value.get("type", "unreadable")) if isinstance(value, dict) else "unreadable"
+    if name == "unreadable":
+        return "something unreadable"
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} object"
+
+
+@dataclass(frozen=True)
+class Question:
+    """What every graded question has: an id, points, and hints in levels.
+
+    `name` is the variable (or function) the learner fills in; the grader reads it out of the
+    kernel, and `check("q1")` reads it from the notebook's namespace. The question's title is
+    its heading in the notebook (see `notebook_format.validate`), and only there. `objectives`
+    are the course's learning objectives (1-7, `t5lesson.exercises.objectives`) it assesses.
+    """
+
+    id: str
+    points: float
+    name: str
+    hints: tuple[str, ...] = ()
+    objectives: tuple[int, ...] = ()
+    kind = "question"
+    auto_scored = True
+
+    def outcome(self, status: str, fraction: Fraction | float = 0, message: str = "") -> Outcome:
+        points = round(float(self.points * Fraction(fraction)), 2)
+        return Outcome(self.id, status, points, float(self.points), message)
+
+    def not_attempted(self) -> Outcome:
+        return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} in the answer cell.")
+
+    def harvest_spec(self) -> dict:
+        """What the code injected into the kernel must collect for this question."""
+        return {"id": self.id, "kind": "value", "name": self.name}
+
+    def score(self, record) -> Outcome:  # pragma: no cover - every kind overrides it
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class MultipleChoice(Question):
+    """Pick one option (multiple=False) or all the right ones (multiple=True); all or nothing.
+
+    The learner answers with a letter ("B"), or for multiple=True with several ("A", "C" in a
+    list, or the string "A, C"). `key` is `answer_hash(id, "B")` or `answer_hash(id, "AC")`.
+    `feedback` maps `answer_hash(id, canonical)` of a tempting wrong answer to a sentence
+    saying what is wrong with it, without naming the right one.
+    """
+
+    options: str = "ABCD"
+    multiple: bool = False
+    key: str = ""
+    feedback: dict = field(default_factory=dict)
+    kind = "multiple choice"
+
+    def not_attempted(self) -> Outcome:
+        what = ("a list of the letters of every right option" if self.multiple
+                else "the letter of your choice, as a string")
+        return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
+
+    def _letters(self, value) -> list[str] | str:
+        """The chosen letters, or a friendly message saying why the answer cannot be read."""
+        kind = value.get("t")
+        example = '"A, C"' if self.multiple else '"A"'
+        if kind == "str":
+            tokens = [t.strip("().:") for t in re.split(r"[\s,;/&+]+|\bAND\b", value["v"].upper()[:200])]
+            letters = [t for t in tokens if t]
+            if any(len(t) != 1 or not t.isalpha() for t in letters):
+                return f"{self.name} should be option letters such as {example}, not a longer text."
+        elif kind == "list":
+            items = value["v"]
+            if not all(isinstance(i, dict) and i.get("t") == "str" for i in items):
+                return f"{self.name} should hold letters as strings, e.g. [\"A\", \"C\"]."
+            letters = [i["v"].strip().upper() for i in items]
+            if any(len(x) != 1 for x in letters):
+                return f"each entry of {self.name} should be one letter, e.g. [\"A\", \"C\"]."
+        else:
+            return f"{self.name} should be a letter like {example}, but it is {_describe(value)}."
+        unknown = sorted(set(letters) - set(self.options))
+        if unknown:
+            return f"{', '.join(unknown)} is not an option here; the options are {', '.join(self.options)}."
+        if not letters:
+            return f"{self.name} holds no option letter."
+        return letters
+
+    def score(self, record) -> Outcome:
+        if _missing(record) or _value(record).get("t") == "none":
+            return self.not_attempted()
+        letters = self._letters(_value(record))
+        if isinstance(letters, str):
+            return self.outcome(INCORRECT, 0, letters)
+        chosen = "".join(sorted(set(letters)))
+        if not self.multiple and len(chosen) > 1:
+            return self.outcome(INCORRECT, 0, "choose exactly one option.")
+        digest = answer_hash(self.id, chosen)
+        if digest == self.key:
+            return self.outcome(CORRECT, 1)
+        return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
+
+
+@dataclass(frozen=True)
+class Numeric(Question):
+    """A number: an exact integer (tolerance None), or a float accepted within `tolerance`.
+
+    The key of an integer is `answer_hash(id, str(value))`. A float is stored on a grid of step
+    tolerance/8: the key is the hash of round(value / step), and an answer is accepted when it
+    lands within 8 grid steps of it, i.e. within the tolerance give or take one step.
+    """
+
+    key: str = ""
+    tolerance: float | None = None
+    feedback: dict = field(default_factory=dict)
+    kind = "numeric"
+
+    GRID = 8
+
+    @classmethod
+    def float_key(cls, question_id: str, value: float, tolerance: float) -> str:
+        return answer_hash(question_id, str(round(value / (tolerance / cls.GRID))))
+
+    def not_attempted(self) -> Outcome:
+        what = "a whole number" if self.tolerance is None else "a number"
+        return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
+
+    def _number(self, value):
+        kind = value.get("t")
+        if kind in ("int", "float") and isinstance(value.get("v"), (int, float)) and not isinstance(value["v"], bool):
+            return value["v"]
+        if kind == "array" and value.get("shape") in ([], [1]) and len(value.get("v", [])) == 1:
+            return self._number(value["v"][0])
+        if kind == "str":
+            return f"{self.name} should be a number, not the string {value['v'][:20]!r}: drop the quotes."
+        if kind == "float":
+            return f"{self.name} is {value.get('v')}, which is not a finite number."
+        return f"{self.name} should be a number, but it is {_describe(value)}."
+
+    def score(self, record) -> Outcome:
+        if _missing(record) or _value(record).get("t") == "none":
+            return self.not_attempted()
+        number = self._number(_value(record))
+        if isinstance(number, str):
+            return self.outcome(INCORRECT, 0, number)
+        if self.tolerance is None:
+            if number != math.floor(number):
+                return self.outcome(INCORRECT, 0, f"the answer is a whole number, and {number} is not one.")
+            digest = answer_hash(self.id, str(int(number)))
+            if digest == self.key:
+                return self.outcome(CORRECT, 1)
+            return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
+        step = self.tolerance / self.GRID
+        try:
+            ratio = number / step
+        except OverflowError:  # an int too large for a float
+            ratio = math.inf
+        if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
+            return self.outcome(INCORRECT, 0, "")  # an unrecognised answer: hints are for hint()
+        centre = round(ratio)
+        near = [answer_hash(self.id, str(centre + d)) for d in range(-self.GRID, self.GRID + 1)]
+        if self.key in near:
+            return self.outcome(CORRECT, 1)
+        known = [self.feedback[h] for h in near if h in self.feedback]
+        return self.outcome(INCORRECT, 0, known[0] if known else "")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of a code question: args and kwargs (plain ints/bools), and what it exercises."""
+
+    args: tuple
+    kwargs: tuple = ()  # (name, value) pairs, so a Case stays hashable and its order fixed
+    topic: str = ""
+
+    def call_text(self, function: str) -> str:
+        parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{function}({', '.join(parts)})"
+
+    def plain(self) -> dict:
+        return {"args": list(self.args), "kwargs": dict(self.kwargs)}
+
+
+@dataclass(frozen=True)
+class Code(Question):
+    """A function the learner writes, called on every case and compared with a reference.
+
+    Partial credit per case: points * (cases right) / (cases). The comparison happens on plain
+    values only: a case is right when the function returned a genuine int (NumPy integers are
+    converted by the harvesting code; bools are refused) equal to the reference's result.
+    `reference` is "module:function"; it is called with the same arguments, here, in the grader.
+    A function that raises NotImplementedError on every case (the generated stub) is Not attempted.
+    While the cases run, the functions named in `blocked` (the reference and its helpers) raise
+    instead of answering, so `return relative_position_bucket(...)` earns nothing; see
+    `t5lesson.grading.harvest.blocking`.
+    """
+
+    reference: str = ""
+    cases: tuple[Case, ...] = ()
+    case_timeout: float = 1.0
+    blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs
+    kind = "code"
+    answer_kind = "a function"  # what the learner's name should hold, in messages
+
+    def not_attempted(self) -> Outcome:
+        return self.outcome(NOT_ATTEMPTED, 0, f"write the body of {self.name} in the answer cell.")
+
+    def harvest_spec(self) -> dict:
+        return {"id": self.id, "kind": "code", "name": self.name, "timeout": self.case_timeout,
+                "cases": [c.plain() for c in self.cases], "blocked": list(self.blocked)}
+
+    def reference_results(self) -> list:
+        """The reference's result for every case, as it returns them, computed in this process."""
+        function = resolve(self.reference)
+        return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
+
+    def expect(self, result):
+        """One reference result in the form `_problem` compares with (here: an int)."""
+        return int(result)
+
+    @cached_property
+    def expected(self) -> tuple:
+        """What every case should give, computed once in this process."""
+        return tuple(self.expect(result) for result in self.reference_results())
+
+    def _problem(self, want, got: dict) -> str | None:
+        """The per-case check: None if the case's result is right, else what is wrong with it.
+
+        Here the result must be a genuine int equal to the reference's; kinds whose answers are
+        structures or floats (`t5lesson.grading.questions.structured`) override this, `expect` and
+        `_wrong_case`, and nothing else.
+        """
+        value = got.get("ok")
+        if isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int:
+            return None if value["v"] == want else f"returned {value['v']}, which is not right"
+        return f"returned {_describe(value)}; it should return an int"
+
+    def _wrong_case(self, where: str, want, got: dict) -> str:
+        """The sentence for a case that ran and returned a wrong answer (hints are hint()'s job)."""
+        return f"{where} {self._problem(want, got)}."
+
+    def score(self, record) -> Outcome:
+        if _missing(record):
+            return self.not_attempted()
+        if record.get("status") == "not_callable":
+            what = _describe(_value(record))
+            return self.outcome(INCORRECT, 0, f"{self.name} should be {self.answer_kind}, but it is {what}.")
+        results = record.get("cases")
+        if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
+            return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
+        if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
+            return self.not_attempted()
+
+        right, failed = 0, []
+        for case, want, got in zip(self.cases, self.expected, results, strict=True):
+            if isinstance(got, dict) and "ok" in got and self._problem(want, got) is None:
+                right += 1
+            else:
+                failed.append((case, want, got))
+        total = len(self.cases)
+        if right == total:
+            return self.outcome(CORRECT, 1, f"all {total} cases right.")
+        return self._verdict(right, total, failed)
+
+    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
+        """The outcome when some cases failed ((case, want, got) each, in order): partial credit,
+        and here the first failed case explained, plus the first one that raised if that is another."""
+        errors = [f for f in failed if isinstance(f[2], dict) and ("error" in f[2] or "timeout" in f[2])]
+        first_miss, first_error = failed[0], (errors[0] if errors else None)
+        if right == 0 and first_error is not None and first_error == first_miss:
+            return self.outcome(ERROR, 0, self._explain(*first_error))
+        status = PARTIAL if right else INCORRECT
+        message = f"{right} of {total} cases right. {self._explain(*first_miss)}"
+        if first_error is not None and first_error != first_miss:
+            message += f" Also: {self._explain(*first_error)}"
+        return self.outcome(status, Fraction(right, total), message)
+
+    def _case_name(self, case: Case) -> str:
+        """How a message names a case: the call, and what the case exercises."""
+        call = case.call_text(self.name)
+        return f"{call} ({case.topic})" if case.topic else call
+
+    def _run_failure(self, where: str, got) -> str | None:
+        """The sentence for a case that produced no value (no result, timeout, exception), else None."""
+        if not isinstance(got, dict):
+            return f"{where}: no result."
+        if got.get("timeout"):
+            return f"{where} took longer than {self.case_timeout:g} s."
+        if got.get("skipped"):
+            return f"{where} was not run: earlier cases were too slow."
+        if got.get("not_implemented"):
+            return f"{where} raised NotImplementedError."
+        if "error" in got:
+            place = f" (in {got['where']})" if got.get("where") else ""
+            return f"{where} raised {got['error']}{place}."
+        return None
+
+    def _explain(self, case: Case, want, got) -> str:
+        """One sentence about a failed case: why it gave no value, or what is wrong with the value."""
+        where = self._case_name(case)
+        failure = self._run_failure(where, got)
+        return failure if failure is not None else self._wrong_case(where, want, got)
+
+
+@dataclass(frozen=True)
+class FreeText(Question):
+    """Prose for the instructor, collected and never auto-scored.
+
+    The answer lives in a Markdown cell of the notebook (role "answer"), so the grader reads it
+    from the submitted file itself; `name` is that cell's name. `rubric` lists the elements of a
+    good answer with their points, (element, points) pairs summing to the question's points; it
+    is printed in the grader's free_text.csv for whoever marks the answers.
+    """
+
+    placeholder: str = "_Write your answer here._"
+    rubric: tuple[tuple[str, float], ...] = ()
+    kind = "free text"
+    auto_scored = False
+
+    def harvest_spec(self) -> dict:
+        return {}
+
+    def rubric_text(self) -> str:
+        """The rubric on one line: "1 pt: names both changes; 1 pt: ..."."""
+        return "; ".join(f"{format_points(points)} pt{'' if points == 1 else 's'}: {element}"
+                         for element, points in self.rubric)
+
+    def score(self, record) -> Outcome:
+        text = record.get("text", "") if isinstance(record, dict) else ""
+        if not text.strip() or text.strip() == self.placeholder.strip():
+            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), "write your answer in the Markdown cell.")
+        return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
+                       "your instructor reads free-text answers; check() cannot mark them.")
+
+
+_NON_FINITE = ("inf", "-inf", "nan")  # how the harvest writes non-finite floats
+
+
+def _clean_number(kind: str, v):
+    """An int within bounds, a finite float, or a non-finite float as its repr; None if neither."""
+    if kind == "int":
+        return v if plain_int(v) else None
+    if plain_float(v) or plain_int(v):
+        return v
+    if type(v) is float:  # NaN or an infinity parsed from a forged record: the harvest's own spelling
+        return repr(v)
+    return v if isinstance(v, str) and v in _NON_FINITE else None
+
+
+def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
+    """A tagged plain value exactly as `t5lesson.grading.harvest.to_plain` makes it, or "unreadable".
+
+    The grader calls this on everything that came out of a student's kernel before scoring it,
+    so a forged or damaged record can only ever read as a wrong answer. Bounded: at most 6
+    levels deep, `bounds.MAX_ITEMS` items per list, 200,000 values in all; ints within
+    +-10**18, floats finite (non-finite ones are kept as "inf", "-inf" or "nan"), arrays of a
+    small shape that matches their items (`bounds.shape_ok`).
+    """
+    unreadable = {"t": "other", "type": "unreadable"}
+    budget = [200_000] if budget is None else budget
+    budget[0] -= 1
+    if not isinstance(value, dict) or depth > 6 or budget[0] < 0:
+        return unreadable
+    kind = value.get("t")
+    if kind == "none":
+        return {"t": "none"}
+    v = value.get("v")
+    if kind in ("int", "float"):
+        number = _clean_number(kind, v)
+        return unreadable if number is None else {"t": kind, "v": number}
+    if kind == "bool":
+        return {"t": "bool", "v": v} if type(v) is bool else unreadable
+    if kind == "str":
+        return {"t": "str", "v": v[:5000]} if isinstance(v, str) else unreadable
+    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
+        if kind == "array" and not shape_ok(value.get("shape"), len(v)):
+            return {"t": "other", "type": "array of an impossible shape"}
+        out = {"t": kind, "v": [clean_plain(item, depth + 1, budget) for item in v]}
+        if kind == "array":
+            out["shape"] = list(value["shape"])
+        return out
+    if kind == "other":
+        return {"t": "other", "type": str(value.get("type", "unknown"))[:60]}
+    return unreadable
+
+
+def clean_record(record) -> dict:
+    """A harvested record with every field checked (see `clean_plain`); malformed -> missing."""
+    if not isinstance(record, dict):
+        return {"status": "missing"}
+    status = record.get("status")
+    budget = [200_000]  # values in the whole record (see clean_plain)
+    if status == "value":
+        return {"status": "value", "value": clean_plain(record.get("value"))}
+    if status == "not_callable":
+        return {"status": "not_callable", "value": clean_plain(record.get("value"))}
+    if status == "ran" and isinstance(record.get("cases"), list):
+        cases = []
+        for case in record["cases"][:10_000]:
+            case = case if isinstance(case, dict) else {}
+            if "ok" in case:
+                cases.append({"ok": clean_plain(case["ok"], 0, budget)})
+            elif "error" in case:
+                cases.append({"error": str(case["error"])[:300], "where": str(case.get("where", ""))[:100]})
+            else:
+                flags = ("timeout", "skipped", "not_implemented")
+                cases.append({flag: True for flag in flags if case.get(flag) is True} or {"skipped": True})
+        return {"status": "ran", "cases": cases}
+    return {"status": "missing"}
+
+
+def _main(argv=None) -> int:
+    """`python -m t5lesson.grading.questions.kinds hash q1 B` prints the key to store for an answer."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.questions.kinds", description=_main.__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("hash", help="the key of an exact answer (a letter set like AC, or an integer)")
+    one.add_argument("question")
+    one.add_argument("answer")
+    num = sub.add_parser("float-key", help="the key of a float answer with a tolerance")
+    num.add_argument("question")
+    num.add_argument("value", type=float)
+    num.add_argument("tolerance", type=float)
+    args = parser.parse_args(argv)
+    if args.command == "hash":
+        canonical = args.answer if args.answer.lstrip("-").isdigit() else "".join(sorted(set(args.answer.upper())))
+        print(answer_hash(args.question, canonical))
+    else:
+        print(Numeric.float_key(args.question, args.value, args.tolerance))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

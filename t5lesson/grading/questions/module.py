@@ -1,0 +1,184 @@
+"""A code question whose answer is a class: the learner's nn.Module, graded case by case.
+
+`ModuleCode` grades a class the way `Code` grades a function, with the same harvesting,
+blocking, time limits and per-case partial credit, and one more step on each side of the
+kernel boundary:
+
+- inside the learner's kernel, a *driver* (a self-contained module such as
+  `t5lesson.exercises.t5_layer_driver`, its source text shipped in the harvest spec) builds the
+  learner's class for each case, loads the grader's weights and runs the case's plan (one
+  pass, token-by-token decoding with a cache, two layers sharing a bias, ...). Only the
+  resulting arrays leave the kernel, as plain data;
+- in the grader's process, `reference` computes what the real thing gives for the same case
+  (for exercise 6, transformers' `T5Attention` with the same weights), and the arrays are
+  compared there. When a case fails, `diagnose` may name the mistake ("the scores are divided
+  by sqrt(d_kv)"); otherwise the sentence says where the first difference is.
+
+The reference returns an `Expected`: the values (NaN marks entries that are not compared, such
+as the outputs of padded query positions, which no model defines), and the tolerances.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from ..protocol import resolve
+from .kinds import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Case, Code, Outcome, _describe
+from .structured import _plain_numbers
+
+__all__ = ["Expected", "ModuleCode", "compare", "first_difference"]
+
+SETUP_ERROR = "GradingSetupError: "
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a case should give: `values` (NaN where nothing is compared) and the tolerances."""
+
+    values: np.ndarray
+    rtol: float = 1e-4
+    atol: float = 1e-4
+
+
+def compare(expected: Expected, got: np.ndarray) -> str | None:
+    """None when `got` matches within the tolerances, else what is wrong: "shape", "nonfinite" or "values"."""
+    want = expected.values
+    if got.shape != want.shape:
+        if got.size != want.size or np.squeeze(got).shape != np.squeeze(want).shape:
+            return "shape"
+        got = got.reshape(want.shape)
+    care = np.isfinite(want)
+    if not np.isfinite(got[care]).all():
+        return "nonfinite"
+    close = np.abs(got - np.where(care, want, 0)) <= expected.atol + expected.rtol * np.abs(np.where(care, want, 0))
+    return None if close[care].all() else "values"
+
+
+def first_difference(expected: Expected, got: np.ndarray) -> tuple[int, ...]:
+    """The index of the first compared entry that is out of tolerance (or not finite)."""
+    want = expected.values
+    got = got.reshape(want.shape)
+    care = np.isfinite(want)
+    safe = np.where(care, want, 0)
+    bad = care & ~(np.abs(got - safe) <= expected.atol + expected.rtol * np.abs(safe))
+    return tuple(int(i) for i in np.argwhere(bad)[0])
+
+
+@dataclass(frozen=True)
+class ModuleCode(Code):
+    """A class the learner writes, built and run on hidden cases in their kernel; compared here.
+
+    `Code`'s template with its per-case hooks filled in for classes:
+    reference: "module:function" called with a case's kwargs, in the grader, -> `Expected`.
+    driver: the module whose source runs in the kernel; its `adapt(cls)` returns the function
+      called with each case's kwargs (see `t5lesson.exercises.t5_layer_driver`).
+    diagnose: "module:function"(kwargs, got, expected) -> the mistakes that reproduce a wrong result,
+      [(key, sentence), ...], best first (empty: none known).
+    shows: "module:function"(kwargs, key, expected) -> whether mistake `key` changes that case's result;
+      it lets the other cases decide between several candidates (see `_pick`).
+    what: how messages name the real thing the answer is compared with.
+    Unlike a function question, every failed case gets its sentence in the message (cases with
+    the same sentence are named together).
+    """
+
+    driver: str = "t5lesson.exercises.t5_layer_driver"
+    diagnose: str = ""
+    shows: str = ""
+    what: str = "the reference"
+    kind = "module"
+    answer_kind = "a class (an nn.Module subclass)"
+
+    def not_attempted(self):
+        return self.outcome(NOT_ATTEMPTED, 0, f"write the class {self.name} in the answer cell.")
+
+    @cached_property
+    def _driver_source(self) -> str:
+        spec = importlib.util.find_spec(self.driver)
+        return Path(spec.origin).read_text(encoding="utf-8")
+
+    def harvest_spec(self) -> dict:
+        spec = super().harvest_spec()
+        spec["adapter"] = self._driver_source
+        return spec
+
+    def reference_results(self) -> list:
+        """The reference's `Expected` for every case (called with the case's keyword arguments)."""
+        function = resolve(self.reference)
+        return [function(**dict(c.kwargs)) for c in self.cases]
+
+    def expect(self, result) -> Expected:
+        return result
+
+    def _problem(self, want: Expected, got: dict) -> str | None:
+        """None if the case is right, else "numbers", "shape", "nonfinite" or "values"."""
+        array = _plain_numbers(got.get("ok"))
+        return "numbers" if array is None else compare(want, array)
+
+    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
+        problems = {id(case): self._sentence(case, want, got) for case, want, got in failed}
+        grouped: dict[str, list[str]] = {}
+        for number, case in enumerate(self.cases, 1):
+            if id(case) in problems:
+                problem = problems[id(case)]
+                sentence = problem if isinstance(problem, str) else self._pick(problem, problems)
+                grouped.setdefault(sentence, []).append(f"{number} ({case.topic})" if case.topic else str(number))
+        raised = sum(isinstance(got, dict) and ("error" in got or "timeout" in got) for _, _, got in failed)
+        status = PARTIAL if right else (ERROR if raised == total else INCORRECT)
+        sentences = [f"{'Case' if len(names) == 1 else 'Cases'} {', '.join(names)}: {sentence}"
+                     for sentence, names in grouped.items()]
+        return self.outcome(status, Fraction(right, total), f"{right} of {total} cases right. " + " ".join(sentences))
+
+    def _pick(self, candidates: list, problems: dict) -> str:
+        """One sentence from a failed case's candidate mistakes, using what the other cases show.
+
+        Several mistakes can give the very same result on one case (in a decoder, bucketing
+        query - key puts every key in bucket 0, which the softmax cannot tell from no bias). A
+        candidate is dropped when it would have changed the result of a case the learner got
+        right; among the rest, one that is the only explanation of another failed case wins.
+        """
+        shows = resolve(self.shows) if self.shows else None
+        passed = [(c, w) for c, w in zip(self.cases, self.expected, strict=True) if id(c) not in problems]
+        kept = [(key, text) for key, text in candidates
+                if shows is None or not any(shows(dict(c.kwargs), key, w) for c, w in passed)] or candidates
+        if len(kept) > 1:
+            sure = {p[0][0] for p in problems.values() if isinstance(p, list) and len(p) == 1}
+            kept = [(key, text) for key, text in kept if key in sure] or kept
+        if len(kept) == 1:
+            return kept[0][1]
+        return "one of these mistakes gives this result: " + " Or: ".join(text for _, text in kept)
+
+    def _sentence(self, case: Case, want: Expected, got):
+        """One sentence the learner can act on, or the candidate mistakes [(key, sentence), ...]
+        that `diagnose` found to reproduce the result."""
+        failure = self._failure(got)
+        if failure is not None:
+            return failure
+        array = _plain_numbers(got.get("ok"))
+        if array is None:
+            return f"the result is {_describe(got.get('ok'))}, not an array of numbers."
+        verdict = compare(want, array)
+        if verdict == "shape":
+            return f"the result has shape {tuple(array.shape)}; {self.what} gives {tuple(want.values.shape)}."
+        if self.diagnose:
+            candidates = resolve(self.diagnose)(dict(case.kwargs), array.reshape(want.values.shape), want)
+            if candidates:
+                return list(candidates)
+        if verdict == "nonfinite":
+            return "the result holds nan or inf."
+        index = first_difference(want, array)
+        return f"differs from {self.what} by more than {want.atol:g} at [{', '.join(map(str, index))}]."
+
+    def _failure(self, got) -> str | None:
+        """The sentence for a case that produced no value, else None (the run failures of `Code`,
+        and the driver's explanation when the class does not meet the contract)."""
+        if isinstance(got, dict) and str(got.get("error", "")).startswith(SETUP_ERROR):
+            return got["error"][len(SETUP_ERROR):].rstrip(".") + "."
+        if isinstance(got, dict) and got.get("not_implemented"):
+            return "raised NotImplementedError (is every method written?)."
+        failure = self._run_failure("", got)
+        return None if failure is None else failure.strip().removeprefix(": ")

@@ -1,0 +1,217 @@
+"""Code questions whose answers are structures or floats: `PlainCode` and `FloatCode`.
+
+The built-in `Code` kind compares one int per case. Exercises 03 and 04 ask for a boundary
+table (a list of (lo, hi) pairs, None for an unused bucket or an open end), a bias tensor
+(floats) and a causal mask (bools); exercises 02 and 05 for floats and float matrices.
+Both kinds keep `Code`'s harvesting, blocking, timeouts, scoring loop and per-case partial
+credit, and override only the per-case check (`expect`, `_problem`, `_wrong_case`).
+`PlainCode` compares the harvested plain value with the reference's result, structure for
+structure:
+
+- lists, tuples and arrays are all sequences; a NumPy array compares like the nested lists of
+  its `tolist()`;
+- None must be None;
+- numbers compare within `tolerance` (absolute or relative), so -91.0 is as good as -91;
+  bools count as 0 and 1, so a mask may be given as True/False or 1/0;
+- with `masked_below` set, an entry where the reference is at or below it (a masked score) is
+  right when the learner's entry is at or below it too: -1e9, the most negative float and -inf
+  all mean "masked", and no two of them are within any tolerance of each other.
+
+`differences` is the one comparison; `FloatCode` words its findings for arrays.
+
+Only plain data ever reaches `score` (see `t5lesson.grading.harvest`): a learner's object with a
+clever `__eq__` arrives as "a FakeInt object" and is wrong.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..records import MAX_ITEMS, shape_ok
+from .kinds import Case, Code, _describe
+
+__all__ = ["PlainCode", "FloatCode", "differences", "from_plain", "to_python"]
+
+_BAD = object()  # a harvested value that is not plain data
+
+
+def to_python(value):
+    """A reference result as nested lists of int/float/None (arrays and tuples become lists)."""
+    if isinstance(value, np.ndarray):
+        return to_python(value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [to_python(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if value is None:
+        return None
+    raise TypeError(f"a reference result must be plain data, got {type(value).__name__}")
+
+
+def from_plain(value, bools=True):
+    """A harvested plain value ({"t": ..., "v": ...}) as nested lists, or _BAD for anything else.
+
+    Bools become 0 and 1, or _BAD with `bools=False` (where only numbers are answers).
+    """
+    if not isinstance(value, dict):
+        return _BAD
+    kind, v = value.get("t"), value.get("v")
+    if kind == "none":
+        return None
+    if kind == "bool" and isinstance(v, bool):
+        return int(v) if bools else _BAD
+    if kind == "int" and type(v) is int:
+        return v
+    if kind == "float":  # non-finite floats arrive as their repr: "inf", "-inf", "nan"
+        if isinstance(v, str):
+            return float(v) if v in ("inf", "-inf", "nan") else _BAD
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _BAD
+    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
+        shape = value.get("shape")
+        if kind == "array" and not shape_ok(shape, len(v)):  # checked before anything is built
+            return _BAD
+        items = [from_plain(item, bools) for item in v]
+        if any(item is _BAD for item in items):
+            return _BAD
+        if kind == "array":
+            if any(isinstance(item, list) for item in items):  # an array's items are numbers
+                return _BAD
+            flat = np.empty(len(items), dtype=object)
+            flat[:] = items
+            return flat.reshape(shape).tolist() if shape else items[0]
+        return items
+    return _BAD
+
+
+def _shape(x) -> str:
+    if isinstance(x, list):
+        return f"a list of {len(x)}"
+    return "None" if x is None else "a number"
+
+
+def differences(want, got, close, masked_below=None, where=""):
+    """Every place where `got` differs from `want` (nested lists), in order: (where, kind, detail).
+
+    `where` is the indices ("[2][0]", "" for the top). `kind` is "structure" (`detail` says
+    what was expected; the parts below are not compared), "masked" (the reference is at or
+    below `masked_below`, `got` is not) or "value" (`close(want, got)` is false).
+    """
+    if want is None and got is None:
+        return
+    if isinstance(want, list) and isinstance(got, list):
+        if len(want) != len(got):
+            yield where, "structure", f"expected {len(want)} entries, got {len(got)}"
+            return
+        for i, (w, g) in enumerate(zip(want, got, strict=True)):
+            yield from differences(w, g, close, masked_below, f"{where}[{i}]")
+    elif want is None or got is None or isinstance(want, list) or isinstance(got, list):
+        yield where, "structure", f"expected {_shape(want)}, got {_shape(got)}"
+    elif masked_below is not None and want <= masked_below:
+        if not got <= masked_below:
+            yield where, "masked", ""
+    elif not close(want, got):
+        yield where, "value", ""
+
+
+@dataclass(frozen=True)
+class PlainCode(Code):
+    """A function returning nested lists/arrays of numbers, bools or None, compared structurally."""
+
+    tolerance: float = 1e-6
+    masked_below: float | None = None
+
+    def expect(self, result):
+        return to_python(result)
+
+    def close(self, want, got) -> bool:
+        """Two numbers agree within `tolerance`, absolute or relative to the larger (math.isclose)."""
+        return math.isclose(want, got, rel_tol=self.tolerance, abs_tol=self.tolerance)
+
+    def _problem(self, want, got) -> str | None:
+        """None if the case is right, else where the first difference is and what it is."""
+        value = got.get("ok") if isinstance(got, dict) else None
+        plain = from_plain(value)
+        if plain is _BAD:
+            return f"returned {_describe(value)}, which cannot be compared; return lists, tuples or an array"
+        for where, kind, detail in differences(want, plain, self.close, self.masked_below):
+            place = where or "the top"
+            if kind == "structure":
+                return f"at {place}: {detail}"
+            if kind == "masked":
+                return f"the value at {place} should be masked (at most {self.masked_below:g})"
+            return f"the value at {place} is not right"
+        return None
+
+    def _case_name(self, case: Case) -> str:
+        """By its call if the arguments are short, else by number; and its topic."""
+        call = case.call_text(self.name)
+        name = call if len(call) <= 80 else f"case {self.cases.index(case) + 1}"
+        return f"{name} ({case.topic})" if case.topic else name
+
+    def _wrong_case(self, where: str, want, got: dict) -> str:
+        return f"{where}: {self._problem(want, got)}."
+
+
+def _only_numbers(plain) -> bool:
+    return all(map(_only_numbers, plain)) if isinstance(plain, list) else isinstance(plain, (int, float))
+
+
+def _plain_numbers(value):
+    """A harvested plain value as a float array, or None unless it is numbers (not bools) in a regular shape."""
+    plain = from_plain(value, bools=False)
+    if not _only_numbers(plain):
+        return None
+    try:
+        return np.array(plain, dtype=float)
+    except ValueError:  # ragged lists
+        return None
+
+
+@dataclass(frozen=True)
+class FloatCode(PlainCode):
+    """A function returning a number or an array of numbers, compared within `tolerance`.
+
+    `PlainCode` with answers that must be numbers in the reference's shape, and messages about
+    arrays (shape, nan, how many values are wrong) rather than the first differing index. With
+    `masked_below` (see `PlainCode`), T5's most negative float, Mesh TF's -1e9 and -inf all count.
+    """
+
+    def expect(self, result) -> np.ndarray:
+        return np.asarray(result, dtype=float)
+
+    def close(self, want, got) -> bool:
+        """numpy.isclose(got, want)'s rule: within `tolerance`, absolute or relative to the reference.
+
+        These questions have always been graded by it; `PlainCode`'s symmetric rule differs only
+        within twice the tolerance, but a refactor should not change anyone's grade.
+        """
+        return (abs(got - want) <= self.tolerance + self.tolerance * abs(want) and math.isfinite(want)) or got == want
+
+    def _problem(self, want: np.ndarray, got) -> str | None:
+        """None if the case is right, else a short description of what is wrong."""
+        value = got.get("ok") if isinstance(got, dict) else None
+        array = _plain_numbers(value)
+        if array is None:
+            return f"returned {_describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
+        if array.shape != want.shape:
+            return f"returned shape {tuple(array.shape)}, the right answer has shape {tuple(want.shape)}"
+        kinds = [kind for _, kind, _ in differences(want.tolist(), array.tolist(), self.close, self.masked_below)]
+        if "masked" in kinds:
+            return "a position that may not be attended to is not pushed far enough down"
+        if np.isnan(array).any():
+            return "the result contains nan (is something like 0 * log 0 or inf - inf computed?)"
+        if kinds:
+            compared = want.size if self.masked_below is None else int((want > self.masked_below).sum())
+            return f"{len(kinds)} of {compared} values are not right"
+        return None
+
+    def _case_name(self, case: Case) -> str:
+        """By number and topic: the inputs are long lists."""
+        number = self.cases.index(case) + 1
+        return f"case {number} ({case.topic})" if case.topic else f"case {number}"

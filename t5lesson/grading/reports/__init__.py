@@ -1,0 +1,1 @@
+"""What a run writes: gradebook, grades.json, the class page, progress."""

@@ -1,0 +1,617 @@
+"""The class at a glance: REPORT_DIR/report.html, and the same numbers as CSV in class_report/.
+
+One self-contained page (inline CSS and SVG figures; no script, no font, no request to any
+network) that answers what an instructor asks after grading:
+
+- how the class did: the distribution of totals, with the submissions that were not graded
+  shown apart;
+- which questions were missed most (item difficulty): per question the mean score and the
+  share of full, partial and zero marks and of "not attempted", hardest first;
+- which misconceptions to address: for multiple-choice and numeric questions, the most common
+  wrong answers, how many gave each, and the feedback they received;
+- for code questions, which cases failed most, by case and by what the case exercises;
+- what went wrong with the runs: how many notebooks were unreadable, timed out, got stuck or
+  killed their kernel, with names;
+- per learning objective, the mean score of its questions (`question.objectives`, when the
+  bank records them; otherwise the section says that none are recorded).
+
+Question statistics count the submissions whose notebook ran to the end (status "graded"):
+the others would only add zeros that say nothing about the question, and are listed under
+statuses instead. Free-text questions are marked by hand; the page shows how many answered.
+
+`class_report_files` returns {relative path: text}; `t5lesson.grading.reports.store` writes them.
+Like the rest of the report it is a pure function of the verdicts (sorted, no clock), so a
+merged report (`t5lesson.grading.integrations.shards`) is identical to a single run's.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..protocol import Status
+from ..questions.kinds import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Code, format_points
+from .gradebook import csv_cell
+
+__all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files", "csv_text"]
+
+TOP_ANSWERS = 5
+TOP_CASES = 10
+
+COLOURS = {"full": "#1b9e77", "partial": "#e6ab02", "zero": "#d95f02", "not attempted": "#b8b8b8",
+           "submitted": "#7570b3", "graded": "#4477aa", "not graded": "#cc6677", "bar": "#4477aa"}
+
+
+# --------------------------------------------------------------------------- the numbers
+
+
+@dataclass
+class QuestionStats:
+    id: str
+    title: str
+    kind: str
+    points: float
+    auto_scored: bool
+    objectives: tuple = ()
+    n: int = 0
+    counts: Counter = field(default_factory=Counter)  # full / partial / zero / not attempted / submitted
+    total_points: float = 0.0
+
+    @property
+    def mean_points(self) -> float | None:
+        return self.total_points / self.n if self.n and self.auto_scored else None
+
+    @property
+    def mean_fraction(self) -> float | None:
+        mean = self.mean_points
+        return mean / self.points if mean is not None and self.points else None
+
+    def share(self, category: str) -> float:
+        return self.counts[category] / self.n if self.n else 0.0
+
+
+@dataclass
+class WrongAnswer:
+    question: str
+    answer: str
+    count: int
+    answered: int  # graded submissions that gave any answer the grader could read
+    feedback: str
+
+
+@dataclass
+class CaseFailure:
+    question: str
+    index: int
+    call: str
+    topic: str
+    failed: int
+    attempted: int
+
+
+@dataclass
+class ObjectiveStats:
+    objective: str
+    questions: tuple[str, ...]
+    points: float  # earned by the graded submissions on these questions
+    possible: float
+
+    @property
+    def mean_fraction(self) -> float | None:
+        return self.points / self.possible if self.possible else None
+
+
+@dataclass
+class ClassStats:
+    exercise: object
+    totals: list[float]  # every submission
+    graded_totals: list[float]  # status "graded" only
+    bins: list[tuple[float, float, int, int]]  # (from, to, graded, not graded); `to` None: exactly full marks
+    questions: list[QuestionStats]  # hardest first, then free text
+    wrong: dict[str, list[WrongAnswer]]
+    cases: dict[str, list[CaseFailure]]
+    topics: dict[str, list[tuple[str, int, int]]]  # question -> (topic, cases, failures), most failed first
+    attempted: dict[str, int]  # code question -> graded submissions whose function ran
+    statuses: dict[str, list[str]]  # status -> students, sorted
+    objectives: list[ObjectiveStats]
+
+
+def _category(outcome) -> str:
+    if outcome.status == NOT_ATTEMPTED:
+        return "not attempted"
+    if outcome.status == SUBMITTED:
+        return "submitted"
+    if outcome.points >= outcome.max_points > 0:
+        return "full"
+    return "partial" if outcome.points > 0 else "zero"
+
+
+def _bins(exercise, graded) -> list:
+    top = exercise.auto_points
+    width = 1.0 if top <= 20 else max(1.0, round(top / 10))
+    edges = []
+    start = 0.0
+    while start < top:
+        edges.append((start, min(start + width, top)))
+        start += width
+    counts = {edge: [0, 0] for edge in edges}
+    full = [0, 0]
+    for g in graded:
+        slot = 0 if g.status == Status.GRADED else 1
+        if g.total >= top:
+            full[slot] += 1
+            continue
+        for lo, hi in edges:
+            if lo <= g.total < hi or (g.total < 0 and lo == 0):
+                counts[(lo, hi)][slot] += 1
+                break
+    return [(lo, hi, *counts[(lo, hi)]) for lo, hi in edges] + [(top, None, *full)]
+
+
+def _call(question, index: int) -> str:
+    """How a case reads: its call, or its number for a case that cannot say."""
+    try:
+        return question.cases[index].call_text(question.name)
+    except Exception:
+        return f"case {index + 1}"
+
+
+def _objective_key(objective) -> tuple:
+    text = str(objective)
+    return (0, int(text), "") if text.isdigit() else (1, 0, text)
+
+
+def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
+    """Every number the page and the CSV files show (`titles`: {question id: title}, optional)."""
+    titles = titles or {}
+    graded = sorted(graded, key=lambda g: g.student)
+    ok = [g for g in graded if g.status == Status.GRADED]
+    questions = {q.id: QuestionStats(q.id, titles.get(q.id, ""), q.kind, float(q.points), q.auto_scored,
+                                     tuple(getattr(q, "objectives", ()) or ()))
+                 for q in exercise.questions}
+    answers: dict[str, Counter] = {q.id: Counter() for q in exercise.questions}
+    answered: Counter = Counter()
+    feedback: dict[tuple[str, str], Counter] = {}
+    failed: dict[str, Counter] = {q.id: Counter() for q in exercise.questions}
+    attempted: Counter = Counter()
+    for g in ok:
+        summaries = getattr(g, "answers", {}) or {}
+        for o in g.outcomes:
+            if o.question not in questions:
+                continue
+            stats = questions[o.question]
+            stats.n += 1
+            stats.counts[_category(o)] += 1
+            stats.total_points += o.points
+            summary = summaries.get(o.question, {})
+            if "answer" in summary:
+                answered[o.question] += 1
+                if o.status == INCORRECT:
+                    answers[o.question][summary["answer"]] += 1
+                    feedback.setdefault((o.question, summary["answer"]), Counter())[o.message] += 1
+            if "failed" in summary:
+                attempted[o.question] += 1
+                failed[o.question].update(summary["failed"])
+
+    order = sorted((s for s in questions.values() if s.auto_scored),
+                   key=lambda s: (s.mean_fraction if s.mean_fraction is not None else 2.0, s.id))
+    order += [s for s in questions.values() if not s.auto_scored]
+
+    wrong = {}
+    for q in exercise.questions:
+        common = sorted(answers[q.id].items(), key=lambda item: (-item[1], item[0]))[:TOP_ANSWERS]
+        wrong[q.id] = [WrongAnswer(q.id, answer, count, answered[q.id],
+                                   sorted(feedback[(q.id, answer)].items(), key=lambda m: (-m[1], m[0]))[0][0])
+                       for answer, count in common]
+
+    cases, topics = {}, {}
+    for q in exercise.questions:
+        if not isinstance(q, Code):
+            continue
+        runs = attempted[q.id]
+        ranked = sorted(failed[q.id].items(), key=lambda item: (-item[1], item[0]))[:TOP_CASES]
+        cases[q.id] = [CaseFailure(q.id, i, _call(q, i), getattr(q.cases[i], "topic", ""), n, runs)
+                       for i, n in ranked if 0 <= i < len(q.cases)]
+        by_topic: dict[str, list[int]] = {}
+        for i, case in enumerate(q.cases):
+            entry = by_topic.setdefault(getattr(case, "topic", "") or "(no topic)", [0, 0])
+            entry[0] += 1
+            entry[1] += failed[q.id].get(i, 0)
+        topics[q.id] = sorted(((t, n, f) for t, (n, f) in by_topic.items()),
+                              key=lambda item: (-item[2] / item[1], item[0]))
+
+    statuses: dict[str, list[str]] = {}
+    for g in graded:
+        statuses.setdefault(str(g.status), []).append(g.student)
+
+    objective_points: dict[str, list] = {}
+    for s in questions.values():
+        for objective in s.objectives:
+            entry = objective_points.setdefault(str(objective), [[], 0.0, 0.0])
+            entry[0].append(s.id)
+            if s.auto_scored:
+                entry[1] += s.total_points
+                entry[2] += s.points * s.n
+    objectives = [ObjectiveStats(key, tuple(v[0]), v[1], v[2])
+                  for key, v in sorted(objective_points.items(), key=lambda item: _objective_key(item[0]))]
+
+    return ClassStats(exercise, [g.total for g in graded], [g.total for g in ok], _bins(exercise, graded), order,
+                      wrong, cases, topics, {q: attempted[q] for q in cases}, statuses, objectives)
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def csv_text(header: list[str], rows) -> str:
+    """A CSV table (header, then rows) whose every cell is spreadsheet-safe (`report.csv_cell`)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([csv_cell(v) for v in row])
+    return buffer.getvalue()
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None:
+        return ""
+    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if value else "0"
+
+
+def csv_files(stats: ClassStats) -> dict[str, str]:
+    """class_report/*.csv: the page's numbers, one table per section."""
+    top = stats.exercise.auto_points
+    distribution = csv_text(["from", "to", "graded", "not_graded"],
+                          [(format_points(lo), format_points(hi) if hi is not None else format_points(top), a, b)
+                           for lo, hi, a, b in stats.bins])
+    categories = ["full", "partial", "zero", "not attempted", "submitted"]
+    questions = csv_text(
+        ["question", "kind", "title", "max_points", "graded_submissions", "mean_points", "mean_fraction",
+         *[f"share_{c.replace(' ', '_')}" for c in categories], *[f"count_{c.replace(' ', '_')}" for c in categories],
+         "objectives"],
+        [(s.id, s.kind, s.title, format_points(s.points), s.n, _num(s.mean_points), _num(s.mean_fraction),
+          *[_num(s.share(c)) for c in categories], *[s.counts[c] for c in categories],
+          " ".join(str(o) for o in s.objectives)) for s in stats.questions])
+    wrong = csv_text(["question", "answer", "count", "answered", "share_of_answered", "feedback"],
+                   [(w.question, w.answer, w.count, w.answered, _num(w.count / w.answered if w.answered else None),
+                     w.feedback) for s in stats.questions for w in stats.wrong.get(s.id, [])])
+    cases = csv_text(["question", "case", "call", "topic", "failed", "attempted", "share_failed"],
+                   [(c.question, c.index + 1, c.call, c.topic, c.failed, c.attempted,
+                     _num(c.failed / c.attempted if c.attempted else None))
+                    for s in stats.questions for c in stats.cases.get(s.id, [])])
+    topics = csv_text(["question", "topic", "cases", "attempted", "failures", "share_failed"],
+                    [(s.id, topic, n, stats.attempted[s.id], f, _topic_share(stats, s.id, n, f))
+                     for s in stats.questions for topic, n, f in stats.topics.get(s.id, [])])
+    statuses = csv_text(["status", "count", "students"],
+                      [(status, len(names), " ".join(names)) for status, names in _status_order(stats.statuses)])
+    objectives = csv_text(["objective", "questions", "mean_fraction"],
+                        [(o.objective, " ".join(o.questions), _num(o.mean_fraction)) for o in stats.objectives])
+    return {"class_report/distribution.csv": distribution, "class_report/questions.csv": questions,
+            "class_report/wrong_answers.csv": wrong, "class_report/code_cases.csv": cases,
+            "class_report/code_topics.csv": topics, "class_report/statuses.csv": statuses,
+            "class_report/objectives.csv": objectives}
+
+
+def _topic_share(stats: ClassStats, question: str, cases: int, failures: int) -> str:
+    runs = cases * stats.attempted.get(question, 0)
+    return _num(failures / runs if runs else None)
+
+
+def _status_order(statuses: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+    """Problems first (in the gradebook's order of statuses), "graded" last."""
+    known = [str(s) for s in Status if s != Status.GRADED]
+    keyed = sorted(statuses.items(), key=lambda item: (item[0] == str(Status.GRADED),
+                                                       known.index(item[0]) if item[0] in known else len(known),
+                                                       item[0]))
+    return keyed
+
+
+# --------------------------------------------------------------------------- SVG figures
+
+FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
+
+
+def _esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _svg(width: int, height: int, title: str, body: list[str]) -> str:
+    return (f'<svg class="figure" role="img" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" {FONT} font-size="12"><title>{_esc(title)}</title>'
+            + "".join(body) + "</svg>")
+
+
+def histogram_svg(stats: ClassStats) -> str:
+    """Totals of every submission, graded (blue) and not graded (red) stacked."""
+    bins = stats.bins
+    width, height, left, bottom, top = 720, 260, 44, 40, 16
+    plot_w, plot_h = width - left - 12, height - top - bottom
+    highest = max([a + b for _, _, a, b in bins] + [1])
+    step = plot_w / len(bins)
+    body = [f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#333"/>']
+    for tick in _ticks(highest):
+        y = top + plot_h - plot_h * tick / highest
+        body.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#e4e4e4"/>'
+                    f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{tick}</text>')
+    for i, (lo, hi, a, b) in enumerate(bins):
+        x = left + i * step + 3
+        y = top + plot_h
+        for count, colour, what in ((a, COLOURS["graded"], "graded"), (b, COLOURS["not graded"], "not graded")):
+            if count:
+                h = plot_h * count / highest
+                y -= h
+                label = f"{_range_label(lo, hi)} points: {count} {what}"
+                body.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{step - 6:.1f}" height="{h:.1f}" '
+                            f'fill="{colour}"><title>{_esc(label)}</title></rect>')
+        if a + b:
+            body.append(f'<text x="{x + (step - 6) / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle">{a + b}</text>')
+        body.append(f'<text x="{x + (step - 6) / 2:.1f}" y="{top + plot_h + 16}" text-anchor="middle">'
+                    f'{_esc(_range_label(lo, hi))}</text>')
+    body.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">automatically graded '
+                f'points (bars hold scores from the left value up to the right one; the last bar is full marks)</text>')
+    return _svg(width, height, "Distribution of the totals", body)
+
+
+def _range_label(lo: float, hi: float | None) -> str:
+    return format_points(lo) if hi is None else f"{format_points(lo)}–{format_points(hi)}"
+
+
+def _ticks(highest: int) -> list[int]:
+    step = max(1, -(-highest // 5))
+    return list(range(step, highest + 1, step))
+
+
+def stacked_svg(rows: list[tuple[str, list[tuple[str, float]]]], title: str, label_width: int = 150) -> str:
+    """One horizontal bar per row, split into coloured shares that add up to 1."""
+    width, row_h = 720, 26
+    plot_w = width - label_width - 60
+    height = row_h * len(rows) + 30
+    body = []
+    for r, (label, parts) in enumerate(rows):
+        y = 6 + r * row_h
+        body.append(f'<text x="{label_width - 8}" y="{y + 15}" text-anchor="end">{_esc(label)}</text>')
+        x = float(label_width)
+        for name, share in parts:
+            w = plot_w * share
+            if w <= 0:
+                continue
+            body.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row_h - 6}" fill="{COLOURS[name]}">'
+                        f'<title>{_esc(f"{label}: {name} {share:.0%}")}</title></rect>')
+            if w >= 30:
+                body.append(f'<text x="{x + w / 2:.1f}" y="{y + 15}" text-anchor="middle" fill="#fff">'
+                            f'{share:.0%}</text>')
+            x += w
+    legend_y = height - 10
+    x = float(label_width)
+    names = []
+    for _, parts in rows:
+        names += [n for n, _ in parts if n not in names]
+    for name in names:
+        body.append(f'<rect x="{x:.1f}" y="{legend_y - 10}" width="12" height="12" fill="{COLOURS[name]}"/>'
+                    f'<text x="{x + 16:.1f}" y="{legend_y}">{_esc(name)}</text>')
+        x += 30 + 7.5 * len(name)
+    return _svg(width, height, title, body)
+
+
+def bars_svg(rows: list[tuple[str, float, str]], title: str, label_width: int = 330) -> str:
+    """Horizontal bars for shares between 0 and 1, with the value written at the end."""
+    width, row_h = 720, 24
+    plot_w = width - label_width - 70
+    height = row_h * len(rows) + 12
+    body = []
+    for r, (label, share, text) in enumerate(rows):
+        y = 6 + r * row_h
+        w = plot_w * max(0.0, min(1.0, share))
+        body.append(f'<text x="{label_width - 8}" y="{y + 14}" text-anchor="end">{_esc(label[:50])}</text>'
+                    f'<rect x="{label_width}" y="{y}" width="{plot_w}" height="{row_h - 6}" fill="#f0f0f0"/>'
+                    f'<rect x="{label_width}" y="{y}" width="{w:.1f}" height="{row_h - 6}" fill="{COLOURS["bar"]}">'
+                    f'<title>{_esc(f"{label}: {text}")}</title></rect>'
+                    f'<text x="{label_width + w + 6:.1f}" y="{y + 14}">{_esc(text)}</text>')
+    return _svg(width, height, title, body)
+
+
+# --------------------------------------------------------------------------- the page
+
+STYLE = """
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: #222; margin: 24px auto; max-width: 980px;
+       line-height: 1.45; padding: 0 16px; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+h3 { margin-bottom: 0.3em; }
+.lead { color: #555; } .muted { color: #777; }
+.cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 16px 0; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 110px; }
+.card b { display: block; font-size: 1.5em; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.92em; }
+th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 10px; text-align: left; vertical-align: top; }
+th { background: #f6f6f6; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.problem { color: #b2182b; font-weight: bold; } code { background: #f4f4f4; padding: 0 3px; }
+svg.figure { display: block; margin: 8px 0 12px; max-width: 100%; height: auto; }
+nav a { margin-right: 12px; }
+"""
+
+
+def _heading(s: QuestionStats) -> str:
+    points = f"{format_points(s.points)} point{'' if s.points == 1 else 's'}"
+    return f"{s.id}: {s.title} ({points})" if s.title else f"{s.id} ({s.kind}, {points})"
+
+
+def _html_table(header: list[str], rows: list[list[str]], numeric: tuple[int, ...] = ()) -> str:
+    """An HTML table; the cells are HTML already (text escaped with _esc), `numeric` columns right-aligned."""
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
+                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{value:.0%}"
+
+
+def render_html(stats: ClassStats) -> str:
+    ex = stats.exercise
+    top = ex.auto_points
+    n_all, n_ok = len(stats.totals), len(stats.graded_totals)
+    problems = sum(len(v) for k, v in stats.statuses.items() if k != str(Status.GRADED))
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+             f"<title>Class report: {_esc(ex.title)}</title><style>{STYLE}</style></head><body>",
+             f"<h1>Class report</h1><p class=\"lead\">{_esc(ex.title)} (<code>{_esc(ex.id)}</code>): "
+             f"{n_all} submissions, out of {format_points(top)} automatically graded points.</p>",
+             '<nav><a href="#distribution">Distribution</a><a href="#questions">Questions</a>'
+             '<a href="#wrong">Wrong answers</a><a href="#code">Code cases</a><a href="#statuses">Statuses</a>'
+             '<a href="#objectives">Objectives</a></nav>']
+
+    def card(label, value):
+        return f'<div class="card">{_esc(label)}<b>{_esc(value)}</b></div>'
+
+    mean_all = statistics.fmean(stats.totals) if stats.totals else None
+    median = statistics.median(stats.totals) if stats.totals else None
+    mean_ok = statistics.fmean(stats.graded_totals) if stats.graded_totals else None
+    full = sum(1 for t in stats.totals if t >= top)
+    parts.append('<div class="cards">' + card("submissions", n_all) + card("graded", n_ok)
+                 + card("not graded", problems)
+                 + card("mean", "–" if mean_all is None else format_points(mean_all))
+                 + card("median", "–" if median is None else format_points(median))
+                 + card("mean of graded", "–" if mean_ok is None else format_points(mean_ok))
+                 + card("full marks", full) + "</div>")
+    free = [q for q in ex.questions if not q.auto_scored]
+    if free:
+        names = ", ".join(f"{q.id} ({format_points(q.points)} points)" for q in free)
+        parts.append(f'<p class="muted">Free-text answers are marked by hand and are not in these totals: '
+                     f'{_esc(names)} (free_text.csv).</p>')
+
+    parts.append('<h2 id="distribution">Score distribution</h2>')
+    if n_all:
+        parts.append(histogram_svg(stats))
+        parts.append('<p class="muted">Blue: graded; red: not graded (see <a href="#statuses">statuses</a>). '
+                     'Numbers: class_report/distribution.csv.</p>')
+    else:
+        parts.append("<p>No submissions.</p>")
+
+    parts.append(_questions_section(stats))
+    parts.append(_wrong_section(stats))
+    parts.append(_code_section(stats))
+    parts.append(_status_section(stats))
+    parts.append(_objectives_section(stats))
+    parts.append('<p class="muted">Written by <code>python -m t5lesson.grading.batch</code>; every number here is '
+                 "also in class_report/*.csv.</p></body></html>\n")
+    return "\n".join(parts)
+
+
+def _questions_section(stats: ClassStats) -> str:
+    n_ok = len(stats.graded_totals)
+    out = ['<h2 id="questions">Questions, most missed first</h2>',
+           f'<p class="muted">Over the {n_ok} graded submissions. Mean: points earned on average. Full, partial, '
+           'zero: the share of submissions with all, some or none of the points after answering; not attempted: '
+           'left blank.</p>']
+    auto = [s for s in stats.questions if s.auto_scored]
+    if n_ok and auto:
+        rows = [(f"{s.id} ({_pct(s.mean_fraction)})", [(c, s.share(c)) for c in
+                                                         ("full", "partial", "zero", "not attempted")]) for s in auto]
+        out.append(stacked_svg(rows, "Marks per question, most missed first"))
+    rows = []
+    for s in stats.questions:
+        objectives = " ".join(str(o) for o in s.objectives) or "–"
+        if s.auto_scored:
+            mean = "–" if s.mean_points is None else f"{format_points(s.mean_points)} / {format_points(s.points)}"
+            cells = [_pct(s.share(c)) if s.n else "–" for c in ("full", "partial", "zero", "not attempted")]
+        else:
+            mean = f"marked by hand ({format_points(s.points)})"
+            answered = f"{_pct(s.share('submitted'))} answered" if s.n else "–"
+            cells = [answered, "", "", _pct(s.share("not attempted")) if s.n else "–"]
+        rows.append([f"<b>{_esc(s.id)}</b> {_esc(s.title)}", _esc(s.kind), _esc(mean), *map(_esc, cells),
+                     _esc(objectives)])
+    out.append(_html_table(["question", "kind", "mean", "full", "partial", "zero", "not attempted", "objectives"],
+                           rows, numeric=(2, 3, 4, 5, 6)))
+    return "\n".join(out)
+
+
+def _wrong_section(stats: ClassStats) -> str:
+    out = ['<h2 id="wrong">Most common wrong answers</h2>',
+           '<p class="muted">Multiple-choice and numeric questions: the wrong answers given most often, and the '
+           "feedback each received. A large group behind one wrong answer is a misconception to address in class."
+           "</p>"]
+    kinds = [s for s in stats.questions if s.kind in ("multiple choice", "numeric")]
+    if not kinds:
+        out.append("<p>This exercise has no multiple-choice or numeric questions.</p>")
+    for s in kinds:
+        wrong = stats.wrong.get(s.id, [])
+        out.append(f"<h3>{_esc(_heading(s))}</h3>")
+        if not wrong:
+            out.append("<p>No wrong answers.</p>")
+            continue
+        rows = [[f"<code>{_esc(w.answer)}</code>", str(w.count), _pct(w.count / w.answered) if w.answered else "–",
+                 _esc(w.feedback)] for w in wrong]
+        out.append(_html_table(["answer", "students", "of those who answered", "feedback they received"], rows,
+                               numeric=(1, 2)))
+    return "\n".join(out)
+
+
+def _code_section(stats: ClassStats) -> str:
+    out = ['<h2 id="code">Code questions: the cases that failed most</h2>']
+    if not stats.cases:
+        out.append("<p>This exercise has no code questions.</p>")
+    for s in stats.questions:
+        if s.id not in stats.cases:
+            continue
+        runs = stats.attempted[s.id]
+        out.append(f"<h3>{_esc(_heading(s))}</h3>")
+        if not runs:
+            out.append("<p>No graded submission ran this function.</p>")
+            continue
+        out.append(f'<p class="muted">{runs} graded submission(s) ran the function on its '
+                   f"{sum(n for _, n, _ in stats.topics[s.id])} cases. The share of failed cases by what the "
+                   "case exercises, then the cases failed most often.</p>")
+        rows = [(topic, f / (n * runs), f"{f / (n * runs):.0%} ({f} of {n * runs} case runs)")
+                for topic, n, f in stats.topics[s.id]]
+        out.append(bars_svg(rows, f"{s.id}: share of failed cases by what they exercise"))
+        cases = stats.cases[s.id]
+        if not cases:
+            out.append("<p>Every case was right in every submission.</p>")
+            continue
+        rows = [[str(c.index + 1), f"<code>{_esc(c.call[:120])}</code>", _esc(c.topic),
+                 f"{c.failed} of {c.attempted} ({_pct(c.failed / c.attempted)})"] for c in cases]
+        out.append(_html_table(["#", "call", "what it exercises", "failed"], rows, numeric=(0, 3)))
+    return "\n".join(out)
+
+
+def _status_section(stats: ClassStats) -> str:
+    out = ['<h2 id="statuses">Statuses</h2>',
+           '<p class="muted">How each run ended. Anything but "graded" got 0 for what could not be read; the '
+           "student's feedback file says why.</p>"]
+    rows = []
+    for status, names in _status_order(stats.statuses):
+        problem = status != str(Status.GRADED)
+        shown = ", ".join(names) if problem else (", ".join(names[:30]) + (" ..." if len(names) > 30 else ""))
+        label = f'<span class="problem">{_esc(status)}</span>' if problem else _esc(status)
+        rows.append([label, str(len(names)), _esc(shown)])
+    out.append(_html_table(["status", "submissions", "who"], rows, numeric=(1,)))
+    if not any(status != str(Status.GRADED) for status in stats.statuses):
+        out.append("<p>Every notebook ran to the end.</p>")
+    return "\n".join(out)
+
+
+def _objectives_section(stats: ClassStats) -> str:
+    out = ['<h2 id="objectives">Learning objectives</h2>']
+    if not stats.objectives:
+        out.append("<p>No objectives recorded for this exercise's questions (the bank names none yet).</p>")
+        return "\n".join(out)
+    out.append('<p class="muted">The mean score of each objective\'s automatically graded questions (points '
+               "earned over points possible, graded submissions).</p>")
+    scored = [o for o in stats.objectives if o.mean_fraction is not None]
+    if scored:
+        out.append(bars_svg([(f"objective {o.objective}", o.mean_fraction, f"{o.mean_fraction:.0%}") for o in scored],
+                            "Mean score per learning objective", label_width=160))
+    rows = [[_esc(o.objective), _esc(", ".join(o.questions)),
+             _pct(o.mean_fraction) if o.mean_fraction is not None else "marked by hand only"]
+            for o in stats.objectives]
+    out.append(_html_table(["objective", "questions", "mean score"], rows, numeric=(2,)))
+    return "\n".join(out)
+
+
+def class_report_files(exercise, graded, titles: dict | None = None) -> dict[str, str]:
+    """{relative path: text}: report.html and class_report/*.csv. `titles`: {question id: title}."""
+    stats = compute(exercise, graded, titles)
+    return {"report.html": render_html(stats), **csv_files(stats)}

@@ -1,0 +1,177 @@
+"""The grader's outputs: gradebook CSV, one feedback file per student, the free-text sheet.
+
+Everything here is a pure function of the verdicts (no clock, no paths of the machine), so
+grading the same folder twice gives the same files. Files are written atomically (a
+temporary file in the same folder, then a rename), and only by the grader's own process,
+after every submission has run.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...exercises import Exercise
+from ..protocol import Status
+from ..questions.kinds import Outcome, format_points
+
+__all__ = ["Graded", "write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "safe_name", "csv_cell",
+           "summary_text"]
+
+
+@dataclass
+class Graded:
+    """The verdict on one submission."""
+
+    student: str
+    file: str
+    status: Status
+    outcomes: list[Outcome]
+    notes: list[str] = field(default_factory=list)
+    free_text: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str = ""  # a grader error's exception, for the summary (never shown to the student)
+    answers: dict[str, dict] = field(default_factory=dict)  # what was answered (t5lesson.grading.questions.answers)
+
+    @property
+    def total(self) -> float:
+        return round(sum(o.points for o in self.outcomes), 2)
+
+
+def safe_name(student: str) -> str:
+    """A file name for a student id: letters, digits, dot, dash, underscore only; at most 100 characters."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", student.replace("/", "__")).strip("._") or "student"
+    if len(name) > 100:
+        name = f"{name[:88]}-{hashlib.sha256(student.encode('utf-8', 'backslashreplace')).hexdigest()[:10]}"
+    return name
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value) -> str:
+    """A CSV field a spreadsheet shows as text: a leading =, +, -, @, tab or CR gets a ' before it.
+
+    Numbers stay numbers (points are never negative); student ids and answers are text.
+    """
+    text = str(value)
+    return f"'{text}" if text.startswith(_FORMULA_START) else text
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def gradebook_text(exercise: Exercise, graded: list[Graded]) -> str:
+    """One row per student, one column per question (points; empty for free text), total, status."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", *exercise.ids, "total", "status"])
+    for g in sorted(graded, key=lambda g: g.student):
+        points = {o.question: format_points(o.points) for o in g.outcomes if exercise[o.question].auto_scored}
+        writer.writerow([csv_cell(g.student), *(points.get(q, "") for q in exercise.ids), format_points(g.total),
+                         csv_cell(g.status)])
+    return buffer.getvalue()
+
+
+def free_text_sheet(exercise: Exercise, graded: list[Graded]) -> str:
+    """The free-text answers, one row per student and question, with an empty points column and the
+    question's rubric (the elements of a good answer and their points) beside each answer."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "question", "max_points", "points", "answer", "rubric"])
+    questions = [q for q in exercise.questions if not q.auto_scored]
+    for g in sorted(graded, key=lambda g: g.student):
+        for q in questions:
+            answer = g.free_text.get(q.id, "")
+            if answer.strip() == getattr(q, "placeholder", "").strip():
+                answer = ""
+            rubric = q.rubric_text() if hasattr(q, "rubric_text") else ""
+            writer.writerow([csv_cell(g.student), q.id, format_points(q.points), "", csv_cell(answer.strip()),
+                             rubric])
+    return buffer.getvalue()
+
+
+def feedback_text(exercise: Exercise, g: Graded) -> str:
+    """A student's feedback in Markdown: total, one line per question, then notes on the run."""
+    manual = [q for q in exercise.questions if not q.auto_scored]
+    lines = [f"# {exercise.title}", "", f"Feedback for **{g.student}** (`{g.file}`).", "",
+             f"**Total: {format_points(g.total)} / {format_points(exercise.auto_points)}** "
+             "automatically graded points."]
+    if manual:
+        names = ", ".join(f"{q.id} ({format_points(q.points)} points)" for q in manual)
+        lines.append(f"Free-text answers are marked by your instructor: {names}.")
+    lines += ["", "## Questions", ""]
+    lines += [f"- {o.line()}" for o in g.outcomes]
+    if g.notes:
+        lines += ["", "## About your notebook", ""]
+        lines += [f"- {note}" for note in g.notes]
+    return "\n".join(lines) + "\n"
+
+
+def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipped=(), failed=()) -> str:
+    """Counts, files without a row, grader errors, and the settings; the first line warns when
+    the kernels ran without isolation."""
+    counts: dict[str, int] = {}
+    for g in graded:
+        counts[g.status] = counts.get(g.status, 0) + 1
+    lines = []
+    if str(settings.get("isolation", "")).startswith("none"):
+        lines += ["**Graded WITHOUT isolation** (`--isolation none`): every kernel could read what the grader's "
+                  "user can read (other submissions, the solutions) and write where it can write. See "
+                  "docs/grading.md.", ""]
+    lines += [f"# Grading summary: {exercise.title}", "", f"- submissions: {len(graded)}"]
+    lines += [f"- {status}: {n}" for status, n in sorted(counts.items())]
+    if skipped:
+        lines += ["", "## Files without a row", ""]
+        lines += [f"- `{s.relative}`: {s.reason}" for s in skipped]
+    errors = sorted((g for g in graded if g.error), key=lambda g: g.student)
+    if errors:
+        lines += ["", "## Grader errors", "", "Each of these got the status `grader error`; the rest of the "
+                  "class was graded. Please report them with the notebook.", ""]
+        lines += [f"- `{g.student}`: {g.error}" for g in errors]
+    if failed:
+        lines += ["", "## Reports not written", ""] + [f"- {f}" for f in failed]
+    lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in sorted(settings.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings: dict, skipped=()) -> list[str]:
+    """Write gradebook.csv, free_text.csv, feedback/<student>.md and summary.md under `out`.
+
+    One file that cannot be written does not stop the others; returns what failed, in words
+    (the summary lists it too). The gradebook is written first.
+    """
+    failed: list[str] = []
+
+    def put(path: Path, text_of) -> None:
+        try:
+            _atomic_write(path, text_of())
+        except Exception as exc:
+            failed.append(f"{path.relative_to(out)}: {type(exc).__name__}: {exc}")
+
+    put(out / "gradebook.csv", lambda: gradebook_text(exercise, graded))
+    put(out / "free_text.csv", lambda: free_text_sheet(exercise, graded))
+    names: dict[str, int] = {}
+    for g in sorted(graded, key=lambda g: g.student):
+        name = safe_name(g.student)
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:
+            name = f"{name}-{names[name]}"
+        put(out / "feedback" / f"{name}.md", lambda g=g: feedback_text(exercise, g))
+    put(out / "summary.md", lambda: summary_text(exercise, graded, settings, skipped, list(failed)))
+    return failed

@@ -1,0 +1,134 @@
+"""Progress of a class grading run on the command line.
+
+Grading hundreds of notebooks takes minutes, so the grader shows where it is:
+
+- on a terminal (stdout and stderr both a TTY): one bar, redrawn in place, with the count,
+  the rate (submissions per minute), the time left, and how many submissions so far ended
+  with a status other than "graded" (by status). Each such submission also gets a line of
+  its own above the bar, so the names stay on the screen;
+- otherwise (a log file, a pipe, CI): one plain line per finished submission, the same line
+  as before plus the rate, the time left and the count of non-"graded" statuses so far.
+
+`--quiet` prints neither. Everything goes to stderr; stdout stays free for the caller.
+`Progress` is the grader's `progress` callback: `progress(done, total, graded, exercise)`.
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections import Counter
+
+from ..protocol import Status
+from ..questions.kinds import format_points
+
+__all__ = ["Progress", "duration"]
+
+BAR_WIDTH = 24
+
+
+def duration(seconds: float) -> str:
+    """'45 s', '4 min 05 s', '2 h 07 min': short, and exact enough for a time left."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+class Progress:
+    """Count finished submissions and show them as a bar (terminal) or as lines (logs)."""
+
+    def __init__(self, stream=None, *, bar: bool | None = None, clock=time.monotonic):
+        self.stream = stream if stream is not None else sys.stderr
+        if bar is None:
+            bar = _is_tty(self.stream) and _is_tty(sys.stdout)
+        self.bar = bar
+        self.clock = clock
+        self.start = clock()
+        self.done = 0
+        self.total = 0
+        self.problems: Counter = Counter()
+        self._drawn = False
+
+    # ------------------------------------------------------------------ numbers
+
+    def rate(self) -> float | None:
+        """Submissions per minute so far (None before the first one)."""
+        elapsed = self.clock() - self.start
+        return self.done * 60.0 / elapsed if self.done and elapsed > 0 else None
+
+    def left(self) -> float | None:
+        """Seconds until the last submission, at the rate so far."""
+        rate = self.rate()
+        return (self.total - self.done) * 60.0 / rate if rate else None
+
+    def problems_text(self) -> str:
+        """'not graded: 3 (time limit 2, unreadable 1)', or 'all graded'."""
+        count = sum(self.problems.values())
+        if not count:
+            return "all graded"
+        parts = ", ".join(f"{status} {n}" for status, n in sorted(self.problems.items()))
+        return f"not graded: {count} ({parts})"
+
+    def status_text(self) -> str:
+        rate, left = self.rate(), self.left()
+        rate_text = f"{rate:.1f}/min" if rate is not None else "-/min"
+        left_text = f"{duration(left)} left" if left is not None else "time left unknown"
+        return f"{rate_text}, {left_text}, {self.problems_text()}"
+
+    # ------------------------------------------------------------------ the callback
+
+    def begin(self, total: int) -> None:
+        """Called once before the first submission runs: show the empty bar."""
+        self.total, self.start = total, self.clock()
+        if self.bar and total:
+            self._draw()
+
+    def __call__(self, done: int, total: int, g, exercise) -> None:
+        self.done, self.total = done, total
+        if g.status != Status.GRADED:
+            self.problems[str(g.status)] += 1
+        width = len(str(total))
+        points = f"{format_points(g.total)}/{format_points(exercise.auto_points)}"
+        line = f"[{done:>{width}}/{total}] {g.student}: {points} {g.status} ({g.seconds:.1f} s)"
+        if not self.bar:
+            self._write(f"{line} | {self.status_text()}\n")
+            return
+        if g.status != Status.GRADED:
+            self._write("\r\x1b[K" + line + "\n")
+        self._draw()
+        if done == total:
+            self.finish()
+
+    def _draw(self) -> None:
+        filled = BAR_WIDTH * self.done // max(1, self.total)
+        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+        width = len(str(self.total))
+        percent = 100 * self.done // max(1, self.total)
+        text = f"[{bar}] {self.done:>{width}}/{self.total} {percent:3d}% | {self.status_text()}"
+        columns = shutil.get_terminal_size((100, 20)).columns
+        if len(text) >= columns:  # a narrow terminal: keep the count of problems, drop their breakdown
+            text = text.split(" (", 1)[0] if sum(self.problems.values()) else text
+        self._write("\r\x1b[K" + text[: max(20, columns - 1)])
+        self._drawn = True
+
+    def finish(self) -> None:
+        """End the bar's line (a no-op for lines, or when nothing was drawn)."""
+        if self.bar and self._drawn:
+            self._write("\n")
+            self._drawn = False
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

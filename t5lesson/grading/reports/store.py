@@ -1,0 +1,135 @@
+"""Everything one grading run writes into REPORT_DIR, and grades.json, which can be read back.
+
+`write_all` is what the grader (`grade_folder`) and `merge` both call, so a merged report is
+made by exactly the code that makes a single run's:
+
+- gradebook.csv, free_text.csv, summary.md, feedback/<student>.md (`t5lesson.grading.reports.gradebook`);
+- report.html and class_report/*.csv, the class at a glance (`t5lesson.grading.reports.class_page`);
+- grades.json: every verdict (status, one outcome per question, notes, free text, the answer
+  summaries of `t5lesson.grading.questions.answers`), the settings, which shard this was, if any, the
+  folder's entries without a row, and the questions' titles (the headings of the handed-out
+  notebook, so that a merge on another machine shows them too).
+  `merge` and the LMS export read it back with `read`; the numbers in it are the gradebook's.
+
+Like the rest of the report, grades.json holds no clock and no path of the machine, and
+submissions come sorted by student, so grading twice (or in shards, then merging) gives the
+same bytes.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+from ... import exercises as bank
+from ..protocol import Status
+from ..questions.kinds import Outcome
+from ..run.intake import Skipped
+from .gradebook import Graded, _atomic_write, write_reports
+
+__all__ = ["FORMAT", "GRADES_FILE", "Run", "write_all", "grades_text", "read", "question_titles"]
+
+FORMAT = "t5lesson-grades/1"
+GRADES_FILE = "grades.json"
+
+
+HEADING = re.compile(r"^## Question (\d+) \([^)]*\): (.+)$", re.MULTILINE)
+
+
+def question_titles(exercise, notebook) -> dict[str, str]:
+    """{question id: title} from the notebook's headings ("## Question 5 (1 point): a bucket ...")."""
+    try:
+        markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    except AttributeError:
+        return {}
+    by_number = {int(n): title.strip() for n, title in HEADING.findall(markdown)}
+    return {q.id: by_number[i] for i, q in enumerate(exercise.questions, 1) if i in by_number}
+
+
+class Run(NamedTuple):
+    """What a report folder's grades.json holds."""
+
+    exercise: object
+    graded: list
+    settings: dict
+    shard: str | None
+    skipped: list
+    titles: dict
+
+
+def _plain(g: Graded) -> dict:
+    return {
+        "student": g.student, "file": g.file, "status": str(g.status),
+        "outcomes": [{"question": o.question, "status": o.status, "points": o.points,
+                      "max_points": o.max_points, "message": o.message} for o in g.outcomes],
+        "notes": list(g.notes), "free_text": dict(g.free_text), "answers": dict(getattr(g, "answers", {}) or {}),
+        "error": getattr(g, "error", ""),
+    }
+
+
+def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | None = None, skipped=(),
+                titles: dict | None = None) -> str:
+    """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
+    the entries of the folder that have no row (`intake.Skipped`) and the questions' titles."""
+    doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
+           "settings": {k: settings[k] for k in sorted(settings)},
+           "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
+           "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
+    return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: str | None = None,
+              skipped=(), titles: dict | None = None) -> list[str]:
+    """Write the whole report folder (see module doc); return what could not be written, in words.
+
+    As in `write_reports`, one file that fails does not stop the others.
+    """
+    from .class_page import class_report_files  # the report's figures are only needed here
+
+    failed = write_reports(out, exercise, graded, settings, skipped=skipped)
+
+    def put(relative: str, text_of) -> None:
+        try:
+            _atomic_write(out / relative, text_of())
+        except Exception as exc:
+            failed.append(f"{relative}: {type(exc).__name__}: {exc}")
+
+    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, shard, skipped, titles))
+    try:
+        files = class_report_files(exercise, graded, titles)
+    except Exception as exc:  # the class report must never cost the gradebook
+        failed.append(f"report.html: {type(exc).__name__}: {exc}")
+        files = {}
+    for relative, text in files.items():
+        put(relative, lambda text=text: text)
+    return failed
+
+
+def _status(value: str):
+    try:
+        return Status(value)
+    except ValueError:
+        return value
+
+
+def read(report_dir: Path) -> Run:
+    """What a report folder's grades.json holds (see `Run`)."""
+    path = Path(report_dir) / GRADES_FILE
+    if not path.is_file():
+        raise ValueError(f"{report_dir} has no {GRADES_FILE}: is it a report folder written by this grader?")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path} is damaged: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ValueError(f"{path} is not in the format {FORMAT}")
+    exercise = bank.get(doc["exercise"])
+    graded = []
+    for s in doc["submissions"]:
+        outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"])
+                    for o in s["outcomes"]]
+        graded.append(Graded(s["student"], s["file"], _status(s["status"]), outcomes, list(s["notes"]),
+                             dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {}))))
+    skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
+    return Run(exercise, graded, dict(doc["settings"]), doc.get("shard"), skipped, dict(doc.get("titles") or {}))

@@ -1,0 +1,1 @@
+"""Running one submission: intake, the run notebook, the worker."""

@@ -1,0 +1,177 @@
+"""Read a submitted notebook and compose the notebook the grader will actually run.
+
+The file is only read, never written: the grader hands this module the bytes. Whatever the
+student did to the structure, the run follows the exercise's own order (the template, i.e.
+the generated exercise notebook):
+
+- provided cells ("given") always run as the template has them: a deleted, edited or moved
+  setup cell is restored, and the feedback says so;
+- each answer cell comes from the submission, found by its name (the t5lesson metadata, or the
+  cell id); a missing answer cell runs as the blank template cell (so: Not attempted);
+- check() cells are skipped, unless the student wrote something else into them;
+- cells the student added run too, after the known cell they followed in the submission;
+- at the end, one harvesting cell per auto-scored question reads the answer out (see
+  `t5lesson.grading.harvest`), tagged with a nonce chosen by the grader for this run.
+Free-text answers are Markdown, read from the submitted file itself.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell
+
+from ...exercises import Exercise
+from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
+from ..protocol import mark_harvest
+from ..questions.kinds import FreeText
+from ..records import BoundsError, loads
+
+__all__ = ["Prepared", "parse", "prepare", "harvest_source"]
+
+MAX_DEPTH = 64  # nesting of a notebook's JSON; Jupyter's own notebooks stay near 10
+MAX_NODES = 2_000_000  # values in a notebook's JSON
+_HARVEST_CODE = Path(__file__).parents[1].joinpath("harvest.py").read_text(encoding="utf-8")
+_HARVEST_CELL = """def __t5lesson_harvest():
+    namespace = {{"__name__": "t5lesson_harvest"}}
+    exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
+    namespace["emit"]({nonce!r}, {spec!r}, globals())
+__t5lesson_harvest()
+del __t5lesson_harvest"""
+
+
+@dataclass
+class Prepared:
+    """A submission ready to run, or the reason it cannot be (`problem`)."""
+
+    notebook: object = None
+    problem: str | None = None
+    notes: list[str] = field(default_factory=list)
+    free_text: dict[str, str] = field(default_factory=dict)
+    answer_cell: dict[str, int] = field(default_factory=dict)  # question -> index in the run notebook
+    harvest_cell: dict[str, int] = field(default_factory=dict)  # question -> index of its harvesting cell
+    origin: dict[int, str] = field(default_factory=dict)  # index in the run notebook -> words for feedback
+
+
+def harvest_source(spec: dict, nonce: str) -> str:
+    """The code of one harvesting cell: harvest.py's text, run in a fresh namespace."""
+    return _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)
+
+
+def _text(source) -> str | None:
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(s, str) for s in source):
+        return "".join(source)
+    return None
+
+
+def parse(data: bytes):
+    """(cells, None, exercise id) for a readable notebook, else (None, the reason in words, None)."""
+    try:
+        doc = loads(data.decode("utf-8"), max_depth=MAX_DEPTH, max_nodes=MAX_NODES, constants=True)
+    except UnicodeDecodeError:
+        return None, "the file is not text (not UTF-8), so it is not a notebook", None
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        return None, f"the file is not valid JSON ({where}): it is damaged or not a notebook", None
+    except BoundsError as exc:
+        return None, f"the file is not a notebook Jupyter writes: {exc}", None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
+        if isinstance(doc, dict) and "worksheets" in doc:
+            return None, "the notebook is in the old format 3; open and save it in Jupyter first", None
+        return None, "the file is JSON but not a notebook (it has no list of cells)", None
+    cells = []
+    for number, raw in enumerate(doc["cells"], 1):
+        source = _text(raw.get("source")) if isinstance(raw, dict) else None
+        kind = raw.get("cell_type") if isinstance(raw, dict) else None
+        if source is None or kind not in ("code", "markdown", "raw"):
+            return None, f"cell {number} of the notebook is damaged (no type or no text)", None
+        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        cells.append(nbformat.from_dict({"cell_type": kind, "source": source, "metadata": metadata,
+                                         "id": raw.get("id") if isinstance(raw.get("id"), str) else None}))
+    claimed = exercise_id_of(doc) if isinstance(doc.get("metadata"), dict) else None
+    return cells, None, claimed if isinstance(claimed, str) else None
+
+
+def prepare(data: bytes, template, exercise: Exercise, nonce: str) -> Prepared:
+    """Compose the run notebook for one submission (see module doc)."""
+    cells, problem, claimed = parse(data)
+    if problem:
+        return Prepared(problem=problem)
+    out = Prepared()
+    if claimed is not None and claimed != exercise.id:
+        out.notes.append(f"This notebook says it is exercise {claimed[:60]!r}; it was graded as {exercise.id!r}.")
+    template_keys = [cell_key(c) for c in template.cells]
+    known = set(template_keys)
+
+    by_key: dict[str, tuple[int, object]] = {}
+    extras: dict[str | None, list[tuple[int, object]]] = {}
+    anchor, order = None, []
+    for number, cell in enumerate(cells, 1):
+        key = cell_key(cell)
+        if key in known:
+            if key in by_key:
+                out.notes.append(f"The cell '{key}' appears twice; the later copy (cell {number}) was used.")
+            by_key[key] = (number, cell)
+            anchor = key
+            order.append(key)
+        elif cell.cell_type == "code" and cell.source.strip():
+            extras.setdefault(anchor, []).append((number, cell))
+    present = [k for k in template_keys if k in by_key]
+    if [k for k in dict.fromkeys(order) if k in by_key] != present:
+        out.notes.append("Some cells were moved; the notebook was run in the original order of the exercise.")
+
+    run_cells = []
+
+    def add(cell, origin: str):
+        out.origin[len(run_cells)] = origin
+        run_cells.append(cell)
+
+    for number, cell in extras.get(None, []):
+        add(new_code_cell(cell.source), f"cell {number} (a cell you added)")
+    for template_cell in template.cells:
+        key = cell_key(template_cell)
+        info = cell_info(template_cell)
+        role, question = info.get("role", "given"), info.get("question")
+        found = by_key.get(key)
+        if role == "answer":
+            q = exercise[question]
+            if isinstance(q, FreeText):
+                out.free_text[q.id] = found[1].source if found and found[1].cell_type == "markdown" else ""
+                if not found:
+                    out.notes.append(f"The answer cell of {question} was missing.")
+            elif found and found[1].cell_type == "code":
+                out.answer_cell[question] = len(run_cells)
+                add(new_code_cell(found[1].source), f"cell {found[0]} (the answer cell of {question})")
+            else:
+                out.notes.append(f"The answer cell of {question} was missing (or not a code cell); "
+                                 "it counts as not attempted.")
+                out.answer_cell[question] = len(run_cells)
+                add(new_code_cell(template_cell.source), f"the blank answer cell of {question}")
+        elif template_cell.cell_type == "code":
+            edited = found is not None and found[1].source.strip() != template_cell.source.strip()
+            if role == "check":
+                if edited:
+                    add(new_code_cell(found[1].source), f"cell {found[0]} (the check cell of {question}, edited)")
+            else:
+                if found is None:
+                    out.notes.append(f"The provided cell '{key}' was missing; the original was run.")
+                elif edited:
+                    out.notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
+                add(new_code_cell(template_cell.source), f"the provided cell '{key}'")
+        for number, cell in extras.get(key, []):
+            add(new_code_cell(cell.source), f"cell {number} (a cell you added)")
+
+    for q in exercise.questions:
+        if q.auto_scored:
+            cell = new_code_cell(harvest_source(q.harvest_spec(), nonce))
+            mark_harvest(cell, q.id)
+            out.harvest_cell[q.id] = len(run_cells)
+            add(cell, f"the grader's reading of {q.id}")
+    nb = nbformat.v4.new_notebook(cells=run_cells)
+    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    out.notebook = nb
+    return out

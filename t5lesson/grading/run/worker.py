@@ -1,0 +1,275 @@
+"""Run one prepared notebook in a fresh, sandboxed kernel: `python -m t5lesson.grading.run.worker JOB.json`.
+
+The job file and the result's statuses are defined in `t5lesson.grading.protocol`.
+
+The class grader starts one such worker process per submission (see `t5lesson.grading.batch`). The
+worker executes the notebook the grader composed (the student's cells, the provided cells,
+then one harvesting cell per question), cell by cell with nbclient, and writes a small JSON
+result: how each cell ended, and the harvested answer records as text. It never scores
+anything; the grader does, from that result, in its own process.
+
+Limits, from the inside out:
+- each harvested code case has its own alarm (see `t5lesson.grading.harvest`);
+- each cell has nbclient's `timeout`; when it expires the kernel is interrupted and the cell
+  counts as timed out. If the kernel then does not answer within a few seconds (a loop that
+  ignores SIGINT), the run stops: nothing more can be run in that kernel;
+- the student's cells share one wall-clock budget (the whole-notebook limit); cells after it
+  are skipped, and the harvesting cells still run, each with their own timeout;
+- output is capped per cell and in total: what is over the cap is dropped, not stored;
+- the kernel's memory, CPU time and files are limited by `t5lesson.grading.sandbox.launcher`;
+- the grader kills this worker and the kernel if the whole run outlives its hard limit.
+
+Known nbclient pitfall: on cells that display `interact`/`interactive_output` widgets it can
+miss the kernel's reply until the cell's timeout expires. Such a cell then costs one cell
+timeout and is reported as timed out, and grading carries on.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+# nbformat imports jsonschema, which imports rfc3987_syntax when it is installed, and that
+# builds a grammar at import time: about a second of CPU in every worker, for URI checks that
+# grading never makes. A worker is a process of its own, so it simply goes without.
+if __name__ == "__main__":
+    sys.modules.setdefault("rfc3987_syntax", None)
+
+import nbformat  # noqa: E402
+from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
+from jupyter_client.manager import AsyncKernelManager  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import DeadKernelError  # noqa: E402
+
+from ..protocol import HARVEST_MIME, SANDBOX_MODULE, CellStatus, Job, RunEnd, harvest_question  # noqa: E402
+from ..sandbox.resources import harvest_reserve, tree_memory  # noqa: E402
+
+KERNEL_NAME = "t5lesson-sandbox"
+TIMEOUT_ENAME = "CellTimeoutError"
+OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_display_data")
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+WHERE = re.compile(r"(?:Cell In\[\d*\]|File <[^>]*>|input-\d+-\w+), line (\d+)(?:, in (\S+?)\(?\)?$)?", re.M)
+
+
+def _content_size(content: dict) -> int:
+    """Bytes of text an output message carries (cheap: no re-serialisation of big strings)."""
+    total = 0
+    for value in content.values():
+        if isinstance(value, str):
+            total += len(value)
+        elif isinstance(value, dict):
+            total += _content_size(value)
+        elif isinstance(value, list):
+            total += sum(len(v) if isinstance(v, str) else 16 for v in value)
+    return total
+
+
+class CappedClient(NotebookClient):
+    """nbclient with an output cap: output beyond the cap is counted, then dropped."""
+
+    def __init__(self, *args, cell_cap: int, total_cap: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cell_cap, self.total_cap = cell_cap, total_cap
+        self.bytes_seen: dict[int, int] = {}
+        self.truncated: set[int] = set()
+        self.student_total = 0
+        self.replies: dict[int, dict] = {}
+        self.on_cell_executed = self._remember_reply
+
+    def _remember_reply(self, cell, cell_index, execute_reply):
+        self.replies[cell_index] = execute_reply.get("content", {}) if execute_reply else {}
+
+    def process_message(self, msg, cell, cell_index):
+        if msg["msg_type"] in OUTPUT_TYPES:
+            harvest = harvest_question(cell) is not None
+            if harvest:  # harvesting cells keep only their own records
+                data = msg["content"].get("data", {})
+                if msg["msg_type"] != "display_data" or HARVEST_MIME not in data:
+                    return None
+            size = _content_size(msg["content"])
+            seen = self.bytes_seen.get(cell_index, 0) + size
+            self.bytes_seen[cell_index] = seen
+            if not harvest:
+                self.student_total += size
+            if seen > self.cell_cap or (not harvest and self.student_total > self.total_cap):
+                self.truncated.add(cell_index)
+                return None
+        return super().process_message(msg, cell, cell_index)
+
+
+def _where(traceback: list) -> tuple[str, str]:
+    """(line, function) of the innermost frame in the cell, parsed from IPython's traceback."""
+    if not isinstance(traceback, list):
+        return "", ""
+    # bounded: the traceback is the kernel's, as long as it likes; the innermost frames are at the end
+    text = ANSI.sub("", "\n".join(t[-5000:] for t in traceback[-50:] if isinstance(t, str)))
+    found = WHERE.findall(text)
+    if not found:
+        return "", ""
+    line, function = found[-1]
+    return line, function
+
+
+def _cell_result(client: CappedClient, index: int, cell, seconds: float) -> dict:
+    reply = client.replies.get(index, {})
+    result = {"index": index, "status": CellStatus.OK, "seconds": round(seconds, 3),
+              "output_bytes": client.bytes_seen.get(index, 0), "truncated": index in client.truncated}
+    if reply.get("status") == "error":
+        result["status"] = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
+        result["ename"] = str(reply.get("ename", ""))[:100]
+        result["evalue"] = str(reply.get("evalue", ""))[:300]
+        result["line"], result["function"] = _where(reply.get("traceback", []))
+    elif reply.get("status") == "aborted":
+        result["status"] = CellStatus.ERROR
+        result["ename"], result["evalue"] = "Aborted", "the kernel aborted this cell"
+    return result
+
+
+async def _responsive(client: CappedClient, seconds: float) -> bool:
+    """Does the kernel answer a kernel_info request (queued behind any running cell) in time?"""
+    try:
+        await client.kc.kernel_info(reply=True, timeout=seconds)
+        return True
+    except Exception:
+        return False
+
+
+def _kernelspec(folder: Path, config_path: Path) -> KernelSpecManager:
+    spec = folder / KERNEL_NAME
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", SANDBOX_MODULE, str(config_path), "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": argv, "display_name": "t5lesson grading sandbox", "language": "python",
+        "interrupt_mode": "signal",
+    }))
+    return KernelSpecManager(kernel_dirs=[str(folder)])
+
+
+async def run(job: Job) -> dict:
+    """Execute the job's notebook; return the result record (see module doc)."""
+    nb = nbformat.read(job.notebook, as_version=4)
+    limits = job.limits
+    private = Path(job.private_dir)
+    config_path = private / "sandbox.json"
+    config_path.write_text(json.dumps(job.sandbox))
+    # The kernel's channels are Unix sockets in a folder only the grader and this kernel can open
+    # (ZeroMQ's ipc transport), and its connection file (with the signing key) stays in the private
+    # run folder, which the grader deletes: nothing is left in /tmp, no port is open to other kernels.
+    ipc_dir = Path(job.sandbox.get("ipc_dir") or private / "ipc")
+    ipc_dir.mkdir(mode=0o700, exist_ok=True)
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path),
+                            transport="ipc", ip=str(ipc_dir / "k"), connection_file=str(private / "connection.json"))
+    deadline = student_end = None  # set when the kernel has started
+
+    def timeout_for(cell) -> int:
+        now = time.monotonic()
+        if harvest_question(cell) is not None:
+            per, left = limits.harvest_timeout, (deadline - now if deadline else limits.notebook_timeout)
+        else:
+            per, left = limits.cell_timeout, (student_end - now if student_end else limits.notebook_timeout)
+        return max(1, int(min(per, left) + 0.999))
+
+    client = CappedClient(
+        nb, km=km, kernel_name=KERNEL_NAME, timeout_func=timeout_for, interrupt_on_timeout=True,
+        error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
+        allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
+        shutdown_kernel="immediate", cell_cap=int(limits.output_limit), total_cap=int(limits.total_output_limit),
+        resources={"metadata": {"path": job.sandbox["home"]}},
+    )
+    result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
+    running = None  # the index of the cell being run, once the kernel has started
+    watcher = None
+    try:
+        async with client.async_setup_kernel():
+            # One budget for everything done in the kernel: the student's cells, then the reading of
+            # the answers, which keeps a reserve at the end (see `harvest_reserve`).
+            deadline = time.monotonic() + limits.notebook_timeout
+            student_end = deadline - harvest_reserve(limits)
+            if job.sandbox.get("watch_memory"):  # no cgroup: the worker bounds the kernel's process tree
+                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox["watch_memory"]), result))
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                harvest = harvest_question(cell)
+                if time.monotonic() >= (student_end if harvest is None else deadline):
+                    result["cells"].append({"index": index, "status": CellStatus.SKIPPED})
+                    result["ended"] = RunEnd.TIME_LIMIT
+                    continue
+                start = time.monotonic()
+                running = index
+                try:
+                    await client.async_execute_cell(cell, index)
+                except DeadKernelError:
+                    seconds = round(time.monotonic() - start, 3)
+                    result["cells"].append({"index": index, "status": CellStatus.DIED, "seconds": seconds})
+                    result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
+                    break
+                cell_result = _cell_result(client, index, cell, time.monotonic() - start)
+                result["cells"].append(cell_result)
+                if harvest is not None:
+                    for output in cell.outputs:
+                        text = output.get("data", {}).get(HARVEST_MIME)
+                        if isinstance(text, str) and harvest not in result["harvest"]:
+                            result["harvest"][harvest] = text[: limits.harvest_limit]
+                if cell_result["status"] == CellStatus.TIMEOUT and not await _responsive(client, limits.stuck_grace):
+                    if not await client.km.is_alive():
+                        cell_result["status"] = CellStatus.DIED
+                        result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
+                    else:
+                        cell_result["status"] = CellStatus.STUCK
+                        result["ended"], result["detail"] = RunEnd.STUCK, str(index)
+                    break
+    except DeadKernelError:
+        result["ended"] = RunEnd.KERNEL_DIED
+    except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
+        if running is not None:  # nbclient failed on what the kernel sent while the notebook ran
+            result["ended"] = RunEnd.KERNEL_BROKEN
+            result["cells"] = [c for c in result["cells"] if c["index"] != running]
+            result["cells"].append({"index": running, "status": CellStatus.ERROR, "ename": "KernelBroken",
+                                    "evalue": f"{type(exc).__name__}: {str(exc)[:200]}"})
+        else:
+            result["ended"] = RunEnd.STARTUP_FAILED
+        result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    if result.get("memory_exceeded") and result["ended"] == RunEnd.KERNEL_BROKEN:
+        result["ended"] = RunEnd.KERNEL_DIED  # stopped by the memory watch, not broken by the notebook
+    return result
+
+
+async def _watch_memory(km, limit: int, result: dict, every: float = 0.25) -> None:
+    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes."""
+    while True:
+        await asyncio.sleep(every)
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        if process is None or process.poll() is not None:
+            continue
+        if tree_memory(process.pid) > limit:
+            result["memory_exceeded"] = True
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                process.kill()
+            return
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    job = Job.read(Path(argv[0]))
+    os.environ["JUPYTER_RUNTIME_DIR"] = job.private_dir
+    result = asyncio.run(run(job))
+    target = Path(job.result)
+    partial = target.with_suffix(".partial")
+    partial.write_text(json.dumps(result))
+    os.replace(partial, target)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The sandbox a kernel runs in: launcher, namespaces, resources, the kernel."""

@@ -1,0 +1,60 @@
+"""The grading kernel: ipykernel, except that exit() and quit() stop their cell, not the kernel.
+
+`python -m t5lesson.grading.sandbox.kernel -f CONNECTION_FILE` is what the sandbox execs (see
+`t5lesson.grading.sandbox.launcher`). In Jupyter, `exit()` asks the kernel to stop *later* (its event
+loop stops a tenth of a second afterwards), so whether the cells after it, and the grader's
+harvesting cells, still run depended on timing: identical notebooks got different grades.
+Here the request to exit raises `ExitCalled` (a SystemExit) at once, in the cell that made it:
+the rest of that cell does not run, the cell counts as stopped by exit(), and every later cell
+runs as usual. The outcome is a function of the notebook alone. The same holds for
+`get_ipython().ask_exit()` and for setting `exit_now`.
+
+Nothing here is a security boundary (the student's code can undo it); it only makes an honest
+notebook's grade reproducible.
+"""
+from __future__ import annotations
+
+from ipykernel.ipkernel import IPythonKernel
+from ipykernel.kernelapp import IPKernelApp
+from ipykernel.zmqshell import ZMQInteractiveShell
+from traitlets import Type, observe
+
+from ..protocol import EXIT_ENAME
+
+__all__ = ["ExitCalled", "GradingShell", "GradingKernel", "main"]
+
+
+class ExitCalled(SystemExit):
+    """exit() or quit() was called in a cell: that cell stops here, the notebook goes on."""
+
+
+assert ExitCalled.__name__ == EXIT_ENAME  # the name the runner reports and the grader words
+
+
+class GradingShell(ZMQInteractiveShell):
+    """IPython's kernel shell with exit() and quit() stopping only their cell."""
+
+    def ask_exit(self):
+        raise ExitCalled("exit() or quit() was called; while grading it stops only this cell")
+
+    @observe("exit_now")
+    def _update_exit_now(self, change):  # replaces ipykernel's handler, which stops the event loop
+        if change["new"]:
+            self.exit_now = False
+            raise ExitCalled("the kernel was asked to exit; while grading it stops only this cell")
+
+
+class GradingKernel(IPythonKernel):
+    shell_class = Type(GradingShell)
+
+    def do_shutdown(self, restart):
+        # the grader's own shutdown request: kernelbase stops the event loops itself
+        return dict(status="ok", restart=restart)
+
+
+def main(argv=None) -> None:
+    IPKernelApp.launch_instance(argv, kernel_class=GradingKernel)
+
+
+if __name__ == "__main__":
+    main()
