@@ -6,7 +6,7 @@
 
 The submissions are the exercise-01 solution, a partly right one and a blank one, in turn
 (tests/grading/synthetic_class.py makes them). The grader runs exactly as an instructor runs
-it, `python -m t5lesson.grading.batch`, with its default limits and one job per core. The
+it, `t5grade grade`, with its default limits and one job per core. The
 report gives the rate (submissions per minute, wall clock, start-up included) and projects it
 to a class of --class-size (2,000): hours on one machine like this one, and on N machines
 (`--shard K/N`, then `merge`). With --shards the shards run one after another here, so their
@@ -32,7 +32,7 @@ from synthetic_class import copies  # noqa: E402
 
 def _grade(args: list[str], isolation: str) -> float:
     start = time.monotonic()
-    command = [sys.executable, "-m", "t5lesson.grading.batch", *args, "--quiet", "--isolation", isolation]
+    command = [sys.executable, "-m", "t5lesson.grade", "grade", *args, "--quiet", "--isolation", isolation]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"the grader failed:\n{result.stderr}")

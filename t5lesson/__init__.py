@@ -7,8 +7,6 @@ Names are loaded on first use, so `import t5lesson` is instant and the NumPy-onl
 """
 import importlib
 
-from . import _moved
-
 __version__ = "0.1.0"
 
 _HOME = {
@@ -24,7 +22,6 @@ _HOME = {
     "saturation_curve": "saturation", "softmax_entropy": "saturation", "softmax_jacobian_norm": "saturation",
 }
 __all__ = sorted(_HOME)
-_moved.install()  # module paths from before the split into core, lessons/ and grading/ keep working
 
 
 def __getattr__(name):

@@ -1,2 +1,21 @@
-"""The learner's import, short and stable: `from t5lesson.check import checker` (the code: t5lesson.grading.check)."""
-from .grading.check import Checker, checker  # noqa: F401
+"""The learner's composition root, short and stable: `from t5lesson.check import checker`.
+
+Every handed-out exercise notebook starts with `check, hint = checker("NN_name")`: the engine's
+check() and hint() (`t5lesson.grading.check`) for this course's exercise of that id.
+"""
+from __future__ import annotations
+
+from . import exercises
+from .grading import check as _engine
+
+__all__ = ["checker", "Checker"]
+
+
+def Checker(exercise_id: str) -> _engine.Checker:  # noqa: N802 (built like the class it returns)
+    """The engine's Checker for the course's exercise `exercise_id`."""
+    return _engine.Checker(exercises.get(exercise_id))
+
+
+def checker(exercise_id: str):
+    """(check, hint) bound to the course's exercise `exercise_id`, for the notebook's setup cell."""
+    return _engine.checker(exercises.get(exercise_id))

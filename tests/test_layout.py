@@ -1,8 +1,11 @@
-"""The package's rooms and who may import whom: core <- lessons <- lengthgen <- explorers, and grading.
+"""The package's rooms and who may import whom: core <- lessons <- lengthgen <- explorers; the grading
+engine apart; the course's exercises on top of both.
 
-Read from the source (imports, relative ones included), so it costs no imports. The only
-upward imports are the two shims `t5lesson.check` and `t5lesson.grade`, kept for notebooks and
-commands from before the split.
+Read from the source (imports, relative ones included), so it costs no imports. The engine
+(`t5lesson/grading/`) knows no course: it imports nothing of t5lesson but itself and `_validate`.
+The exercises (`t5lesson/exercises/`) import the engine and the core. The two composition roots,
+`t5lesson.check` (the learner's import) and `t5lesson.grade` (the instructor's command), are the
+only modules of the top folder that bind the engine to the exercises.
 """
 from __future__ import annotations
 
@@ -10,15 +13,17 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "t5lesson"
-ROOMS = ("lessons", "explorers", "lengthgen", "grading")
+ROOMS = ("lessons", "explorers", "lengthgen", "grading", "exercises")
 ALLOWED = {
     "core": {"core"},
     "lessons": {"core", "lessons"},
     "lengthgen": {"core", "lessons", "lengthgen"},
     "explorers": {"core", "lessons", "lengthgen", "explorers"},
-    "grading": {"core", "lengthgen", "grading"},
+    "grading": {"grading"},
+    "exercises": {"core", "lessons", "lengthgen", "grading", "exercises"},
 }
-SHIMS = {"t5lesson.check", "t5lesson.grade"}
+ENGINE_MAY_IMPORT = {"t5lesson._validate"}  # the one core module the engine uses
+ROOTS = {"t5lesson.check", "t5lesson.grade"}  # the composition roots: engine + exercises
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
@@ -55,10 +60,30 @@ def room(module: str) -> str:
     return parts[1] if len(parts) >= 2 and parts[1] in ROOMS else "core"
 
 
+def _allowed(a: str, b: str) -> bool:
+    if a in ROOTS:
+        return room(b) in {"core", "grading", "exercises"}
+    if room(a) == "grading":
+        return room(b) == "grading" or b in ENGINE_MAY_IMPORT
+    return room(b) in ALLOWED[room(a)]
+
+
 def test_rooms_import_only_downward():
-    wrong = sorted(f"{a} -> {b}" for a, targets in import_graph().items() for b in targets
-                   if room(b) not in ALLOWED[room(a)] and a not in SHIMS)
+    wrong = sorted(f"{a} -> {b}" for a, targets in import_graph().items() for b in targets if not _allowed(a, b))
     assert not wrong, wrong
+
+
+def test_the_engine_imports_no_course():
+    """Not the exercises, not the core, not lessons or lengthgen: the engine is handed an Exercise."""
+    graph = import_graph()
+    engine = [m for m in graph if room(m) == "grading"]
+    assert len(engine) > 20
+    wrong = sorted(f"{a} -> {b}" for a in engine for b in graph[a]
+                   if room(b) != "grading" and b not in ENGINE_MAY_IMPORT)
+    assert not wrong, wrong
+    assert _allowed("t5lesson.grading.batch", "t5lesson._validate")
+    assert not _allowed("t5lesson.grading.batch", "t5lesson.exercises")  # the rule can fail
+    assert not _allowed("t5lesson.grading.check", "t5lesson.buckets")
 
 
 def test_no_import_cycles():
@@ -81,8 +106,8 @@ def test_no_import_cycles():
     assert not cycles, cycles
 
 
-def test_top_folder_holds_only_the_core_and_the_shims():
+def test_top_folder_holds_only_the_core_and_the_composition_roots():
     top = {p.stem for p in PACKAGE.glob("*.py")}
-    assert top == {"__init__", "_validate", "_moved", "buckets", "bias", "scores", "layer", "saturation",
+    assert top == {"__init__", "_validate", "buckets", "bias", "scores", "layer", "saturation",
                    "reference", "pretrained", "perturbation", "check", "grade"}
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")} == set(ROOMS)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
 
-from ..grading.questions.kinds import Question
+from ..grading.exercise import Exercise
 
 __all__ = ["Exercise", "get", "exercise_ids", "id_of_module"]
 
@@ -28,36 +27,6 @@ def id_of_module(module_name: str) -> str:
 
 _MODULES = dict(sorted((id_of_module(m.name), m.name) for m in pkgutil.iter_modules(__path__)
                        if m.name.startswith(PREFIX) and m.name[len(PREFIX):][:2].isdigit()))
-
-
-@dataclass(frozen=True)
-class Exercise:
-    """An exercise notebook's questions, in the order they appear.
-
-    `practice` marks an exercise that is not handed in (lesson 0's warm-up question): it has no
-    solution notebook and does not count in the objective map.
-    """
-
-    id: str
-    title: str
-    questions: tuple[Question, ...]
-    practice: bool = False
-
-    def __getitem__(self, question_id: str) -> Question:
-        for question in self.questions:
-            if question.id == question_id:
-                return question
-        known = ", ".join(q.id for q in self.questions)
-        raise KeyError(f"{question_id!r} is not a question of exercise {self.id} (its questions: {known})")
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(q.id for q in self.questions)
-
-    @property
-    def auto_points(self) -> float:
-        """The points the grader can award by itself (free-text answers are marked by hand)."""
-        return float(sum(q.points for q in self.questions if q.auto_scored))
 
 
 def exercise_ids() -> tuple[str, ...]:

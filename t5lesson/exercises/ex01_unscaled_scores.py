@@ -2,7 +2,7 @@
 
 Notebook: solutions/01_unscaled_scores.ipynb (source), exercises/01_unscaled_scores.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`, `Numeric.float_key`); to change an
-answer, recompute its hash with `python -m t5lesson.grading.questions.kinds hash|float-key ...` and run the
+answer, recompute its hash with `t5grade hash QUESTION ANSWER [--tolerance T]` and run the
 solution notebook through the grader (tests/grading/test_generate.py does) to prove it still
 gets full marks. tests/grading/test_objectives.py checks that every feedback key can be reached.
 

@@ -5,7 +5,7 @@ Lesson 1's numbers and code (the variance of q.k, a softmax weight, the entropy 
 gradient of a saturated row, the masked score matrix) are exercise 01's.
 
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`, `Numeric.float_key`); recompute one
-with `python -m t5lesson.grading.questions.kinds hash|float-key ...`.
+with `t5grade hash QUESTION ANSWER [--tolerance T]`.
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Notebook: solutions/05_length_generalisation.ipynb (source), exercises/05_length_generalisation.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); to change an answer, recompute its
-hash with `python -m t5lesson.grading.questions.kinds hash QUESTION ANSWER`. The code question returns a float
+hash with `t5grade hash QUESTION ANSWER`. The code question returns a float
 matrix, so it uses `FloatCode` (defined with exercise 02: integer-only `Code` cannot compare it).
 """
 from __future__ import annotations

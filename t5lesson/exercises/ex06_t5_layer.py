@@ -1,7 +1,7 @@
 """Exercise 06: build T5 self-attention as a PyTorch module; cross-attention, the cached bias, padding.
 
 Notebook: solutions/06_t5_layer.ipynb (source), exercises/06_t5_layer.ipynb (generated).
-Keys are salted hashes; recompute one with `python -m t5lesson.grading.questions.kinds hash QUESTION ANSWER`.
+Keys are salted hashes; recompute one with `t5grade hash QUESTION ANSWER`.
 
 Question 4 grades a class, `MyT5Attention`, with `ModuleCode`
 (`t5lesson.grading.questions.module`): the learner's module is built and run inside their kernel on

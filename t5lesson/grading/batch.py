@@ -1,4 +1,4 @@
-"""Grade a class: `python -m t5lesson.grading.batch SUBMISSIONS_DIR --out REPORT_DIR`.
+"""Grade a class: `t5grade grade SUBMISSIONS_DIR --out REPORT_DIR`.
 
 For every notebook under SUBMISSIONS_DIR (a student's id is its path without `.ipynb`):
 1. read its bytes once (the folder is never written) and prepare the notebook to run
@@ -24,8 +24,6 @@ and whatever still goes wrong in the grader for one submission is that row's "gr
 """
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import secrets
 import shutil
@@ -42,7 +40,6 @@ from pathlib import Path
 
 import nbformat
 
-from .. import exercises as bank
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import HIDDEN, PACKAGE_PARENT, course_root
 from .integrations import shards
@@ -52,7 +49,6 @@ from .questions.kinds import ERROR, NOT_ATTEMPTED, Outcome, clean_record
 from .records import loads
 from .reports import store as outputs
 from .reports.gradebook import Graded
-from .reports.progress import Progress
 from .run import intake
 from .run.compose import MAX_DEPTH, MAX_NODES, Prepared, prepare
 from .sandbox import launcher as sandbox
@@ -290,7 +286,7 @@ def given_answers(exercise, result: dict | None, nonce: str) -> dict:
     return answers.summarise(exercise, records)
 
 
-def _infer_exercise(datas) -> str | None:
+def _infer_exercise(datas, ids: tuple[str, ...]) -> str | None:
     """The exercise most of the notebooks name in their metadata (unreadable ones are left out)."""
     counts = Counter()
     for data in datas:
@@ -301,11 +297,10 @@ def _infer_exercise(datas) -> str | None:
             exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
         except Exception:  # anything odd in one file only means that file does not vote
             continue
-        if isinstance(exercise_id, str) and exercise_id in bank.exercise_ids():
+        if isinstance(exercise_id, str) and exercise_id in ids:
             counts[exercise_id] += 1
     if counts:
         return counts.most_common(1)[0][0]
-    ids = bank.exercise_ids()
     return ids[0] if len(ids) == 1 else None
 
 
@@ -342,7 +337,8 @@ def _uids(count: int) -> list[int]:
     return [base + (i % 1_000) for i in range(count)]
 
 
-def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None, template: Path | None = None,
+def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | None = None,
+                 template: Path | None = None,
                  course: Path | None = None,
                  limits: Limits = Limits(), jobs: int | None = None, isolation: str = "auto",
                  hide: tuple[str, ...] = (), progress=None, shard: tuple[int, int] | None = None) -> list[Graded]:
@@ -355,10 +351,10 @@ def grade_folder(submissions: Path, out: Path, *, exercise_id: str | None = None
     files = shards.select(every, shard) if shard else every
     max_bytes = limits.max_notebook_mb * 2 ** 20
     if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
-        exercise_id = _infer_exercise(intake.read(entry, max_bytes) for entry in every)
+        exercise_id = _infer_exercise((intake.read(entry, max_bytes) for entry in every), catalogue.exercise_ids())
     if exercise_id is None:
         raise ValueError("cannot tell which exercise this is; pass --exercise")
-    exercise = bank.get(exercise_id)
+    exercise = catalogue.get(exercise_id)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)
     auto = sum(1 for q in exercise.questions if q.auto_scored)
@@ -477,81 +473,3 @@ def _cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
-
-
-# `python -m t5lesson.grade COMMAND ...`: the instructor's other commands, each in its own module.
-COMMANDS = {"merge": "integrations.shards", "autograder": "integrations.gradescope", "lms": "integrations.lms"}
-
-
-def main(argv=None) -> int:
-    sys.modules.setdefault("rfc3987_syntax", None)  # a slow optional import of jsonschema; see runner.py
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv == ["--objectives"]:  # the objective map of the question bank, as CSV; nothing is graded
-        from ..exercises.objectives import objectives_csv
-
-        sys.stdout.write(objectives_csv())
-        return 0
-    if argv and argv[0] in COMMANDS:  # a submissions folder named like a command: write ./merge
-        module = importlib.import_module(f".{COMMANDS[argv[0]]}", __package__)
-        return module.main(argv[1:])
-    parser = argparse.ArgumentParser(
-        prog="python -m t5lesson.grading.batch", description=__doc__.split("\n")[0],
-        epilog="Other commands: `merge REPORT_DIR... --out DIR` (shards into one report), `autograder EXERCISE "
-               "--out autograder.zip` (a Gradescope autograder), `lms REPORT_DIR --ids IDS.csv --out DIR` "
-               "(Canvas and Moodle CSV, feedback as Markdown and HTML); each takes --help.")
-    parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (never modified)")
-    parser.add_argument("--out", type=Path, required=True, help="folder for the reports")
-    parser.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
-    parser.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
-    parser.add_argument("--course", type=Path, help="the course folder with exercises/ and solutions/ (default: the "
-                        "repository this package runs from; required after a non-editable install)")
-    parser.add_argument("--jobs", type=int, default=None, help="submissions run at once (default: one per core)")
-    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
-    parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
-    parser.add_argument("--harvest-timeout", type=float, default=Limits.harvest_timeout)
-    parser.add_argument("--output-limit", type=int, default=Limits.output_limit, help="characters kept per cell")
-    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
-                        help="memory of a whole submission: all its processes (and, with a cgroup, its files)")
-    parser.add_argument("--disk-mb", type=int, default=Limits.disk_mb,
-                        help="files, shared memory and locks of a whole submission together")
-    parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
-                        help="auto/full: each kernel in its own namespaces (as root or with unprivileged user "
-                             "namespaces), refused with the reason where that is impossible; none: no isolation")
-    parser.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
-    parser.add_argument("--shard", type=shards.parse_shard, metavar="K/N",
-                        help="grade only slice K of N of the folder (see `merge`)")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress (by default: a bar on a terminal, one line per submission otherwise)")
-    args = parser.parse_args(argv)
-    if not args.submissions.is_dir():
-        parser.error(f"{args.submissions} is not a folder")
-    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                    harvest_timeout=args.harvest_timeout, output_limit=args.output_limit, memory_mb=args.memory_mb,
-                    disk_mb=args.disk_mb)
-    start = time.monotonic()
-    progress = None if args.quiet else Progress()
-    try:
-        graded = grade_folder(args.submissions, args.out, exercise_id=args.exercise, template=args.template,
-                              course=args.course,
-                              limits=limits, jobs=args.jobs, isolation=args.isolation, hide=tuple(args.hide),
-                              progress=progress, shard=args.shard)
-    except ReportError as exc:
-        if progress is not None:
-            progress.finish()
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # a setting or the folder, before any submission ran
-        if progress is not None:
-            progress.finish()
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if not args.quiet:
-        seconds = time.monotonic() - start
-        rate = f" ({len(graded) * 60 / seconds:.1f} per minute)" if graded and seconds > 0 else ""
-        print(f"graded {len(graded)} submissions in {seconds:.1f} s{rate}; reports in {args.out} "
-              f"(report.html: the class at a glance)", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

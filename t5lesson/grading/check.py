@@ -18,8 +18,8 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from ..exercises import get
 from . import harvest
+from .exercise import Exercise
 from .questions.kinds import INCORRECT, FreeText, Outcome
 
 __all__ = ["checker", "Checker"]
@@ -28,8 +28,8 @@ __all__ = ["checker", "Checker"]
 class Checker:
     """check() and hint() for one exercise; keeps how many hints each question has shown."""
 
-    def __init__(self, exercise_id: str):
-        self.exercise = get(exercise_id)
+    def __init__(self, exercise: Exercise):
+        self.exercise = exercise
         self._hints_shown: dict[str, int] = {}
 
     def _question(self, question_id):
@@ -85,8 +85,8 @@ class Checker:
         print(f"{question_id} hint {level}/{len(question.hints)}: {question.hints[level - 1]}{more}")
 
 
-def checker(exercise_id: str):
+def checker(exercise: Exercise):
     """(check, hint) bound to one exercise, for the notebook's setup cell."""
-    instance = Checker(exercise_id)
+    instance = Checker(exercise)
     return instance.check, instance.hint
 

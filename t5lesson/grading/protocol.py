@@ -120,22 +120,33 @@ def status_of(ended) -> Status:
         return Status.GRADER_ERROR
 
 
+def _limit(default, help: str):
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class Limits:
     """Every limit of one run, in seconds, bytes and megabytes."""
 
-    cell_timeout: float = 30.0
-    notebook_timeout: float = 150.0  # everything in the kernel: the student's cells and reading the answers
-    harvest_timeout: float = 30.0  # per reading cell, and kept at the end of the notebook's budget for them
-    startup_timeout: float = 60.0
-    stuck_grace: float = 5.0
-    output_limit: int = 100_000  # characters of output kept per cell
-    total_output_limit: int = 1_000_000  # and for all the student's cells together
-    harvest_limit: int = 2_000_000  # characters of one harvested record
-    memory_mb: int = 2048
-    max_notebook_mb: int = 20
-    max_processes: int = 256
-    disk_mb: int = 256  # files, shared memory and locks of one submission together (its private tmpfs)
+    cell_timeout: float = _limit(30.0, "seconds one cell may run")
+    # everything in the kernel: the student's cells and reading the answers
+    notebook_timeout: float = _limit(150.0, "seconds for the whole notebook, the reading of the answers included")
+    harvest_timeout: float = _limit(30.0, "seconds per reading cell, kept at the end of the notebook's budget")
+    startup_timeout: float = _limit(60.0, "seconds for a kernel to start")
+    stuck_grace: float = _limit(5.0, "seconds a cell that ignores its interrupt gets before the kernel is killed")
+    output_limit: int = _limit(100_000, "characters of output kept per cell")
+    total_output_limit: int = _limit(1_000_000, "characters of output kept for all the student's cells together")
+    harvest_limit: int = _limit(2_000_000, "characters of one harvested record")
+    memory_mb: int = _limit(2048, "memory of a whole submission: all its processes (and, with a cgroup, its files)")
+    max_notebook_mb: int = _limit(20, "largest notebook file read")
+    max_processes: int = _limit(256, "processes of one submission")
+    disk_mb: int = _limit(256, "files, shared memory and locks of a whole submission together (its private tmpfs)")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Limits:
+        """The limits a dict names (a Job, autograder.json); unknown keys are ignored, missing ones default."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
     def hard_limit(self, questions: int = 0) -> float:
         """When the grader kills a run from outside, whatever the worker is doing.
@@ -163,6 +174,5 @@ class Job:
     @classmethod
     def read(cls, path: Path) -> Job:
         data = json.loads(Path(path).read_text())
-        known = {f.name for f in fields(Limits)}
-        limits = Limits(**{k: v for k, v in data.get("limits", {}).items() if k in known})
+        limits = Limits.from_dict(data.get("limits", {}))
         return cls(data["notebook"], data["result"], data["private_dir"], limits, data.get("sandbox", {}))

@@ -26,7 +26,7 @@ import pytest
 from isolation_helpers import ISOLATION, ISOLATION_ARGS
 
 from t5lesson import exercises as bank
-from t5lesson.grading.batch import grade_folder
+from t5lesson.grade import grade_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "tests" / "sample_class"
@@ -83,10 +83,11 @@ def sample_runs(tmp_path_factory):
     grade_folder(submissions, whole, jobs=2, isolation=ISOLATION)
 
     shard1, shard2, merged = root / "shard1", root / "shard2", root / "merged"
-    code, terminal = run_in_terminal(grade_cli(str(submissions), "--out", str(shard1), "--shard", "1/2",
+    code, terminal = run_in_terminal(grade_cli("grade", str(submissions), "--out", str(shard1), "--shard", "1/2",
                                                *ISOLATION_ARGS))
     assert code == 0, terminal
-    piped = subprocess.run(grade_cli(str(submissions), "--out", str(shard2), "--shard", "2/2", *ISOLATION_ARGS),
+    piped = subprocess.run(grade_cli("grade", str(submissions), "--out", str(shard2), "--shard", "2/2",
+                                     *ISOLATION_ARGS),
                            cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert piped.returncode == 0, piped.stderr
     merge = subprocess.run(grade_cli("merge", str(shard1), str(shard2), "--out", str(merged)),

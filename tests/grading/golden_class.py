@@ -74,7 +74,7 @@ def grade(name: str, tmp: Path) -> Path:
     build, exercise, isolation = CLASSES[name]
     submissions, report = tmp / name / "submissions", tmp / name / "report"
     build(submissions)
-    command = [sys.executable, "-m", "t5lesson.grade", str(submissions), "--out", str(report), "--quiet",
+    command = [sys.executable, "-m", "t5lesson.grade", "grade", str(submissions), "--out", str(report), "--quiet",
                "--isolation", isolation, "--jobs", "2"]
     if exercise:
         command += ["--exercise", exercise]

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from t5lesson.check import Checker
 from t5lesson.exercises import get
-from t5lesson.grading.check import Checker
 from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, clean_record
 from t5lesson.grading.questions.structured import FloatCode, _plain_numbers
 

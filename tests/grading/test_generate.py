@@ -12,7 +12,9 @@ import nbformat
 import pytest
 from isolation_helpers import ISOLATION_ARGS
 
+from t5lesson import exercises
 from t5lesson.exercises import get
+from t5lesson.grade import main as t5grade
 from t5lesson.grading.authoring import generate
 from t5lesson.grading.authoring.notebook_format import SourceError, make_exercise, strip_solutions, validate
 
@@ -21,12 +23,12 @@ SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9]*.ipynb"))
 
 
 def test_exercises_are_up_to_date():
-    assert generate.main(["--check"]) == 0, "run `python -m t5lesson.grading.authoring.generate` and commit exercises/"
+    assert t5grade(["generate", "--check"]) == 0, "run `t5grade generate` and commit exercises/"
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=[p.name for p in SOLUTIONS])
 def test_generation_is_byte_for_byte_reproducible(solution):
-    first, second = generate.build(solution), generate.build(solution)
+    first, second = generate.build(solution, exercises), generate.build(solution, exercises)
     assert first == second == (ROOT / "exercises" / solution.name).read_text(encoding="utf-8")
 
 
@@ -96,13 +98,13 @@ def test_check_mode_reports_stale_and_orphan_files(tmp_path, capsys):
     shutil.copy(ROOT / "exercises" / SOLUTIONS[0].name, exercises / SOLUTIONS[0].name)
     (exercises / SOLUTIONS[0].name).write_text("{}")
     (exercises / "99_orphan.ipynb").write_text("{}")
-    assert generate.main(["--check", "--exercises", str(exercises)]) == 1
+    assert t5grade(["generate", "--check", "--exercises", str(exercises)]) == 1
     err = capsys.readouterr().err
     assert "stale" in err and "99_orphan.ipynb has no source" in err
 
 
 def _grade(folder: Path, out: Path, exercise_id: str) -> None:
-    command = [sys.executable, "-m", "t5lesson.grading.batch", str(folder), "--out", str(out),
+    command = [sys.executable, "-m", "t5lesson.grade", "grade", str(folder), "--out", str(out),
                "--exercise", exercise_id, *ISOLATION_ARGS]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr

@@ -17,9 +17,11 @@ def test_report_folder_is_byte_identical_to_the_recorded_one(name, tmp_path):
         pytest.skip("recorded as root with full isolation (a normal user's report names another mode)")
     report, golden = grade(name, tmp_path), GOLDEN / name
     assert list_files(report) == list_files(golden)
+    diffs = []
     for file in list_files(golden):
         new, old = (report / file).read_bytes(), (golden / file).read_bytes()
         if new != old:
-            diff = "".join(difflib.unified_diff(old.decode(errors="replace").splitlines(True),
-                                                new.decode(errors="replace").splitlines(True), "recorded", "now", n=1))
-            pytest.fail(f"{name}/{file} differs from the recorded report:\n{diff[:3000]}")
+            diffs.append("".join(difflib.unified_diff(old.decode(errors="replace").splitlines(True),
+                                                      new.decode(errors="replace").splitlines(True),
+                                                      f"recorded/{file}", f"now/{file}", n=1))[:2000])
+    assert not diffs, f"{name}: {len(diffs)} files differ from the recorded report:\n" + "\n".join(diffs)

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from isolation_helpers import processes_running
 
-from t5lesson.grading.batch import Limits, _uids, grade_folder
+from t5lesson.grade import Limits, grade_folder
+from t5lesson.grading.batch import _uids
 from t5lesson.grading.sandbox import launcher as sandbox
 
 from synthetic_class import build_class

@@ -13,11 +13,11 @@ SAMPLES = ROOT / "tests" / "sample_class"
 
 def test_readme_grading_command_on_sample_class(tmp_path):
     readme = (ROOT / "README.md").read_text()
-    assert "python -m t5lesson.grading.batch tests/sample_class --out /tmp/report" in readme
+    assert "t5grade grade tests/sample_class --out /tmp/report" in readme
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in SAMPLES.glob("*.ipynb")}
     out = tmp_path / "report"
     # exactly the README's command where kernels can be isolated; elsewhere the grader would refuse
-    result = subprocess.run([sys.executable, "-m", "t5lesson.grading.batch", str(SAMPLES), "--out", str(out),
+    result = subprocess.run([sys.executable, "-m", "t5lesson.grade", "grade", str(SAMPLES), "--out", str(out),
                              *ISOLATION_ARGS],
                             cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr

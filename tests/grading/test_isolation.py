@@ -31,6 +31,8 @@ from pathlib import Path
 import pytest
 from isolation_helpers import REQUIRED, WHY_NOT, normal_user, processes_running, run_as
 
+from t5lesson.grade import grade_folder
+from t5lesson.grade import main as t5grade
 from t5lesson.grading import batch as grade
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
@@ -201,7 +203,7 @@ def test_a_hostile_class_graded_by_root(tmp_path):
     report.mkdir()
     _build(folder, report)
     before = _hashes(folder)
-    graded = grade.grade_folder(folder, report, limits=LIMITS, jobs=2)
+    graded = grade_folder(folder, report, limits=LIMITS, jobs=2)
     notes = {g.student: " ".join(g.notes + [o.line() for o in g.outcomes]) for g in graded}
     _check_report(report, folder, before, notes)
     assert "own user id per kernel" in (report / "summary.md").read_text()
@@ -232,7 +234,7 @@ def test_a_hostile_class_graded_by_a_normal_user():
             os.chmod(folder / "closed", 0)
             extra = ("locked",)
         before = _hashes(folder)
-        argv = [sys.executable, "-m", "t5lesson.grading.batch", str(folder), "--out", str(report), "--jobs", "2",
+        argv = [sys.executable, "-m", "t5lesson.grade", "grade", str(folder), "--out", str(report), "--jobs", "2",
                 "--cell-timeout", str(LIMITS.cell_timeout), "--notebook-timeout", str(LIMITS.notebook_timeout),
                 "--harvest-timeout", str(LIMITS.harvest_timeout), "--memory-mb", str(LIMITS.memory_mb),
                 "--disk-mb", str(LIMITS.disk_mb), "--quiet"]
@@ -266,9 +268,9 @@ def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
     folder.mkdir()
     write(full(), folder / "a.ipynb")
     with pytest.raises(RuntimeError, match="not available here.*--isolation none"):
-        grade.grade_folder(folder, tmp_path / "report")
-    assert grade.main([str(folder), "--out", str(tmp_path / "report"), "--quiet"]) == 2
+        grade_folder(folder, tmp_path / "report")
+    assert t5grade(["grade", str(folder), "--out", str(tmp_path / "report"), "--quiet"]) == 2
     assert "--isolation none" in capsys.readouterr().err
     assert not (tmp_path / "report" / "gradebook.csv").exists()
-    assert grade.main([str(folder), "--out", str(tmp_path / "report"), "--quiet", "--isolation", "none"]) == 0
+    assert t5grade(["grade", str(folder), "--out", str(tmp_path / "report"), "--quiet", "--isolation", "none"]) == 0
     assert (tmp_path / "report" / "summary.md").read_text().startswith("**Graded WITHOUT isolation**")

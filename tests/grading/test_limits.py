@@ -11,7 +11,7 @@ import time
 
 from isolation_helpers import ISOLATION
 
-from t5lesson.grading.batch import grade_folder
+from t5lesson.grade import grade_folder
 from t5lesson.grading.protocol import Limits
 from t5lesson.grading.sandbox.resources import harvest_reserve
 

@@ -211,7 +211,7 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
     """Solution 06 with one classic mistake each, graded by the class grader: partial credit, named."""
     import nbformat
 
-    from t5lesson.grading.batch import Limits, grade_folder
+    from t5lesson.grade import Limits, grade_folder
 
     root = Path(__file__).resolve().parents[2]
     mistakes = {

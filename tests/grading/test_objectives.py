@@ -54,7 +54,7 @@ def test_each_exercise_follows_its_lesson():
 
 
 def test_objectives_command_prints_the_map_as_csv():
-    result = subprocess.run([sys.executable, "-m", "t5lesson.grade", "--objectives"], cwd=ROOT,
+    result = subprocess.run([sys.executable, "-m", "t5lesson.grade", "objectives"], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     table = list(csv.reader(io.StringIO(result.stdout)))
@@ -67,7 +67,7 @@ def test_objectives_command_prints_the_map_as_csv():
 def test_readme_syllabus_table_is_generated_from_the_bank():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert syllabus_markdown() in readme, (
-        "README.md's syllabus table is stale: paste the output of `python -m t5lesson.exercises.objectives --markdown`")
+        "README.md's syllabus table is stale: paste the output of `t5grade objectives --markdown`")
 
 
 # --- feedback keys --------------------------------------------------------------------------------

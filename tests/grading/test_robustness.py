@@ -20,6 +20,7 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from t5lesson import exercises as bank
+from t5lesson.grade import grade_folder
 from t5lesson.grading import batch as grade
 from t5lesson.grading.questions.kinds import Numeric, clean_plain, clean_record
 from t5lesson.grading.records import BoundsError, loads, shape_ok
@@ -153,7 +154,7 @@ def test_deeply_nested_notebooks_get_a_verdict():
                  '{"cells": [{"cell_type": "code", "source": "", "metadata": ' + _nest(3000, "{}") + "}]}"):
         cells, problem, _ = parse(text.encode())
         assert cells is None and problem
-    assert grade._infer_exercise([_nest(200_000).encode()]) in (None, *bank.exercise_ids())
+    assert grade._infer_exercise([_nest(200_000).encode()], bank.exercise_ids()) in (None, *bank.exercise_ids())
 
 
 def test_ids_are_printable_short_and_unique():
@@ -250,7 +251,7 @@ def test_hostile_records_and_a_crashing_scorer_cost_only_their_own_rows(tmp_path
     monkeypatch.setattr(grade, "score", score)
     folder, out = tmp_path / "subs", tmp_path / "report"
     _class_with_markers(folder, names)
-    graded = grade.grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2)
+    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2)
     statuses = {g.student: str(g.status) for g in graded}
     assert statuses == {**{n: "graded" for n in names}, "crash": "grader error"}
     rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
@@ -273,7 +274,7 @@ def test_odd_files_and_names_all_end_in_the_report(tmp_path, monkeypatch):
     (folder / "deep.ipynb").write_text(_nest(100_000))
     (folder / "sub").mkdir()
     (folder / "sub" / "x.ipynb").write_text("{}")
-    graded = grade.grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2)
+    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2)
     assert {str(g.status) for g in graded} <= {"graded", "unreadable"}
     text = (out / "gradebook.csv").read_text(encoding="utf-8")
     students = [row["student"] for row in csv.DictReader(io.StringIO(text))]
@@ -306,7 +307,7 @@ def test_a_folder_the_grader_cannot_read_is_listed(tmp_path, monkeypatch):
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(intake.os, "open", open_)
-    graded = grade.grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=1)
+    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=1)
     assert [(g.student, str(g.status)) for g in graded] == [("ok", "unreadable")]
     assert any("Permission denied" in note for note in graded[0].notes)
     assert "`locked`" in (out / "summary.md").read_text()

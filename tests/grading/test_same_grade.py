@@ -13,7 +13,7 @@ import io
 from isolation_helpers import ISOLATION
 from nbformat.v4 import new_code_cell
 
-from t5lesson.grading.batch import Limits, grade_folder
+from t5lesson.grade import Limits, grade_folder
 
 from synthetic_class import FULL_MARKS, add_after, full, write
 

@@ -97,7 +97,7 @@ def test_an_empty_shard_is_a_valid_report_and_merges(tmp_path):
     reports = []
     for k in (1, 2):
         out = tmp_path / f"shard{k}"
-        done = subprocess.run(grade_cli(str(submissions), "--out", str(out), "--shard", f"{k}/2", "--quiet",
+        done = subprocess.run(grade_cli("grade", str(submissions), "--out", str(out), "--shard", f"{k}/2", "--quiet",
                                         "--exercise", "01_unscaled_scores", *ISOLATION_ARGS),
                               cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr

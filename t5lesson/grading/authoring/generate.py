@@ -1,8 +1,8 @@
-"""Make exercises/ from solutions/: `python -m t5lesson.grading.authoring.generate [--check] [--execute]`.
+"""Make exercises/ from solutions/: `t5grade generate [--check] [--execute]`.
 
-    python -m t5lesson.grading.authoring.generate              # rewrite exercises/ from solutions/
-    python -m t5lesson.grading.authoring.generate --check      # exit 1 if exercises/ is stale (CI runs this)
-    python -m t5lesson.grading.authoring.generate --execute    # first re-run every solution notebook in place
+    t5grade generate              # rewrite exercises/ from solutions/
+    t5grade generate --check      # exit 1 if exercises/ is stale (CI runs this)
+    t5grade generate --execute    # first re-run every solution notebook in place
 
 Nobody edits exercises/ by hand: every file there is a function of one file in solutions/
 (see `t5lesson.grading.authoring.notebook_format`). `--check` also fails on a file in exercises/ that has no
@@ -12,19 +12,17 @@ cells in order, an error stops it).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 import nbformat
 
-from ... import exercises as bank
-from ..course import CourseError, course_root
+from ..course import course_root
 from .notebook_format import SourceError, dumps, exercise_id_of, make_exercise
 
 
-def build(solution: Path) -> str:
+def build(solution: Path, catalogue) -> str:
     """The text of the exercise notebook generated from one solution notebook."""
     nb = nbformat.read(solution, as_version=4)
     exercise_id = exercise_id_of(nb)
@@ -32,7 +30,7 @@ def build(solution: Path) -> str:
         raise SourceError(f"{solution}: metadata.t5lesson.exercise is missing")
     if solution.stem != exercise_id:
         raise SourceError(f"{solution}: the file of exercise {exercise_id!r} must be named {exercise_id}.ipynb")
-    return dumps(make_exercise(nb, bank.get(exercise_id), where=solution.name))
+    return dumps(make_exercise(nb, catalogue.get(exercise_id), where=solution.name))
 
 
 def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: bool = True) -> float:
@@ -63,57 +61,44 @@ def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: b
     return seconds
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.authoring.generate",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--course", type=Path,
-                        help="the course folder (default: the repository this package runs from)")
-    parser.add_argument("--solutions", type=Path, help="default: COURSE/solutions")
-    parser.add_argument("--exercises", type=Path, help="default: COURSE/exercises")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
-    parser.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
-    args = parser.parse_args(argv)
-    if args.solutions is None or args.exercises is None:
-        try:
-            root = course_root(args.course)
-        except CourseError as exc:
-            parser.error(str(exc))
-        args.solutions = args.solutions or root / "solutions"
-        args.exercises = args.exercises or root / "exercises"
+def generate(catalogue, *, course: Path | None = None, solutions: Path | None = None,
+             exercises: Path | None = None, check: bool = False, execute_first: bool = False) -> int:
+    """Write exercises/ from solutions/ (or, with check, only say what is stale); 0 when all agree."""
+    if solutions is None or exercises is None:
+        root = course_root(course)  # a CourseError says what to pass
+        solutions = solutions or root / "solutions"
+        exercises = exercises or root / "exercises"
 
-    sources = sorted(args.solutions.glob("[0-9]*.ipynb"))
+    sources = sorted(solutions.glob("[0-9]*.ipynb"))
     if not sources:
-        print(f"no solution notebooks in {args.solutions}", file=sys.stderr)
+        print(f"no solution notebooks in {solutions}", file=sys.stderr)
         return 1
     problems = []
     for solution in sources:
-        if args.execute and not args.check:
+        if execute_first and not check:
             print(f"executing {solution.name}")
             execute(solution)
-        target = args.exercises / solution.name
+        target = exercises / solution.name
         try:
-            text = build(solution)
+            text = build(solution, catalogue)
         except (SourceError, KeyError) as exc:
             problems.append(str(exc))
             continue
         current = target.read_text(encoding="utf-8") if target.exists() else None
         if current == text:
             continue
-        if args.check:
+        if check:
             problems.append(f"{target} is {'missing' if current is None else 'stale'}")
         else:
-            args.exercises.mkdir(parents=True, exist_ok=True)
+            exercises.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
             print(f"wrote {target}")
     names = {s.name for s in sources}
-    orphans = [p for p in sorted(args.exercises.glob("*.ipynb")) if p.name not in names]
-    problems += [f"{p} has no source in {args.solutions}" for p in orphans]
+    orphans = [p for p in sorted(exercises.glob("*.ipynb")) if p.name not in names]
+    problems += [f"{p} has no source in {solutions}" for p in orphans]
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
-    if problems and args.check:
-        print("run `python -m t5lesson.grading.authoring.generate` and commit exercises/", file=sys.stderr)
+    if problems and check:
+        print("run `t5grade generate` and commit exercises/", file=sys.stderr)
     return 1 if problems else 0
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -37,7 +37,7 @@ import textwrap
 
 import nbformat
 
-from ...exercises import Exercise
+from ..exercise import Exercise
 from ..questions.kinds import FreeText
 
 __all__ = ["BEGIN", "END", "SourceError", "cell_info", "cell_key", "strip_solutions", "make_exercise",

@@ -1,6 +1,6 @@
 """Grade on Gradescope: build an autograder zip, and run inside Gradescope's container.
 
-    python -m t5lesson.grade autograder 01_unscaled_scores --out autograder.zip
+    t5grade autograder 01_unscaled_scores --out autograder.zip
 
 builds a zip in the layout of Gradescope's autograder specification: at its root `setup.sh`
 (run once, as root, when Gradescope builds the image: a Python 3.11+ virtual environment at
@@ -9,7 +9,7 @@ builds a zip in the layout of Gradescope's autograder specification: at its root
 the pinned requirements, the handed-out exercise notebook (never the solutions; the answer
 keys are the bank's hashes) and autograder.json (the exercise, the limits, the visibility).
 
-`run_autograder` runs `python -m t5lesson.grading.integrations.gradescope run`, which grades every
+`run_autograder` runs `t5grade autograder-run`, which grades every
 `/autograder/submission/**/*.ipynb` with the class grader itself (`grade_folder`: the same
 composition, kernel sandbox, limits and out-of-kernel scoring; full isolation where the
 container allows it, else the limits alone) and writes `/autograder/results/results.json`:
@@ -27,26 +27,23 @@ layout can be tried in a temporary folder (tests/grading/test_gradescope.py does
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 import traceback
 import zipfile
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
-from ... import exercises as bank
 from ..protocol import Limits, Status
 from ..questions.kinds import format_points
 from ..reports.store import question_titles
 from ..run import intake
 
-__all__ = ["build", "run", "results", "RESULTS_SCHEMA", "VISIBILITY", "main"]
+__all__ = ["build", "run", "results", "RESULTS_SCHEMA", "VISIBILITY"]
 
 ROOT_VARIABLE = "T5LESSON_AUTOGRADER_ROOT"
 DEFAULT_ROOT = "/autograder"
@@ -118,7 +115,7 @@ cd "$SOURCE"
 # requirements.txt ends with "-e .": this package, from $SOURCE. PyTorch comes as PyPI's Linux
 # build; to use a CPU-only wheel index instead, export PIP_EXTRA_INDEX_URL before this line.
 "$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -r requirements.txt -c constraints.txt
-"$ROOT/venv/bin/python" -c "import t5lesson.grading.integrations.gradescope"
+"$ROOT/venv/bin/python" -c "import t5lesson.grade"
 """
 
 RUN_AUTOGRADER = r"""#!/usr/bin/env bash
@@ -128,7 +125,7 @@ ROOT="${T5LESSON_AUTOGRADER_ROOT:-/autograder}"
 PYTHON="${T5LESSON_AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
 export PYTHONPATH="$ROOT/source${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT/source" || exit 1
-exec "$PYTHON" -m t5lesson.grading.integrations.gradescope run --root "$ROOT"
+exec "$PYTHON" -m t5lesson.grade autograder-run --root "$ROOT"
 """
 
 _EXECUTABLE = 0o100755 << 16
@@ -148,7 +145,7 @@ def _package_files() -> list[Path]:
     return found
 
 
-def build(exercise_id: str, out: Path, *, limits: Limits = Limits(), visibility: str = "visible",
+def build(exercise_id: str, out: Path, *, catalogue, limits: Limits = Limits(), visibility: str = "visible",
           template: Path | None = None, isolation: str = "auto") -> list[str]:
     """Write the autograder zip for one exercise; return the names in it. The zip is reproducible
     (sorted entries, fixed times)."""
@@ -156,7 +153,7 @@ def build(exercise_id: str, out: Path, *, limits: Limits = Limits(), visibility:
 
     from ..batch import load_template  # the handed-out notebook, as the class grader finds it
 
-    exercise = bank.get(exercise_id)
+    exercise = catalogue.get(exercise_id)
     if visibility not in VISIBILITY:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITY)}")
     if isolation not in ("auto", "full", "none"):
@@ -241,12 +238,7 @@ def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), 
 # --------------------------------------------------------------------------- inside Gradescope
 
 
-def _limits(data: dict) -> Limits:
-    known = {f.name for f in fields(Limits)}
-    return Limits(**{k: v for k, v in data.items() if k in known})
-
-
-def run(root: Path) -> dict:
+def run(root: Path, catalogue) -> dict:
     """Grade root/submission, write root/results/results.json; return what was written."""
     from ..batch import grade_folder
 
@@ -255,7 +247,7 @@ def run(root: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     config = json.loads((source / CONFIG).read_text(encoding="utf-8"))
-    exercise = bank.get(config["exercise"])
+    exercise = catalogue.get(config["exercise"])
     visibility = config.get("visibility", "visible")
     try:
         work = Path(tempfile.mkdtemp(prefix="t5gradescope-"))
@@ -265,9 +257,10 @@ def run(root: Path) -> dict:
         wanted = config.get("isolation", "auto")
 
         def grade(isolation: str):
-            return grade_folder(submission, work / "report", exercise_id=exercise.id, course=source,
+            return grade_folder(submission, work / "report", catalogue=catalogue, exercise_id=exercise.id,
+                                course=source,
                                 template=template,
-                                limits=_limits(config.get("limits", {})), jobs=1,
+                                limits=Limits.from_dict(config.get("limits", {})), jobs=1,
                                 isolation="none" if isolation == "none" else "auto", hide=(str(out),))
 
         graded, summary, isolation = [], "", ""
@@ -297,50 +290,3 @@ def run(root: Path) -> dict:
     os.replace(partial, out / "results.json")
     print(f"results.json: {format_points(doc['score'])} points, status {doc['extra_data'].get('status')}")
     return doc
-
-
-# --------------------------------------------------------------------------- command lines
-
-
-def main(argv=None) -> int:
-    """`python -m t5lesson.grade autograder EXERCISE --out autograder.zip`."""
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grade autograder",
-                                     description="Build a Gradescope autograder (zip) for one exercise.")
-    parser.add_argument("exercise", help=f"exercise id ({', '.join(bank.exercise_ids())})")
-    parser.add_argument("--out", type=Path, required=True, help="the zip to write, e.g. autograder.zip")
-    parser.add_argument("--visibility", choices=VISIBILITY, default="visible",
-                        help="when students see each question's result (default: visible)")
-    parser.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
-    parser.add_argument("--cell-timeout", type=float, default=Limits.cell_timeout)
-    parser.add_argument("--notebook-timeout", type=float, default=Limits.notebook_timeout)
-    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb)
-    parser.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
-                        help="auto: isolate each kernel where the container allows it, else grade with the limits "
-                             "only (results.json says which); full: refuse without isolation; none: never isolate")
-    args = parser.parse_args(argv)
-    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb)
-    try:
-        names = build(args.exercise, args.out, limits=limits, visibility=args.visibility, template=args.template,
-                      isolation=args.isolation)
-    except (KeyError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    worst = limits.hard_limit(sum(1 for q in bank.get(args.exercise).questions if q.auto_scored))
-    print(f"wrote {args.out} ({len(names)} files); upload it as the assignment's autograder (Ubuntu 24.04 base "
-          f"image, at least 2 GB of memory; a run takes at most {worst:.0f} s)", file=sys.stderr)
-    return 0
-
-
-def _inside(argv=None) -> int:
-    """`python -m t5lesson.grading.integrations.gradescope run [--root ROOT]`: what run_autograder starts."""
-    sys.modules.setdefault("rfc3987_syntax", None)  # a slow optional import of jsonschema; see runner.py
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.integrations.gradescope")
-    parser.add_argument("command", choices=["run"])
-    parser.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)))
-    args = parser.parse_args(argv)
-    run(args.root)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_inside())

@@ -1,4 +1,4 @@
-"""Hand grades to the LMS: `python -m t5lesson.grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`.
+"""Hand grades to the LMS: `t5grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`.
 
 Reads a report folder written by the grader (gradebook.csv for the numbers, grades.json for
 the feedback, free_text.csv for the points the instructor gave by hand) and a mapping from
@@ -27,11 +27,9 @@ when present.
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import html
 import re
-import sys
 from pathlib import Path
 
 from ..questions.kinds import format_points
@@ -39,7 +37,7 @@ from ..reports import store as outputs
 from ..reports.class_page import csv_text
 from ..reports.gradebook import _atomic_write, feedback_text, safe_name
 
-__all__ = ["export", "markdown_html", "read_ids", "main"]
+__all__ = ["export", "markdown_html", "read_ids"]
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"  # how Canvas' own export labels that row
@@ -162,14 +160,15 @@ def markdown_html(markdown: str, title: str) -> str:
 # --------------------------------------------------------------------------- the export
 
 
-def export(report: Path, ids_path: Path, out: Path, *, assignment: str | None = None, per_question: bool = False,
+def export(report: Path, ids_path: Path, out: Path, *, catalogue,
+           assignment: str | None = None, per_question: bool = False,
            canvas_id_column: str = "SIS User ID", moodle_id_column: str = "ID number",
            allow_unmarked: bool = False) -> dict:
     """Write canvas.csv, moodle.csv, feedback/ and unmatched.csv under `out` (see module doc)."""
     report, out = Path(report), Path(out)
     if canvas_id_column not in CANVAS_IDENTITY[1:4]:
         raise ValueError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
-    run = outputs.read(report)
+    run = outputs.read(report, catalogue)
     exercise, graded = run.exercise, run.graded
     by_student = {g.student: g for g in graded}
     rows = {_uncell(r["student"]): r for r in _read_csv(report / "gradebook.csv")}
@@ -246,36 +245,3 @@ def _feedback(exercise, g, marks: dict[str, float] | None, manual) -> str:
     points = exercise.auto_points + sum(q.points for q in manual)
     lines += ["", f"**Total with the marked answers: {format_points(total)} / {format_points(points)}**"]
     return text + "\n".join(lines) + "\n"
-
-
-def main(argv=None) -> int:
-    """`python -m t5lesson.grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`."""
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grade lms",
-                                     description="Export a report folder's grades for Canvas and Moodle, with "
-                                                 "feedback as Markdown and HTML (see docs/grading.md).")
-    parser.add_argument("report", type=Path, help="a report folder written by the grader (or by merge)")
-    parser.add_argument("--ids", type=Path, required=True, help="CSV with columns submission,lms_id[,name,section]")
-    parser.add_argument("--out", type=Path, required=True, help="folder for canvas.csv, moodle.csv, feedback/")
-    parser.add_argument("--assignment", help="the assignment's name in the LMS (default: the exercise's title)")
-    parser.add_argument("--per-question", action="store_true", help="also one column per question")
-    parser.add_argument("--canvas-id-column", default="SIS User ID", choices=CANVAS_IDENTITY[1:4],
-                        help="the Canvas column that receives lms_id (default: SIS User ID)")
-    parser.add_argument("--moodle-id-column", default="ID number",
-                        help="the header of the id column in moodle.csv (default: ID number)")
-    parser.add_argument("--allow-unmarked", action="store_true",
-                        help="export although free_text.csv is marked only in part (blanks count as 0)")
-    args = parser.parse_args(argv)
-    try:
-        done = export(args.report, args.ids, args.out, assignment=args.assignment, per_question=args.per_question,
-                      canvas_id_column=args.canvas_id_column, moodle_id_column=args.moodle_id_column,
-                      allow_unmarked=args.allow_unmarked)
-    except (ValueError, KeyError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"exported {done['exported']} students (out of {format_points(done['points_possible'])} points; free "
-          f"text: {done['free_text']}) to {args.out}", file=sys.stderr)
-    for what, names in (("submissions without an LMS id", done["no_id"]),
-                        ("LMS ids without a submission", done["no_submission"])):
-        if names:
-            print(f"warning: {len(names)} {what} (see unmatched.csv): {', '.join(names[:10])}", file=sys.stderr)
-    return 0

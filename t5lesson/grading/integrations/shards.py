@@ -1,7 +1,7 @@
 """Grade one class on many machines: `--shard K/N` grades a slice, `merge` puts the slices together.
 
-    python -m t5lesson.grade SUBMISSIONS --out report-3 --shard 3/8 --exercise 01_unscaled_scores
-    python -m t5lesson.grade merge report-1 report-2 ... report-8 --out report
+    t5grade grade SUBMISSIONS --out report-3 --shard 3/8 --exercise 01_unscaled_scores
+    t5grade merge report-1 report-2 ... report-8 --out report
 
 A shard is deterministic: the submissions are listed as the grader always lists them
 (`intake.survey`: every `*.ipynb` under the folder, sorted by path) and shard K of N takes the K-th, (K+N)-th,
@@ -16,12 +16,11 @@ whole folder in one go would have written.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..reports import store as outputs
 
-__all__ = ["parse_shard", "select", "merge", "main"]
+__all__ = ["parse_shard", "select", "merge"]
 
 # Settings that may differ between the machines of one class without changing a single grade.
 MACHINE_SETTINGS = ("isolation", "memory")
@@ -67,14 +66,14 @@ def _check_shards(found: list[tuple[Path, str | None]]) -> None:
                          "with --allow-missing)")
 
 
-def merge(report_dirs: list[Path], out: Path, *, allow_missing: bool = False):
+def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool = False):
     """Merge report folders of one exercise into `out`; return the merged verdicts."""
     if not report_dirs:
         raise ValueError("name at least one report folder to merge")
     out = Path(out).resolve()
     if any(Path(d).resolve() == out for d in report_dirs):
         raise ValueError("write the merged report to a new folder, not into one of the shards")
-    runs = [(Path(d), outputs.read(Path(d))) for d in report_dirs]
+    runs = [(Path(d), outputs.read(Path(d), catalogue)) for d in report_dirs]
     first_folder, first = runs[0]
     exercise = first.exercise
     for folder, run in runs[1:]:
@@ -111,23 +110,3 @@ def merge(report_dirs: list[Path], out: Path, *, allow_missing: bool = False):
     if failed:
         raise ValueError("some reports could not be written: " + "; ".join(failed[:5]))
     return graded
-
-
-def main(argv=None) -> int:
-    """`python -m t5lesson.grade merge REPORT_DIR... --out MERGED`."""
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grade merge",
-                                     description="Merge the report folders of shards (or of separately graded "
-                                                 "groups) of one exercise into one report folder.")
-    parser.add_argument("reports", type=Path, nargs="+", help="report folders written by the grader")
-    parser.add_argument("--out", type=Path, required=True, help="the merged report folder")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="merge even if some shards are missing (the report then lacks their students)")
-    args = parser.parse_args(argv)
-    try:
-        graded = merge(args.reports, args.out, allow_missing=args.allow_missing)
-    except (ValueError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(f"merged {len(graded)} submissions from {len(args.reports)} report folders into {args.out}",
-          file=sys.stderr)
-    return 0

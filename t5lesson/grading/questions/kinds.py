@@ -493,29 +493,3 @@ def clean_record(record) -> dict:
                 cases.append({flag: True for flag in flags if case.get(flag) is True} or {"skipped": True})
         return {"status": "ran", "cases": cases}
     return {"status": "missing"}
-
-
-def _main(argv=None) -> int:
-    """`python -m t5lesson.grading.questions.kinds hash q1 B` prints the key to store for an answer."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m t5lesson.grading.questions.kinds", description=_main.__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    one = sub.add_parser("hash", help="the key of an exact answer (a letter set like AC, or an integer)")
-    one.add_argument("question")
-    one.add_argument("answer")
-    num = sub.add_parser("float-key", help="the key of a float answer with a tolerance")
-    num.add_argument("question")
-    num.add_argument("value", type=float)
-    num.add_argument("tolerance", type=float)
-    args = parser.parse_args(argv)
-    if args.command == "hash":
-        canonical = args.answer if args.answer.lstrip("-").isdigit() else "".join(sorted(set(args.answer.upper())))
-        print(answer_hash(args.question, canonical))
-    else:
-        print(Numeric.float_key(args.question, args.value, args.tolerance))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

@@ -495,7 +495,7 @@ def render_html(stats: ClassStats) -> str:
     parts.append(_code_section(stats))
     parts.append(_status_section(stats))
     parts.append(_objectives_section(stats))
-    parts.append('<p class="muted">Written by <code>python -m t5lesson.grading.batch</code>; every number here is '
+    parts.append('<p class="muted">Written by <code>t5grade grade</code>; every number here is '
                  "also in class_report/*.csv.</p></body></html>\n")
     return "\n".join(parts)
 

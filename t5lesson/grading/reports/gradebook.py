@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...exercises import Exercise
+from ..exercise import Exercise
 from ..protocol import Status
 from ..questions.kinds import Outcome, format_points
 

@@ -22,7 +22,6 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from ... import exercises as bank
 from ..protocol import Status
 from ..questions.kinds import Outcome
 from ..run.intake import Skipped
@@ -113,7 +112,7 @@ def _status(value: str):
         return value
 
 
-def read(report_dir: Path) -> Run:
+def read(report_dir: Path, catalogue) -> Run:
     """What a report folder's grades.json holds (see `Run`)."""
     path = Path(report_dir) / GRADES_FILE
     if not path.is_file():
@@ -124,7 +123,7 @@ def read(report_dir: Path) -> Run:
         raise ValueError(f"{path} is damaged: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{path} is not in the format {FORMAT}")
-    exercise = bank.get(doc["exercise"])
+    exercise = catalogue.get(doc["exercise"])
     graded = []
     for s in doc["submissions"]:
         outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"])

@@ -23,8 +23,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell
 
-from ...exercises import Exercise
 from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
+from ..exercise import Exercise
 from ..protocol import mark_harvest
 from ..questions.kinds import FreeText
 from ..records import BoundsError, loads

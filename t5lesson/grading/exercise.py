@@ -1,0 +1,52 @@
+"""What the engine is handed: an `Exercise` (its questions, in order) and a `Catalogue` of them.
+
+The engine knows no course. The course's exercises live in `t5lesson.exercises`; the two
+composition roots, `t5lesson.check` (for learners) and `t5lesson.grade` (for instructors), hand
+the engine an exercise or the catalogue to look exercises up in.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from .questions.kinds import Question
+
+__all__ = ["Exercise", "Catalogue"]
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise notebook's questions, in the order they appear.
+
+    `practice` marks an exercise that is not handed in (lesson 0's warm-up question): it has no
+    solution notebook and does not count in the objective map.
+    """
+
+    id: str
+    title: str
+    questions: tuple[Question, ...]
+    practice: bool = False
+
+    def __getitem__(self, question_id: str) -> Question:
+        for question in self.questions:
+            if question.id == question_id:
+                return question
+        known = ", ".join(q.id for q in self.questions)
+        raise KeyError(f"{question_id!r} is not a question of exercise {self.id} (its questions: {known})")
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(q.id for q in self.questions)
+
+    @property
+    def auto_points(self) -> float:
+        """The points the grader can award by itself (free-text answers are marked by hand)."""
+        return float(sum(q.points for q in self.questions if q.auto_scored))
+
+
+class Catalogue(Protocol):
+    """Where the engine looks an exercise up by its id (a module such as `t5lesson.exercises`)."""
+
+    def get(self, exercise_id: str) -> Exercise: ...
+
+    def exercise_ids(self) -> tuple[str, ...]: ...
