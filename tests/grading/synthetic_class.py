@@ -196,7 +196,10 @@ def build_class(folder: Path, report: Path, *, loop_marker: str = "987", thief: 
     made["exits"] = nb
 
     nb = load(SOLUTION)
-    add_after(nb, "q2-check", "hoard = []\nwhile True:\n    hoard.append(bytearray(256 * 2**20))")
+    # bytes(n) asks for zeroed pages and touches none, so the address-space limit raises MemoryError
+    # at once; bytearray(n) writes every byte, and filling 2 GB can take longer than a cell's time
+    # limit on a loaded machine, which turned this verdict into a timeout (test_verdicts_say_what_happened)
+    add_after(nb, "q2-check", "hoard = []\nwhile True:\n    hoard.append(bytes(256 * 2**20))")
     made["memory"] = nb
 
     nb = load(SOLUTION)
