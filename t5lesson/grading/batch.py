@@ -34,16 +34,29 @@ import tempfile
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbformat
 
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import HIDDEN, PACKAGE_PARENT, course_root
+from .exercise import Exercise
 from .integrations import shards
-from .protocol import EXIT_ENAME, FAILED_CELL, RUNNER_MODULE, CellStatus, Job, Limits, Status, status_of
+from .protocol import (
+    EXIT_ENAME,
+    FAILED_CELL,
+    KERNEL_BROKEN_ENAME,
+    RUNNER_MODULE,
+    CellStatus,
+    Job,
+    Limits,
+    Status,
+    status_of,
+)
 from .questions import answers
 from .questions.kinds import ERROR, NOT_ATTEMPTED, Outcome, clean_record
 from .records import loads
@@ -70,8 +83,8 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: dict | None,
-                questions: int) -> tuple[dict | None, float]:
+def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None,
+               walls: dict | None) -> tuple[dict | None, float]:
     """Run one prepared notebook; return the worker's result (None if it had to be killed).
 
     `walls` is the isolation shared by every kernel of the class (folders to hide, paths to
@@ -91,7 +104,7 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wal
     memory_bytes = limits.memory_mb * 2 ** 20
     cgroup = Cgroup.create(f"t5grade-{job_dir.name}", memory_bytes, limits.max_processes)
     config = {"home": str(home), "pid_file": str(pid_file), "ipc_dir": str(ipc_dir), "memory_bytes": memory_bytes,
-              "cpu_seconds": int(limits.hard_limit(questions)) + 5, "file_bytes": 64 * 2 ** 20,
+              "cpu_seconds": int(limits.hard_limit()) + 5, "file_bytes": 64 * 2 ** 20,
               "max_processes": limits.max_processes,
               "cgroup": [str(p) for p in cgroup.paths] if cgroup else None,
               "watch_memory": None if cgroup else memory_bytes}
@@ -112,7 +125,7 @@ def _run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wal
                                 cwd=job_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)
         try:
-            proc.wait(timeout=limits.hard_limit(questions))
+            proc.wait(timeout=limits.hard_limit())
         except subprocess.TimeoutExpired:
             pass
         finally:
@@ -184,7 +197,7 @@ def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
         if status == CellStatus.ERROR and cell.get("ename") == EXIT_ENAME:
             notes.append(f"{origin.capitalize()} called exit() or quit(): the rest of that cell did not run; "
                          "the cells after it ran as usual.")
-        elif status == CellStatus.ERROR and cell.get("ename") == "KernelBroken":
+        elif status == CellStatus.ERROR and cell.get("ename") == KERNEL_BROKEN_ENAME:
             notes.append(f"After {origin}, the grader could no longer talk to the kernel ({cell.get('evalue', '')}): "
                          "the notebook broke the kernel's messaging (its session, sockets or output). "
                          "Nothing after it could run.")
@@ -217,8 +230,7 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
     notes = list(prep.notes)
     if result is None:
         status = Status.TIME_LIMIT
-        auto = sum(1 for q in exercise.questions if q.auto_scored)
-        why = f"the notebook was stopped after its hard limit of {limits.hard_limit(auto):g} s"
+        why = f"the notebook was stopped after its hard limit of {limits.hard_limit():g} s"
         notes.append(f"The run was stopped from outside: {why}.")
         cells, harvest = {}, {}
     else:
@@ -337,111 +349,170 @@ def _uids(count: int) -> list[int]:
     return [base + (i % 1_000) for i in range(count)]
 
 
+class IsolationUnavailable(RuntimeError):
+    """The kernels cannot be isolated here (and isolation was not turned off); the message says why."""
+
+
+class Verdicts(list):
+    """The verdicts of a run, in the order they finished, and the settings the reports name."""
+
+    settings: dict = {}
+
+
+@dataclass
+class _Batch:
+    """What every submission of one run shares."""
+
+    exercise: Exercise
+    template: object
+    limits: Limits
+    work: Path
+    uids: list[int]
+    walls: dict | None  # the isolation shared by every kernel (None: --isolation none)
+    as_root: bool
+    run: Callable
+
+
+def _exercise_of(every, exercise_id, catalogue, max_bytes: int) -> Exercise:
+    if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
+        exercise_id = _infer_exercise((intake.read(entry, max_bytes) for entry in every), catalogue.exercise_ids())
+    if exercise_id is None:
+        raise ValueError("cannot tell which exercise this is; pass --exercise")
+    return catalogue.get(exercise_id)
+
+
+def _check_isolation(isolation: str, uid: int) -> None:
+    reason = sandbox.probe(uid) if isolation != "none" else None
+    if reason:
+        raise IsolationUnavailable(
+            f"the kernels cannot be isolated here: {reason}. Without isolation a kernel can read the solutions and "
+            "the other submissions and write the reports. Grade as root, or where unprivileged user namespaces "
+            "are allowed; or, knowing that, pass --isolation none.")
+
+
+def _inside(path: str, folders) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _walls(shown: list[str], root: Path, hide, as_root: bool) -> dict:
+    """The folders every kernel must not see, and the paths it keeps (never a hidden one)."""
+    hidden = shown + [str(root / name) for name in HIDDEN] + [str(Path(h).resolve()) for h in hide]
+    hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
+    keep = [p for p in sandbox.needed_paths() if not _inside(os.path.realpath(p), hidden)]
+    if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
+        hidden.append(os.path.realpath(os.path.expanduser("~")))
+    return {"hide": hidden, "keep": keep}
+
+
+@contextmanager
+def _work_area():
+    """(work folder, socket folder): the run's private folders, removed at the end."""
+    work = Path(tempfile.mkdtemp(prefix="t5grade-"))
+    ipc_root = None
+    try:
+        os.chmod(work, 0o711)
+        (work / "jobs").mkdir(mode=0o700)
+        (work / "scratch").mkdir(mode=0o711)
+        ipc_root = _socket_folder()
+        (work / "ipc").symlink_to(ipc_root)
+        yield work, ipc_root
+    finally:
+        if not os.environ.get("T5LESSON_GRADE_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+            if ipc_root is not None:
+                shutil.rmtree(ipc_root, ignore_errors=True)
+
+
+def _unreadable(exercise: Exercise, entry: intake.Entry, problem: str, status: Status) -> Graded:
+    outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {problem}.") for q in exercise.questions]
+    return Graded(entry.student, entry.relative, status, outcomes, [f"Your file could not be graded: {problem}."])
+
+
+def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
+    """Read, compose, run and score one submission."""
+    exercise, limits = batch.exercise, batch.limits
+    data = intake.read(entry, limits.max_notebook_mb * 2 ** 20)
+    if isinstance(data, intake.Unreadable):
+        if data.too_large:
+            return _unreadable(exercise, entry, f"the file is larger than {limits.max_notebook_mb} MB",
+                               Status.TOO_LARGE)
+        return _unreadable(exercise, entry, data.reason, Status.UNREADABLE)
+    nonce = secrets.token_hex(16)
+    prep = prepare(data, batch.template, exercise, nonce)
+    if prep.problem:
+        return _unreadable(exercise, entry, prep.problem, Status.UNREADABLE)
+    uid = batch.uids[index] if batch.walls is not None and batch.as_root else None
+    result, seconds = batch.run(prep, limits, batch.work, uid, batch.walls)
+    status, outcomes, notes = score(exercise, prep, result, nonce, limits)
+    return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
+                  answers=given_answers(exercise, result, nonce))
+
+
+def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
+    """Grade one submission; whatever goes wrong ends as a "grader error" row, never the batch."""
+    start = time.monotonic()
+    try:
+        return grade_one(batch, index, entry)
+    except Exception as exc:
+        return grader_error(batch.exercise, entry, exc, time.monotonic() - start)
+
+
+def _grade_all(batch: _Batch, files, jobs: int | None, progress) -> list[Graded]:
+    graded: list[Graded] = []
+    if progress is not None and hasattr(progress, "begin"):
+        progress.begin(len(files))
+    with ThreadPoolExecutor(max_workers=jobs or _cores()) as pool:
+        futures = [pool.submit(_grade_safely, batch, i, entry) for i, entry in enumerate(files)]
+        for done, future in enumerate(as_completed(futures), 1):
+            graded.append(future.result())
+            if progress:
+                try:
+                    progress(done, len(files), graded[-1], batch.exercise)
+                except Exception:  # a progress line must never cost the gradebook
+                    pass
+    return graded
+
+
+def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, shard_text: str | None) -> dict:
+    settings = dict(asdict(limits))
+    walled = "full: own user id per kernel" if as_root else "full: user namespaces"
+    settings.update(exercise=exercise.id, isolation=walled if full else "none (--isolation none)",
+                    memory=("one cgroup per submission" if as_root and Cgroup.available()
+                            else "the kernel's process tree, watched"))
+    if shard_text:
+        settings["shard"] = shard_text
+    return settings
+
+
 def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | None = None,
-                 template: Path | None = None,
-                 course: Path | None = None,
-                 limits: Limits = Limits(), jobs: int | None = None, isolation: str = "auto",
-                 hide: tuple[str, ...] = (), progress=None, shard: tuple[int, int] | None = None) -> list[Graded]:
+                 template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
+                 jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (), progress=None,
+                 shard: tuple[int, int] | None = None, run: Callable | None = None) -> Verdicts:
     """Grade every submission under `submissions` (or shard K/N of them: `shards.select`); write
-    the reports under `out`; return the verdicts."""
+    the reports under `out`; return the verdicts (with `.settings`).
+
+    `run(prepared, limits, work, uid, walls) -> (result or None, seconds)` runs one composed
+    notebook; the default starts a worker process (`run_worker`). Tests pass their own.
+    """
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
         raise ValueError("the report folder must not be inside the submissions folder")
     every, skipped = intake.survey(submissions)
     files = shards.select(every, shard) if shard else every
-    max_bytes = limits.max_notebook_mb * 2 ** 20
-    if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
-        exercise_id = _infer_exercise((intake.read(entry, max_bytes) for entry in every), catalogue.exercise_ids())
-    if exercise_id is None:
-        raise ValueError("cannot tell which exercise this is; pass --exercise")
-    exercise = catalogue.get(exercise_id)
+    exercise = _exercise_of(every, exercise_id, catalogue, limits.max_notebook_mb * 2 ** 20)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)
-    auto = sum(1 for q in exercise.questions if q.auto_scored)
-
     uids = _uids(max(1, len(files)))  # an empty folder or shard still probes (and writes an empty report)
-    as_root = os.geteuid() == 0
-    reason = sandbox.probe(uids[0]) if isolation != "none" else "--isolation none"
-    if isolation != "none" and reason:
-        raise RuntimeError(
-            f"the kernels cannot be isolated here: {reason}. Without isolation a kernel can read the solutions and "
-            "the other submissions and write the reports. Grade as root, or where unprivileged user namespaces "
-            "are allowed; or, knowing that, pass --isolation none.")
-    full = isolation != "none"
-    work = Path(tempfile.mkdtemp(prefix="t5grade-"))
-    os.chmod(work, 0o711)
-    (work / "jobs").mkdir(mode=0o700)
-    (work / "scratch").mkdir(mode=0o711)
-    ipc_root = _socket_folder()
-    (work / "ipc").symlink_to(ipc_root)
-    hidden = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
-    hidden += [str(root / name) for name in HIDDEN]
-    hidden += [str(Path(h).resolve()) for h in hide]
-    hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
-
-    def inside(path: str, folders) -> bool:
-        return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
-
-    keep = [p for p in sandbox.needed_paths() if not inside(os.path.realpath(p), hidden)]  # never a hidden one
-    if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
-        hidden.append(os.path.realpath(os.path.expanduser("~")))
-    walls = {"hide": hidden, "keep": keep} if full else None
-
-    def grade_one(index: int, entry: intake.Entry) -> Graded:
-        data = intake.read(entry, max_bytes)
-        if isinstance(data, str):
-            too_large = data.startswith("larger than")
-            problem = f"the file is larger than {limits.max_notebook_mb} MB" if too_large else data
-            prep = Prepared(problem=problem)
-            status = Status.TOO_LARGE if too_large else Status.UNREADABLE
-        else:
-            nonce = secrets.token_hex(16)
-            prep = prepare(data, template_nb, exercise, nonce)
-            status = Status.UNREADABLE if prep.problem else ""
-        if prep.problem:
-            outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {prep.problem}.") for q in exercise.questions]
-            return Graded(entry.student, entry.relative, status, outcomes,
-                          [f"Your file could not be graded: {prep.problem}."])
-        result, seconds = _run_worker(prep, limits, work, uids[index] if full and as_root else None, walls, auto)
-        status, outcomes, notes = score(exercise, prep, result, nonce, limits)
-        return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                      answers=given_answers(exercise, result, nonce))
-
-    def one(index: int, entry: intake.Entry) -> Graded:
-        """Grade one submission; whatever goes wrong ends as a "grader error" row, never the batch."""
-        start = time.monotonic()
-        try:
-            return grade_one(index, entry)
-        except Exception as exc:
-            return grader_error(exercise, entry, exc, time.monotonic() - start)
-
-    graded: list[Graded] = []
-    if progress is not None and hasattr(progress, "begin"):
-        progress.begin(len(files))
-    try:
-        with ThreadPoolExecutor(max_workers=jobs or _cores()) as pool:
-            futures = [pool.submit(one, i, entry) for i, entry in enumerate(files)]
-            for done, future in enumerate(as_completed(futures), 1):
-                g = future.result()
-                graded.append(g)
-                if progress:
-                    try:
-                        progress(done, len(files), g, exercise)
-                    except Exception:  # a progress line must never cost the gradebook
-                        pass
-    finally:
-        if not os.environ.get("T5LESSON_GRADE_KEEP"):
-            shutil.rmtree(work, ignore_errors=True)
-            shutil.rmtree(ipc_root, ignore_errors=True)
-    settings = {key: value for key, value in asdict(limits).items()}
-    walled = "full: own user id per kernel" if as_root else "full: user namespaces"
-    settings.update(exercise=exercise.id, isolation=walled if full else "none (--isolation none)",
-                    memory=("one cgroup per submission" if as_root and Cgroup.available()
-                            else "the kernel's process tree, watched"))
+    as_root, full = os.geteuid() == 0, isolation != "none"
+    _check_isolation(isolation, uids[0])
+    with _work_area() as (work, ipc_root):
+        shown = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
+        walls = _walls(shown, root, hide, as_root) if full else None
+        batch = _Batch(exercise, template_nb, limits, work, uids, walls, as_root, run or run_worker)
+        graded = Verdicts(_grade_all(batch, files, jobs, progress))
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
-    if shard_text:
-        settings["shard"] = shard_text
-    failed = outputs.write_all(out, exercise, graded, settings, shard_text, skipped=skipped,
+    graded.settings = _settings(limits, exercise, full, as_root, shard_text)
+    failed = outputs.write_all(out, exercise, graded, graded.settings, shard_text, skipped=skipped,
                                titles=outputs.question_titles(exercise, template_nb))
     if failed:
         raise ReportError(failed)

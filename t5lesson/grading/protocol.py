@@ -34,6 +34,7 @@ RUNNER_MODULE = f"{_PACKAGE}.run.worker"  # python -m RUNNER_MODULE JOB.json: on
 SANDBOX_MODULE = f"{_PACKAGE}.sandbox.launcher"  # python -m SANDBOX_MODULE CONFIG CONNECTION_FILE: the kernel launcher
 KERNEL_MODULE = f"{_PACKAGE}.sandbox.kernel"  # python -m KERNEL_MODULE -f CONNECTION_FILE: what the launcher execs
 EXIT_ENAME = "ExitCalled"  # the error a cell ends with when it called exit() or quit() (see kernel.py)
+KERNEL_BROKEN_ENAME = "KernelBroken"  # what the worker gives the cell after which the kernel stopped answering
 GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} on a harvesting cell
 
 
@@ -148,12 +149,12 @@ class Limits:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    def hard_limit(self, questions: int = 0) -> float:
+    def hard_limit(self) -> float:
         """When the grader kills a run from outside, whatever the worker is doing.
 
         The notebook limit covers everything done in the kernel, the reading of the answers
-        included (`questions` no longer adds time); on top come the kernel's start, one grace
-        period for a cell that ignores its interrupt, and a few seconds for the last output.
+        included; on top come the kernel's start, one grace period for a cell that ignores its
+        interrupt, and a few seconds for the last output.
         """
         return self.startup_timeout + self.notebook_timeout + self.stuck_grace + 10
 

@@ -159,7 +159,7 @@ def test_a_run_past_the_hard_limit_is_killed(tmp_path):
     """The outermost limit: the grader kills the worker, the kernel and its children."""
 
     class Tight(Limits):
-        def hard_limit(self, questions):
+        def hard_limit(self):
             return 8.0
 
     from synthetic_class import add_after, full, write

@@ -33,7 +33,7 @@ from isolation_helpers import REQUIRED, WHY_NOT, normal_user, processes_running,
 
 from t5lesson.grade import grade_folder
 from t5lesson.grade import main as t5grade
-from t5lesson.grading import batch as grade
+from t5lesson.grading.batch import IsolationUnavailable
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
 from t5lesson.grading.sandbox import launcher as sandbox
@@ -263,12 +263,11 @@ def test_a_hostile_class_graded_by_a_normal_user():
 def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
     """Where kernels cannot be isolated the grader refuses and says why; --isolation none is explicit."""
     monkeypatch.setattr(sandbox, "probe", lambda uid=None: "unprivileged user namespaces are not available here")
-    monkeypatch.setattr(grade, "_run_worker", lambda *args: (None, 0.0))
     folder = tmp_path / "subs"
     folder.mkdir()
     write(full(), folder / "a.ipynb")
-    with pytest.raises(RuntimeError, match="not available here.*--isolation none"):
-        grade_folder(folder, tmp_path / "report")
+    with pytest.raises(IsolationUnavailable, match="not available here.*--isolation none"):
+        grade_folder(folder, tmp_path / "report", run=lambda *args: (None, 0.0))
     assert t5grade(["grade", str(folder), "--out", str(tmp_path / "report"), "--quiet"]) == 2
     assert "--isolation none" in capsys.readouterr().err
     assert not (tmp_path / "report" / "gradebook.csv").exists()

@@ -41,7 +41,7 @@ def test_the_notebook_limit_bounds_everything_the_reading_included(tmp_path):
 def test_reserve_for_the_reading_is_inside_the_budget():
     assert harvest_reserve(Limits()) == 30
     assert harvest_reserve(Limits(notebook_timeout=6, harvest_timeout=30)) == 1.5
-    assert Limits(notebook_timeout=6).hard_limit(7) < Limits(notebook_timeout=6).startup_timeout + 6 + 20
+    assert Limits(notebook_timeout=6).hard_limit() < Limits(notebook_timeout=6).startup_timeout + 6 + 20
 
 
 def test_no_connection_file_or_other_litter_is_left_in_tmp(tmp_path, monkeypatch):

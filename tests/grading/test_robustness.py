@@ -1,6 +1,6 @@
 """One bad submission never costs the class its gradebook (the grader's side, without kernels).
 
-Most tests here replace the worker (`grade._run_worker`) with a forger that returns whatever a
+Most tests here replace the run step (`grade_folder(..., run=...)`) with a forger that returns whatever a
 hostile kernel could have printed, so they run in seconds and can try many variants: every
 value read from a kernel must be bounded and finite before it is scored, every file of the
 folder gets a row or a line in the summary, and whatever goes wrong for one submission ends as
@@ -195,16 +195,16 @@ def test_read_never_blocks_on_a_fifo_nor_follows_a_link(tmp_path):
     (tmp_path / "link.ipynb").symlink_to("/etc/passwd")
     for name in ("late.ipynb", "link.ipynb"):
         got = intake.read(intake.Entry(tmp_path / name, name, name), 1000)
-        assert isinstance(got, str)
+        assert isinstance(got, intake.Unreadable) and not got.too_large
 
 
 # --------------------------------------------------------------------------- the batch, with a forging worker
 
 
 def _forger(records_for):
-    """A stand-in for grade._run_worker that reports the harvest records `records_for(student_marker)` gives."""
+    """A stand-in for the run step (grade_folder's run=): reports the records `records_for(student_marker)` gives."""
 
-    def run(prep, limits, work, uid, hide, questions):
+    def run(prep, limits, work, uid, walls):
         source = "\n".join(cell.source for cell in prep.notebook.cells)
         nonce = NONCE.search(source).group(1)
         marker = re.search(r"# student: (\S+)", source)
@@ -247,11 +247,11 @@ def test_hostile_records_and_a_crashing_scorer_cost_only_their_own_rows(tmp_path
             raise OverflowError("a bug in the grader, for this notebook only")
         return real_score(exercise, prep, result, nonce, limits)
 
-    monkeypatch.setattr(grade, "_run_worker", _forger(lambda name: forged.get(name, {})))
     monkeypatch.setattr(grade, "score", score)
     folder, out = tmp_path / "subs", tmp_path / "report"
     _class_with_markers(folder, names)
-    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2)
+    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2,
+                          run=_forger(lambda name: forged.get(name, {})))
     statuses = {g.student: str(g.status) for g in graded}
     assert statuses == {**{n: "graded" for n in names}, "crash": "grader error"}
     rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
@@ -263,7 +263,6 @@ def test_hostile_records_and_a_crashing_scorer_cost_only_their_own_rows(tmp_path
 
 
 def test_odd_files_and_names_all_end_in_the_report(tmp_path, monkeypatch):
-    monkeypatch.setattr(grade, "_run_worker", _forger(lambda name: {}))
     folder, out = tmp_path / "subs", tmp_path / "report"
     folder.mkdir()
     write(full(), Path(os.fsdecode(os.fsencode(folder) + b"/caf\xe9.ipynb")))
@@ -274,7 +273,8 @@ def test_odd_files_and_names_all_end_in_the_report(tmp_path, monkeypatch):
     (folder / "deep.ipynb").write_text(_nest(100_000))
     (folder / "sub").mkdir()
     (folder / "sub" / "x.ipynb").write_text("{}")
-    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2)
+    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=2,
+                          run=_forger(lambda name: {}))
     assert {str(g.status) for g in graded} <= {"graded", "unreadable"}
     text = (out / "gradebook.csv").read_text(encoding="utf-8")
     students = [row["student"] for row in csv.DictReader(io.StringIO(text))]
@@ -287,7 +287,6 @@ def test_odd_files_and_names_all_end_in_the_report(tmp_path, monkeypatch):
 
 
 def test_a_folder_the_grader_cannot_read_is_listed(tmp_path, monkeypatch):
-    monkeypatch.setattr(grade, "_run_worker", _forger(lambda name: {}))
     folder, out = tmp_path / "subs", tmp_path / "report"
     (folder / "locked").mkdir(parents=True)
     write(full(), folder / "ok.ipynb")
@@ -307,7 +306,8 @@ def test_a_folder_the_grader_cannot_read_is_listed(tmp_path, monkeypatch):
         return real_open(path, flags, *args)
 
     monkeypatch.setattr(intake.os, "open", open_)
-    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=1)
+    graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=1,
+                          run=_forger(lambda name: {}))
     assert [(g.student, str(g.status)) for g in graded] == [("ok", "unreadable")]
     assert any("Permission denied" in note for note in graded[0].notes)
     assert "`locked`" in (out / "summary.md").read_text()

@@ -240,7 +240,7 @@ def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), 
 
 def run(root: Path, catalogue) -> dict:
     """Grade root/submission, write root/results/results.json; return what was written."""
-    from ..batch import grade_folder
+    from ..batch import IsolationUnavailable, grade_folder
 
     root = Path(root)
     source, submission, out = root / "source", root / "submission", root / "results"
@@ -267,14 +267,13 @@ def run(root: Path, catalogue) -> dict:
         if found:  # with no notebook, nothing runs: results.json says so
             try:
                 graded = grade(wanted)
-            except RuntimeError as exc:  # the container allows no namespaces
-                if wanted != "auto" or "isolated" not in str(exc):
+            except IsolationUnavailable as exc:  # the container allows no namespaces
+                if wanted != "auto":
                     raise
                 print(f"isolation is not possible in this container ({exc}); grading with the limits only")
                 graded = grade("none")
             summary = (work / "report" / "summary.md").read_text(encoding="utf-8")
-            isolation = next((line[len("- isolation: "):] for line in summary.splitlines()
-                              if line.startswith("- isolation: ")), "")
+            isolation = graded.settings["isolation"]
         doc = results(exercise, graded, visibility=visibility, skipped=skipped, isolation=isolation,
                       titles=question_titles(exercise, nbformat.read(template, as_version=4)))
         print(summary)

@@ -106,19 +106,30 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
     return found, skipped
 
 
-def read(entry: Entry, max_bytes: int) -> bytes | str:
-    """The file's bytes, or why they cannot be read ("larger than ..." starts the too-large case)."""
+@dataclass(frozen=True)
+class Unreadable:
+    """Why a submission's file could not be read; `too_large` when it is over the size limit."""
+
+    reason: str
+    too_large: bool = False
+
+
+TOO_LARGE = Unreadable("larger than the limit", too_large=True)
+
+
+def read(entry: Entry, max_bytes: int) -> bytes | Unreadable:
+    """The file's bytes, or why they cannot be read."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(entry.path, flags)
     except OSError as exc:
-        return f"the file could not be opened ({exc.strerror or exc})"
+        return Unreadable(f"the file could not be opened ({exc.strerror or exc})")
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            return "it is not a regular file"
+            return Unreadable("it is not a regular file")
         if info.st_size > max_bytes:
-            return "larger than the limit"
+            return TOO_LARGE
         chunks, size = [], 0
         while True:
             chunk = os.read(fd, 1 << 20)
@@ -126,10 +137,10 @@ def read(entry: Entry, max_bytes: int) -> bytes | str:
                 break
             size += len(chunk)
             if size > max_bytes:
-                return "larger than the limit"
+                return TOO_LARGE
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as exc:
-        return f"the file could not be read ({exc.strerror or exc})"
+        return Unreadable(f"the file could not be read ({exc.strerror or exc})")
     finally:
         os.close(fd)

@@ -46,7 +46,15 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
-from ..protocol import HARVEST_MIME, SANDBOX_MODULE, CellStatus, Job, RunEnd, harvest_question  # noqa: E402
+from ..protocol import (  # noqa: E402
+    HARVEST_MIME,
+    KERNEL_BROKEN_ENAME,
+    SANDBOX_MODULE,
+    CellStatus,
+    Job,
+    RunEnd,
+    harvest_question,
+)
 from ..sandbox.resources import harvest_reserve, tree_memory  # noqa: E402
 
 KERNEL_NAME = "t5lesson-sandbox"
@@ -230,7 +238,7 @@ async def run(job: Job) -> dict:
         if running is not None:  # nbclient failed on what the kernel sent while the notebook ran
             result["ended"] = RunEnd.KERNEL_BROKEN
             result["cells"] = [c for c in result["cells"] if c["index"] != running]
-            result["cells"].append({"index": running, "status": CellStatus.ERROR, "ename": "KernelBroken",
+            result["cells"].append({"index": running, "status": CellStatus.ERROR, "ename": KERNEL_BROKEN_ENAME,
                                     "evalue": f"{type(exc).__name__}: {str(exc)[:200]}"})
         else:
             result["ended"] = RunEnd.STARTUP_FAILED
