@@ -3,9 +3,13 @@
     python benchmarks/grade_class.py                  # 100 submissions (a few minutes on 2 cores)
     python benchmarks/grade_class.py --count 1000     # the same at 1,000 (about ten times longer)
     python benchmarks/grade_class.py --shards 4       # also grade as 4 shards in turn, then merge
+    python benchmarks/grade_class.py --against /tmp/oldmain   # the same folder with another checkout, in turn
 
-The submissions are the exercise-01 solution, a partly right one and a blank one, in turn
-(tests/grading/synthetic_class.py makes them). The grader runs exactly as an instructor runs
+The submissions are, in turn, the solution and the handed-out (blank) notebook of --exercise
+(default 01), or with --exercise 03 the synthetic class's full, partial and blank ones
+(tests/grading/synthetic_class.py). --against DIR grades the same folder with the checkout in
+DIR too (its own `python -m t5lesson.grade`, run from DIR), alternating the two REPEAT times, so
+    python benchmarks/grade_class.py --against /tmp/oldmain   # the same folder with another checkout
 it, `t5grade grade`, with its default limits and one job per core. The
 report gives the rate (submissions per minute, wall clock, start-up included) and projects it
 to a class of --class-size (2,000): hours on one machine like this one, and on N machines
@@ -30,10 +34,12 @@ sys.path.insert(0, str(ROOT / "tests" / "grading"))
 from synthetic_class import copies  # noqa: E402
 
 
-def _grade(args: list[str], isolation: str) -> float:
+def _grade(args: list[str], isolation: str, checkout: Path = ROOT) -> float:
     start = time.monotonic()
-    command = [sys.executable, "-m", "t5lesson.grade", "grade", *args, "--quiet", "--isolation", isolation]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    # a checkout from before the one command (no `grade` subcommand) takes the folder first
+    sub = ["grade"] if (checkout / "t5lesson" / "grading" / "cli.py").exists() else []
+    command = [sys.executable, "-m", "t5lesson.grade", *sub, *args, "--quiet", "--isolation", isolation]
+    result = subprocess.run(command, cwd=checkout, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"the grader failed:\n{result.stderr}")
     return time.monotonic() - start
@@ -53,11 +59,39 @@ def projection(rate: float, class_size: int, machines=(1, 4, 10, 20, 50)) -> lis
     return lines
 
 
+def _class(folder: Path, count: int, exercise: str) -> None:
+    if exercise == "03":
+        copies(folder, count)
+        return
+    import nbformat
+
+    [name] = [p.name for p in (ROOT / "solutions").glob(f"{exercise}_*.ipynb")]
+    made = [nbformat.writes(nbformat.read(ROOT / where / name, as_version=4)) for where in ("solutions", "exercises")]
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        (folder / f"student{i:03d}.ipynb").write_text(made[i % 2], encoding="utf-8")
+
+
+def compare(folder: Path, tmp: Path, other: Path, isolation: str, repeat: int, count: int) -> list[str]:
+    """Grade `folder` with this checkout and `other` in turn; lines with each rate and their ratio."""
+    times = {"this": [], "other": []}
+    for k in range(repeat):
+        for who, checkout in (("this", ROOT), ("other", other))[:: 1 if k % 2 == 0 else -1]:
+            times[who].append(_grade([str(folder), "--out", str(tmp / f"{who}{k}")], isolation, checkout))
+    rate = {who: count * 60 / min(t) for who, t in times.items()}
+    return [f"side by side, {repeat} turns each, best of each: this checkout {rate['this']:.1f} per minute "
+            f"({', '.join(f'{t:.0f} s' for t in times['this'])}), {other} {rate['other']:.1f} per minute "
+            f"({', '.join(f'{t:.0f} s' for t in times['other'])}); ratio {rate['this'] / rate['other']:.2f}"]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--shards", type=int, default=0, help="also grade as N shards in turn and merge them")
     parser.add_argument("--class-size", type=int, default=2000)
+    parser.add_argument("--exercise", default="01", help="01-06 (solution and blank in turn), or 03 (synthetic class)")
+    parser.add_argument("--against", type=Path, help="another checkout (e.g. a git worktree of an older commit)")
+    parser.add_argument("--repeat", type=int, default=2, help="turns of each checkout with --against")
     parser.add_argument("--isolation", choices=("auto", "none"), default="auto",
                         help="as the grader's option (auto refuses where kernels cannot be isolated)")
     parser.add_argument("--target", type=float, default=25.0,
@@ -67,7 +101,10 @@ def main(argv=None) -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         folder, out = Path(tmp) / "submissions", Path(tmp) / "report"
-        copies(folder, args.count)
+        _class(folder, args.count, args.exercise)
+        if args.against:
+            for line in compare(folder, Path(tmp), args.against.resolve(), args.isolation, args.repeat, args.count):
+                print(line)
         seconds = _grade([str(folder), "--out", str(out)], args.isolation)
         rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
         isolation = next(line for line in (out / "summary.md").read_text().splitlines() if "isolation" in line)

@@ -203,7 +203,9 @@ def build_class(folder: Path, report: Path, *, loop_marker: str = "987", thief: 
     made["memory"] = nb
 
     nb = load(SOLUTION)
-    add_after(nb, "q2-check", 'print("x" * 100_000_000)')
+    # twenty times the cap per cell (and twice the total): enough to be cut, small enough to be sent
+    # long before the cell's time limit on a loaded machine (100 MB could be interrupted unsent)
+    add_after(nb, "q2-check", 'print("x" * 2_000_000)')
     made["output_flood"] = nb
 
     nb = load(SOLUTION)
