@@ -2,36 +2,56 @@
 
 `t5grade` (pyproject's console script) and `python -m t5lesson.grade` run `main`; see
 `t5lesson.grading.cli` for the commands. The functions below are the engine's, with the catalogue
-of exercises filled in.
+of exercises filled in. The engine's heavy modules load on first use, so `main` can keep out an
+optional import first (see `cli.main`).
 """
 from __future__ import annotations
 
-from functools import partial
-
 from . import exercises
-from .exercises import objectives
-from .grading import batch, cli
-from .grading.integrations import gradescope, lms, shards
 from .grading.protocol import Limits
-from .grading.reports import store
 
 __all__ = ["main", "grade_folder", "merge", "export_lms", "build_autograder", "read_report", "Limits"]
 
-grade_folder = partial(batch.grade_folder, catalogue=exercises)
-merge = partial(shards.merge, catalogue=exercises)
-export_lms = partial(lms.export, catalogue=exercises)
-build_autograder = partial(gradescope.build, catalogue=exercises)
+
+def grade_folder(submissions, out, **options):
+    from .grading.batch import grade_folder
+
+    return grade_folder(submissions, out, catalogue=exercises, **options)
+
+
+def merge(report_dirs, out, **options):
+    from .grading.integrations.shards import merge
+
+    return merge(report_dirs, out, catalogue=exercises, **options)
+
+
+def export_lms(report, ids_path, out, **options):
+    from .grading.integrations.lms import export
+
+    return export(report, ids_path, out, catalogue=exercises, **options)
+
+
+def build_autograder(exercise_id, out, **options):
+    from .grading.integrations.gradescope import build
+
+    return build(exercise_id, out, catalogue=exercises, **options)
 
 
 def read_report(report_dir):
-    return store.read(report_dir, exercises)
+    from .grading.reports.store import read
+
+    return read(report_dir, exercises)
 
 
 def _objectives(markdown: bool) -> str:
+    from .exercises import objectives
+
     return objectives.syllabus_markdown() + "\n" if markdown else objectives.objectives_csv()
 
 
 def main(argv=None) -> int:
+    from .grading import cli
+
     return cli.main(argv, catalogue=exercises, objectives=_objectives)
 
 

@@ -225,7 +225,9 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
 
 
 def main(argv=None, *, catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> int:
-    sys.modules.setdefault("rfc3987_syntax", None)  # a slow optional import of jsonschema (see run/worker.py)
+    # before nbformat loads (lazily, below): jsonschema's optional rfc3987_syntax builds a grammar at
+    # import, for URI checks grading never makes (see run/worker.py)
+    sys.modules.setdefault("rfc3987_syntax", None)
     args = parser(catalogue, objectives).parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
         return args.run(args, catalogue)
