@@ -20,7 +20,7 @@ from t5lesson.grade import Limits, grade_folder
 from t5lesson.grading.batch import _uids
 from t5lesson.grading.sandbox import launcher as sandbox
 
-from synthetic_class import build_class
+from synthetic_class import FULL_POINTS, build_class
 
 LIMITS = Limits(cell_timeout=4, notebook_timeout=25, harvest_timeout=10, stuck_grace=3, startup_timeout=30)
 WHY_NOT = sandbox.probe(_uids(1)[0])
@@ -112,12 +112,18 @@ def test_thief_can_neither_read_others_nor_write_the_report(graded_class):
 
 
 def test_hanging_runs_are_cut_off_within_their_limits(graded_class):
+    """Said by the verdicts, not by a stopwatch (wall times depend on the machine's load): a loop is
+    interrupted at the per-cell limit and the cells after it still run (full marks, no cell left
+    unrun for want of notebook time); a loop that ignores the interrupt ends the run as stuck."""
     graded = graded_class["graded"]
-    slack = 15  # kernel start-up and the rest of the notebook, on a busy 2-core machine
-    assert graded["infinite_loop"].seconds < LIMITS.cell_timeout + slack
-    assert graded["uninterruptible"].seconds < LIMITS.cell_timeout + LIMITS.stuck_grace + slack
-    assert graded["widgets"].seconds < 2 * LIMITS.cell_timeout + slack
-    assert any("interrupted" in note for note in graded["infinite_loop"].notes)
+    loop = graded["infinite_loop"]
+    assert any(f"ran past the limit of {LIMITS.cell_timeout:g} s per cell and was interrupted" in note
+               for note in loop.notes), loop.notes
+    assert loop.status == "graded" and loop.total == FULL_POINTS
+    assert not any("were not run" in note for note in loop.notes), loop.notes
+    stuck = graded["uninterruptible"]
+    assert stuck.status == "stuck" and any("did not stop when interrupted" in note for note in stuck.notes)
+    assert graded["widgets"].status == "graded" and graded["widgets"].total == FULL_POINTS
 
 
 @pytest.mark.skipif(not FULL_ISOLATION, reason="needs kernel isolation: a PID namespace per kernel")
