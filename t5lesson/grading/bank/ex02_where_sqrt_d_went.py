@@ -5,7 +5,7 @@ Lesson 1's numbers and code (the variance of q.k, a softmax weight, the entropy 
 gradient of a saturated row, the masked score matrix) are exercise 01's.
 
 Keys are salted hashes (`t5lesson.grading.questions.answer_hash`, `Numeric.float_key`); recompute one
-with `python -m t5lesson.grading.questions hash|float-key ...`.
+with `python -m t5lesson.grading.questions hash|float-key ... --exercise ID`.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from . import Exercise, id_of_module
 __all__ = ["EXERCISE"]
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__),
+    id=id_of_module(__name__), salted=True,
     title="Exercise 2: where T5 put $\\sqrt{d}$, and what that changes",
     questions=(
         FreeText(
@@ -33,45 +33,45 @@ EXERCISE = Exercise(
         ),
         MultipleChoice(
             id="q2", points=2, objectives=(4,), name="answer_q2",
-            options="ABCDE", multiple=True, key="8fc6adfb6085097f780e7ac0",
+            options="ABCDE", multiple=True, key="1d9128a89b6dd6e1c57bba18",
             hints=(
                 "judge each statement on its own: the initialisation, the exact identity, training, and fp16.",
                 "for C, ask what Adam does with a constant factor in the gradient; for D, where the reported "
                 "overflow happened: in the logits, or in the hidden states?",
             ),
             feedback={
-                "4d2b1d530ca3f36521a44467": "not complete: what does adding u do to a key's odds?",
-                "c1c110ad11f731c5c0f31b73": "Adam's step size ignores a constant factor in the gradient; does "
+                "5012d90784d6e46955b3a3a5": "not complete: what does adding u do to a key's odds?",
+                "af9d395445e7db3b5a60507a": "Adam's step size ignores a constant factor in the gradient; does "
                                             "that keep the folded and scaled heads the same?",
-                "dd842b94f5240b7ad8a93eec": "where did the reported fp16 overflow happen: in the logits, or in "
+                "ca86f9c235c2da89c9f279b1": "where did the reported fp16 overflow happen: in the logits, or in "
                                             "the hidden states?",
-                "fda82bc894392f0cedb8fabe": "not complete: look at the identity of lesson 2, section 2.",
+                "e30847cd34bea3fb7f19d7c8": "not complete: look at the identity of lesson 2, section 2.",
             },
         ),
         Numeric(
             id="q3", points=1, objectives=(4,), name="answer_q3", tolerance=1e-3,
-            key="ee14d007f3bcb8c74519817e",
+            key="631779c5b1f30c2020215c23",
             hints=(
                 "adding b to one key's logit multiplies its odds against any other key by e^b.",
                 "inside the scaling, what actually gets added to the logit is u / sqrt(d).",
             ),
             feedback={
-                "0cc82423980e8031d831e7c3": "that is T5's factor, for a bias added on the unscaled scale.",
-                "5625fcd9d8ffcb87db14d7c9": "divide by sqrt(d), not by d.",
+                "30e8aed3d1f4c916e708f036": "that is T5's factor, for a bias added on the unscaled scale.",
+                "96b14519c3a052e774fee483": "divide by sqrt(d), not by d.",
             },
         ),
         Numeric(
             id="q4", points=1, objectives=(4,), name="answer_q4",
             tolerance=1e-5,
-            key="51444a5880a9b9af16dca77f",
+            key="e140e67495ee2cdc87662167",
             hints=(
                 "the query projection's std carries one factor for d_model and one for d_kv.",
                 "std = (d_model * d_kv) ** -0.5",
             ),
             feedback={
-                "93e9602dd8fe9e9ae38d07d4": "that is d_model ** -0.5, the std of W_k; W_q has the extra d_kv factor.",
-                "b7a20893a6e56a5f61478eca": "that is d_kv ** -0.5 alone; the d_model factor is missing.",
-                "b2b3b39a1f9bf0b9c177ecad": "that is a variance; the question asks for the standard deviation.",
+                "b6accc0168aad665a67fd363": "that is d_model ** -0.5, the std of W_k; W_q has the extra d_kv factor.",
+                "4bd32fef2674af2dab0adcb1": "that is d_kv ** -0.5 alone; the d_model factor is missing.",
+                "4c54a630a3017aab314eb4cb": "that is a variance; the question asks for the standard deviation.",
             },
         ),
         FreeText(

@@ -2,7 +2,7 @@
 
 Notebook: solutions/05_length_generalisation.ipynb (source), exercises/05_length_generalisation.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.answer_hash`); to change an answer, recompute its
-hash with `python -m t5lesson.grading.questions hash QUESTION ANSWER`. The code question returns a float
+hash with `python -m t5lesson.grading.questions hash QUESTION ANSWER --exercise ID`. The code question returns a float
 matrix, so it uses `FloatCode` (defined with exercise 02: integer-only `Code` cannot compare it).
 """
 from __future__ import annotations
@@ -47,53 +47,53 @@ def _cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__),
+    id=id_of_module(__name__), salted=True,
     title="Exercise 5: one bias for many distances, and sequences longer than training",
     questions=(
         MultipleChoice(
             id="q1", points=1, objectives=(6,), name="answer_q1",
-            options="ABC", key="cceea8c4953b42f1cfd33c4b",
+            options="ABC", key="557d28b7066bc5c0f466a592",
             hints=(
                 "ask, for each model, which parameter supplies the bias of a pair 1500 tokens apart, "
                 "and how often that parameter was updated in training.",
             ),
             feedback={
-                "f35de2d608ca9d2db8528725": "a separate parameter per distance is precise only where it was "
+                "eba8995d8dc5491f35710dc6": "a separate parameter per distance is precise only where it was "
                                             "trained; how often did distance 500 occur in 512-token documents?",
-                "e2a0752f1a2488a538a3d2ba": "the two models see the same training data but use it differently "
+                "b0ebc1c87b5214a174b4f624": "the two models see the same training data but use it differently "
                                             "for large distances; lesson 5's experiment measured the difference.",
             },
         ),
         MultipleChoice(
             id="q2", points=2, objectives=(6,), name="answer_q2",
-            options="ABCDE", key="e83fc0bd4028947018bfcaf1",
+            options="ABCDE", key="23e95abf55ccdb998133edd1",
             hints=(
                 "count: how many (query, key) pairs per training document have offset 5, and how many offset 500?",
                 "what matters at test time is whether the parameter used for a far pair was trained on many pairs.",
             ),
             feedback={
-                "3914cc5ca84c252dbf95410c": "more parameters are only as good as the signal that trains them; "
+                "58a30884ecec5e521bf9c36c": "more parameters are only as good as the signal that trains them; "
                                             "the far ones got almost none.",
-                "b8b6241d827ad201299e5c58": "fewer parameters is true, but it is not the reason: clipping a "
+                "4dac2d08420163f50faae49e": "fewer parameters is true, but it is not the reason: clipping a "
                                             "per-distance table inside the training length has no fewer "
                                             "parameters and generalises as well as buckets.",
-                "1e07cd964449f797fa12adc3": "count the pairs: offset d occurs L - d times in a sequence of L tokens.",
-                "448a8ca75c59bcd71f5e7b92": "the lesson measured the attention on the right key shrinking with "
+                "babafcc7310ba8466559355a": "count the pairs: offset d occurs L - d times in a sequence of L tokens.",
+                "31dbade9794726d940556dd7": "the lesson measured the attention on the right key shrinking with "
                                             "length even for T5's buckets.",
             },
         ),
         Numeric(
             id="q3", points=1, objectives=(6,), name="answer_q3",
-            key="46f0a02ede57c7251d5820bf",
+            key="001ded00235cf960c971e80d",
             hints=(
                 "list the pairs: query i and key i - 480, for every query i that has such a key.",
                 "the first such query is at position 480 (positions count from 0).",
             ),
             feedback={
-                "de2c31047dac6411b8e28a9f": "one too many: positions run from 0 to 511.",
-                "a6ae519ee189267b41863971": "one too few: the query at position 511 counts too.",
-                "8432d37f656eb91f76c6a02f": "in a causal model only keys before the query count, not keys after it.",
-                "5280d3d091a02d94b9578528": "that is the offset itself; the question asks how many pairs have it.",
+                "d357bdfad3a41d47fb8a1961": "one too many: positions run from 0 to 511.",
+                "4b86e6723a83d4b5a1bae637": "one too few: the query at position 511 counts too.",
+                "eb201f34439b7983895e26f1": "in a causal model only keys before the query count, not keys after it.",
+                "8fe5d0f65a1a10f2b7012e48": "that is the offset itself; the question asks how many pairs have it.",
             },
         ),
         FloatCode(
