@@ -404,12 +404,32 @@ class FreeText(Question):
     from the submitted file itself; `name` is that cell's name. `rubric` lists the elements of a
     good answer with their points, (element, points) pairs summing to the question's points; it
     is printed in the grader's free_text.csv for whoever marks the answers.
+
+    `checklist` says the same elements in the learner's words, one question per rubric element
+    ("Does your answer say ...?"); `self_check` shows them once the learner has written an
+    answer, so a learner working alone can hold the answer against them. Without a checklist the
+    rubric's own elements are shown. Nothing is marked: the instructor's marking (`score`, in the
+    grader) does not change.
     """
 
     placeholder: str = "_Write your answer here._"
     rubric: tuple[tuple[str, float], ...] = ()
+    checklist: tuple[str, ...] = ()
     kind = "free text"
     auto_scored = False
+
+    def self_check(self, text: str) -> Outcome:
+        """What `check("qN")` prints for a free-text answer: Not attempted, or the rubric to compare with."""
+        if not text.strip() or text.strip() == self.placeholder.strip():
+            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points),
+                           "write your answer in the Markdown cell below the question, save the notebook "
+                           "(check reads the saved file), and run check again.")
+        elements = self.checklist or tuple(element for element, _ in self.rubric)
+        lines = [f"  - ({format_points(points)} pt{'' if points == 1 else 's'}) {element}"
+                 for element, (_, points) in zip(elements, self.rubric, strict=True)]
+        return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
+                       f"your instructor marks this answer ({format_points(self.points)} points); check() does "
+                       "not. Hold your answer against what a full answer covers:\n" + "\n".join(lines))
 
     def harvest_spec(self) -> dict:
         return {}
