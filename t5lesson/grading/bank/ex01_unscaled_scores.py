@@ -102,9 +102,10 @@ EXERCISE = Exercise(
             options="ABCDE", key="263f1389823ba742b2b83b16",
             hints=(
                 "two things set T5 apart: what happens to the size of q.k, and how the position enters.",
-                "T5 divides q.k by nothing at all.",
-                "the position term is added to the score, and it depends only on the offset j - i "
-                "(through its bucket).",
+                "T5 divides q.k by nothing at all: that rules out the options with a sqrt(d) in them.",
+                "for each option left, note two things: is the position term added to q.k or multiplied with it, "
+                "and is it looked up by the offset j - i or by the key's position j alone? Lesson 1's formula "
+                "says which T5 does.",
             ),
             feedback={
                 "848e296c2ba89d495d216af3": "that score still divides q.k by sqrt(d); T5 leaves q.k as it is.",
@@ -148,6 +149,12 @@ EXERCISE = Exercise(
                 ("the added u_b(j-i) raises or lowers a score by the offset between key and query (distance and "
                  "direction): it is how word order enters, one learned value per bucket and head, the same for "
                  "every pair at that offset", 1),
+            ),
+            checklist=(
+                "Does it say what leaving q.k undivided does to the size of the scores, and how that changes "
+                "as the head dimension d grows?",
+                "Does it say what the added u_b(j-i) does to a score: what it depends on, and what it tells "
+                "attention that q.k alone does not?",
             ),
         ),
         Numeric(

@@ -134,7 +134,7 @@ EXERCISE = Exercise(
         ),
         MultipleChoice(
             id="q7", points=1, objectives=(4,), name="answer_q7",
-            options="ABCDE", key="941fa6511606cab2b78037eb",
+            options="ABCDE", key="989e2f9756f11ebcef57ebc0",
             hints=(
                 "the 1/sqrt(d) controls how widely the logits q.k spread across keys. What does that spread depend "
                 "on, and what does the bias u depend on?",
@@ -146,7 +146,7 @@ EXERCISE = Exercise(
                                             "whatever the tokens are; the spread that 1/sqrt(d) controls comes from "
                                             "q.k, which depends on them.",
                 "7a3eba62e4bcccbfae28514d": 'in T5 nothing is divided: u is added to the raw q.k (lesson 1).',
-                "989e2f9756f11ebcef57ebc0": "a table per layer (as in UMT5) still adds numbers that ignore the content;"
+                "941fa6511606cab2b78037eb": "a table per layer (as in UMT5) still adds numbers that ignore the content;"
                                             " more tables do not make q.k smaller.",
                 "cf353e30acfd464b298421da": "the encoder's self-attention has a bias table too; only cross-attention "
                                             "has none.",

@@ -217,6 +217,15 @@ EXERCISE = Exercise(
                 ("every distance is covered with a fixed number of parameters: from the last boundary on, "
                  "everything shares the last bucket", 0.5),
             ),
+            checklist=(
+                "Does it say why the nearest offsets each get a bucket of their own?",
+                "Does it say what a logarithmic rule keeps the same from one far bucket to the next, with a "
+                "boundary or ratio from lesson 3?",
+                "Does it say how often far offsets occur in training (with a pair count), and what a wide "
+                "bucket does with those few pairs?",
+                "Does it say what happens to offsets beyond the last boundary, and how many parameters that "
+                "costs?",
+            ),
         ),
     ),
 )
