@@ -108,7 +108,9 @@ EXERCISE = Exercise(
                 "says which T5 does.",
             ),
             feedback={
-                "848e296c2ba89d495d216af3": "that score still divides q.k by sqrt(d); T5 leaves q.k as it is.",
+                "848e296c2ba89d495d216af3": "that score still divides q.k by sqrt(d); T5 leaves q.k as it is. "
+                                            "(With W_q rescaled it is the same model, as lesson 2 shows, but "
+                                            "not the score T5 computes.)",
                 "be5ed1cb29f9b21508dd1c63": "here the position bias is divided by sqrt(d) too; "
                                             "in T5 nothing is divided.",
                 "6a5a0e83c9fc1dd131be5a29": "the bias multiplies the score here; in T5 it is added to it.",
