@@ -8,7 +8,8 @@ notices the kernel's reply when the per-cell timeout expires, in about half of f
 a per-cell timeout, so a stall costs at most that long instead of hanging. Each run prints the
 notebook's wall time; a time near a multiple of the timeout means a stall happened. Lessons
 run with the repository as working folder; solution notebooks in their own folder, as nbval and
-`generate --execute` run them (a free-text `check("qN")` reads the saved notebook it finds there). --check executes without writing and fails on error.
+`generate --execute` run them (a free-text `check("qN")` reads the saved notebook it finds there).
+--check executes without writing and fails on error.
 """
 from __future__ import annotations
 
