@@ -152,7 +152,7 @@ def test_code_that_hangs_is_cut_short(capsys):
 
 
 def test_free_text_and_unknown_ids(capsys):
-    assert line(capsys, "q3").startswith("q3: Submitted")
+    assert line(capsys, "q3", "my answer").startswith("q3: Submitted")  # free text: see test_self_check.py
     assert "'q10' is not a question here" in line(capsys, "q10")
     assert "at most one answer" in line(capsys, "q1", "A", "B")
 

@@ -159,7 +159,16 @@ EXERCISE = Exercise(
                 ("a q_len x k_len matrix has only q_len + k_len - 1 distinct offsets, so the bucket (and its "
                  "logarithm) is computed once per offset, not once per pair, with the count for an example size", 1),
                 ("the values are laid out along the diagonals (a sliding window) and equal the per-pair "
-                 "computation; q_len x k_len values per head are still written", 0.5),
+                 "computation; q_len x k_len values per head are still written when the bias tensor is "
+                 "materialised, as transformers does", 0.5),
+            ),
+            checklist=(
+                "Does it say what the bias of a pair depends on, and what that makes of every diagonal of the "
+                "matrix?",
+                "Does it count the distinct offsets of a q_len x k_len matrix, for an example size, and say what "
+                "is then computed once per offset instead of once per pair?",
+                "Does it say how the values are laid out, that they equal the per-pair computation, and what "
+                "still costs q_len x k_len per head?",
             ),
         ),
     ),
