@@ -100,3 +100,32 @@ def test_the_constant_check_catches_a_question_with_too_many_trivial_cases():
     few = replace(question, cases=tuple(c for c in question.cases if c.topic != "uniform weights over 10 keys")[:7])
     zero = few.score(harvest.collect(few.harvest_spec(), {few.name: lambda *a, **k: 0.0}))
     assert zero.points / zero.max_points > 0.2  # the old seven cases: 3 of 7 rows have entropy 0
+
+
+# --- no "the longest option is the right one" cue --------------------------------------------
+
+def _options(exercise_id: str, question_id: str) -> dict[str, str]:
+    """The option texts of a multiple-choice question, as the solution notebook shows them."""
+    import re
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).resolve().parents[2] / "solutions" / f"{exercise_id}.ipynb", as_version=4)
+    text = next(c.source for c in nb.cells if c.metadata.get("t5lesson", {}).get("cell") == f"{question_id}-text")
+    found = re.findall(r"^- \*\*([A-F])\.\*\* (.*?)(?=^- \*\*[A-F]\.\*\*|^\s*$|\Z)", text, re.M | re.S)
+    return {letter: " ".join(body.split()) for letter, body in found}
+
+
+SINGLE = [("02_where_sqrt_d_went", "q6"), ("02_where_sqrt_d_went", "q7"), ("04_bias_heatmaps", "q1"),
+          ("05_length_generalisation", "q2"), ("05_length_generalisation", "q3")]
+
+
+@pytest.mark.parametrize("exercise_id, question_id", SINGLE)
+def test_the_keyed_option_is_not_the_longest(exercise_id, question_id):
+    question = bank.get(exercise_id)[question_id]
+    options = _options(exercise_id, question_id)
+    assert sorted(options) == sorted(question.options)
+    keyed = next(x for x in options if answer_hash(question_id, x, exercise_id) == question.key)
+    others = max(len(text) for letter, text in options.items() if letter != keyed)
+    assert len(options[keyed]) <= others, f"{keyed} is the longest option"
