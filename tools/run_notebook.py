@@ -7,7 +7,9 @@ notices the kernel's reply when the per-cell timeout expires, in about half of f
 `t5lesson.grading.authoring.generate.execute` (the same code that refreshes solutions/) always runs with
 a per-cell timeout, so a stall costs at most that long instead of hanging. Each run prints the
 notebook's wall time; a time near a multiple of the timeout means a stall happened. Lessons
-run with the repository as working folder. --check executes without writing and fails on error.
+run with the repository as working folder; solution notebooks in their own folder, as nbval and
+`generate --execute` run them (a free-text `check("qN")` reads the saved notebook it finds there).
+--check executes without writing and fails on error.
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ def main():
     parser.add_argument("--check", action="store_true", help="execute but do not write")
     args = parser.parse_args()
     for path in args.paths:
-        seconds = execute(path, args.timeout, cwd=ROOT, write=not args.check)
+        cwd = path.resolve().parent if path.resolve().parent.name == "solutions" else ROOT
+        seconds = execute(path, args.timeout, cwd=cwd, write=not args.check)
         print(f"{path}: executed in {seconds:.1f} s")
 
 

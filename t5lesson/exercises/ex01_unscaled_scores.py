@@ -2,7 +2,7 @@
 
 Notebook: solutions/01_unscaled_scores.ipynb (source), exercises/01_unscaled_scores.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`, `Numeric.float_key`); to change an
-answer, recompute its hash with `t5grade hash QUESTION ANSWER [--tolerance T]` and run the
+answer, recompute its hash with `t5grade hash QUESTION ANSWER [--tolerance T] --exercise ID` and run the
 solution notebook through the grader (tests/grading/test_generate.py does) to prove it still
 gets full marks. tests/grading/test_objectives.py checks that every feedback key can be reached.
 
@@ -55,6 +55,14 @@ def _entropy_cases() -> tuple[Case, ...]:
         ((1.0,), "a single key"),
         ((1.0 - 1e-9, 1e-9), "almost one-hot"),
         (_row(np.round(softmax16, 15)), "a softmax row over 16 keys"),
+        ((0.5, 0.5), "uniform weights over 2 keys"),
+        ((0.1,) * 10, "uniform weights over 10 keys"),
+        ((0.9, 0.1), "two keys, one favoured"),
+        ((0.4, 0.3, 0.2, 0.1), "falling weights over 4 keys"),
+        ((0.0, 0.25, 0.0, 0.75), "two keys left, with zeros between"),
+        ((0.6, 0.2, 0.1, 0.05, 0.05), "a long tail"),
+        ((0.97, 0.01, 0.01, 0.01), "nearly saturated"),
+        ((1 / 3, 1 / 3, 1 / 3), "uniform weights over 3 keys"),
     ]
     return tuple(Case((row,), (), topic) for row, topic in rows)
 
@@ -86,30 +94,33 @@ def _score_cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__),
+    id=id_of_module(__name__), salted=True,
     title="Exercise 1: T5's unscaled score, and what dropping $\\sqrt{d}$ does",
     questions=(
         MultipleChoice(
             id="q1", points=1, objectives=(1,), name="answer_q1",
-            options="ABCDE", key="cceea8c4953b42f1cfd33c4b",
+            options="ABCDE", key="263f1389823ba742b2b83b16",
             hints=(
                 "two things set T5 apart: what happens to the size of q.k, and how the position enters.",
-                "T5 divides q.k by nothing at all.",
-                "the position term is added to the score, and it depends only on the offset j - i "
-                "(through its bucket).",
+                "T5 divides q.k by nothing at all: that rules out the options with a sqrt(d) in them.",
+                "for each option left, note two things: is the position term added to q.k or multiplied with it, "
+                "and is it looked up by the offset j - i or by the key's position j alone? Lesson 1's formula "
+                "says which T5 does.",
             ),
             feedback={
-                "f35de2d608ca9d2db8528725": "that score still divides q.k by sqrt(d); T5 leaves q.k as it is.",
-                "e2a0752f1a2488a538a3d2ba": "here the position bias is divided by sqrt(d) too; "
+                "848e296c2ba89d495d216af3": "that score still divides q.k by sqrt(d); T5 leaves q.k as it is. "
+                                            "(With W_q rescaled it is the same model, as lesson 2 shows, but "
+                                            "not the score T5 computes.)",
+                "be5ed1cb29f9b21508dd1c63": "here the position bias is divided by sqrt(d) too; "
                                             "in T5 nothing is divided.",
-                "b7f8b30f9b0fa302b983b427": "the bias multiplies the score here; in T5 it is added to it.",
-                "4fb7e615fae8a11f4c74fb16": "this bias depends on where the key is, "
+                "6a5a0e83c9fc1dd131be5a29": "the bias multiplies the score here; in T5 it is added to it.",
+                "adb730212d190096e73b943f": "this bias depends on where the key is, "
                                             "not on how far it is from the query.",
             },
         ),
         MultipleChoice(
             id="q2", points=2, objectives=(2,), name="answer_q2",
-            options="ABCDEF", multiple=True, key="4d2b1d530ca3f36521a44467",
+            options="ABCDEF", multiple=True, key="5bf5c4f629daf8cfcc3155c7",
             hints=(
                 "for each option, ask two things: is it about the size of q.k or about where position enters, "
                 "and is it what T5 does, or what another model does?",
@@ -117,19 +128,19 @@ EXERCISE = Exercise(
                 "T5 neither divides nor learns anything in place of the scale.",
             ),
             feedback={
-                "3914cc5ca84c252dbf95410c": "not complete: how does T5 tell attention how far apart two tokens are?",
-                "e83fc0bd4028947018bfcaf1": "not complete: look at what happens to the size of q.k.",
-                "35c18c01c8b3218a846eba5c": "a number per absolute key position would be the same whatever the query; "
+                "680bfdc72e4429bdb5dbec04": "not complete: how does T5 tell attention how far apart two tokens are?",
+                "801e2c76f20cc998903660fa": "not complete: look at what happens to the size of q.k.",
+                "33a62b5429a45858068830f4": "a number per absolute key position would be the same whatever the query; "
                                             "T5's depends only on the offset j - i.",
-                "27a29e4d58f758f856c19304": "a number per absolute key position would be the same whatever the query; "
+                "0299cec1934b886c443f02db": "a number per absolute key position would be the same whatever the query; "
                                             "T5's depends only on the offset j - i.",
-                "ada48a0524d1da91cb740cf9": "T5 learns no temperature: q.k enters the softmax as it is.",
-                "b5094d92475981f2774707b1": "T5 learns no temperature: q.k enters the softmax as it is.",
-                "8fc6adfb6085097f780e7ac0": "a vector added to the keys is Shaw et al.'s relative attention; T5 adds "
+                "9e59a0c1ba76a3e745bf5199": "T5 learns no temperature: q.k enters the softmax as it is.",
+                "1d80d4ee3620032a711e9104": "T5 learns no temperature: q.k enters the softmax as it is.",
+                "7a03c80cf90bd8aa1da4294a": "a vector added to the keys is Shaw et al.'s relative attention; T5 adds "
                                             "one scalar to the logit.",
-                "6d50dc2abbbcf838aa0a43bb": "a vector added to the keys is Shaw et al.'s relative attention; T5 adds "
+                "be5191bb98d648a5a62297c4": "a vector added to the keys is Shaw et al.'s relative attention; T5 adds "
                                             "one scalar to the logit.",
-                "3a30f9cf4f7f79ddcbbcfec8": "T5 divides nothing by sqrt(d), the bias included.",
+                "ad6d44be9aab07057903c365": "T5 divides nothing by sqrt(d), the bias included.",
             },
         ),
         FreeText(
@@ -141,47 +152,53 @@ EXERCISE = Exercise(
                  "direction): it is how word order enters, one learned value per bucket and head, the same for "
                  "every pair at that offset", 1),
             ),
+            checklist=(
+                "Does it say what leaving q.k undivided does to the size of the scores, and how that changes "
+                "as the head dimension d grows?",
+                "Does it say what the added u_b(j-i) does to a score: what it depends on, and what it tells "
+                "attention that q.k alone does not?",
+            ),
         ),
         Numeric(
             id="q4", points=1, objectives=(1,), name="answer_q4", tolerance=1e-4,
-            key="03292d5b14f81032ab253150",
+            key="8fd25d72c86bb5fb0c0061a5",
             hints=(
                 "the score is the plain dot product plus one entry of the bias table.",
                 "the offset is key position minus query position; a key before the query has a negative offset.",
             ),
             feedback={
-                "dfa4f60d46fa0ca7ac45936f": "you divided q.k by sqrt(d); T5 does not.",
-                "a17e4c217d009af2a31fc6ee": "you used the bias of the opposite offset: the key comes before the query.",
-                "6f667d41d746414da02ba9c8": "the position bias is missing.",
-                "49f475cac0dd5f713f1dc023": "nothing is divided by sqrt(d) in T5, the bias included.",
+                "b60b81f29eb5ad1f138ed3aa": "you divided q.k by sqrt(d); T5 does not.",
+                "40a968f22a25b915f47dc33e": "you used the bias of the opposite offset: the key comes before the query.",
+                "eb40d81bbd3ab64431a4d4fa": "the position bias is missing.",
+                "1dadc8c6132dac3d362bd89d": "nothing is divided by sqrt(d) in T5, the bias included.",
             },
         ),
         Numeric(
             id="q5", points=1, objectives=(3,), name="answer_q5",
-            key="67b0594f26333e67a7606a32",
+            key="da54ca829f3f571707790d43",
             hints=(
                 "q.k is a sum of d independent products q_m k_m; variances of independent terms add.",
                 "the variance of a product of two independent zero-mean variables is the product of their variances.",
             ),
             feedback={
-                "6d13bd6e7534f9ee0608e55b": "each product q_m k_m has variance sigma^2 times sigma^2, not sigma^2.",
-                "c2609c9d74f81ba912f75e2b": "that would be right for unit-variance entries; these have variance 0.25.",
-                "c05cdc6db759c88a30684589": "that is a standard deviation; the question asks for the variance.",
-                "7373e54c5ed59e03a8d51c1a": "you used the standard deviation 0.5 where a variance belongs.",
+                "cf1eede263bf83bc1852a617": "each product q_m k_m has variance sigma^2 times sigma^2, not sigma^2.",
+                "017392d0852cf8504027a778": "that would be right for unit-variance entries; these have variance 0.25.",
+                "c0b23e39c4ff599c125c1e6c": "that is a standard deviation; the question asks for the variance.",
+                "1518e78bff79ff25b6a72007": "you used the standard deviation 0.5 where a variance belongs.",
             },
         ),
         Numeric(
             id="q6", points=1, objectives=(1, 3), name="answer_q6",
             tolerance=1e-3,
-            key="41360165fbcfd1c57b28a93e",
+            key="0bca85b581432e09f6508ba0",
             hints=(
                 "first build each key's score, q.k plus its bias, with no division; then take the softmax.",
                 "the weight of key 1 is exp(score_1) divided by the sum of exp(score_j) over all four keys.",
             ),
             feedback={
-                "48de780df9b3adbe9c86c60a": "the biases are missing from the scores.",
-                "0f12c90f7d8739c71e09a714": "you divided q.k by sqrt(d); T5 does not.",
-                "ff519049071c52bd38b96092": "you divided the whole score by sqrt(d); T5 divides nothing.",
+                "acbb15487ee6a1eb78dcfbdc": "the biases are missing from the scores.",
+                "af27f23b0bb14d674b096a02": "you divided q.k by sqrt(d); T5 does not.",
+                "5aba40e72fdbda8c297b33a4": "you divided the whole score by sqrt(d); T5 divides nothing.",
             },
         ),
         FloatCode(
@@ -196,16 +213,16 @@ EXERCISE = Exercise(
         ),
         Numeric(
             id="q8", points=1, objectives=(3,), name="answer_q8",
-            tolerance=1e-4, key="7b4c90b4c263ad933f42f98a",
+            tolerance=1e-4, key="8e4fed9d0f56edfc4552b416",
             hints=(
                 "first the weights p = softmax(scores); then the Jacobian J = diag(p) - p p^T, a 4 x 4 matrix.",
                 "the Frobenius norm is the square root of the sum of the squares of all 16 entries of J.",
             ),
             feedback={
-                "86bc49b051010a138e2a5252": "that is the uniform row's norm; compute p from these scores first.",
-                "8024c988906d7a1c501c4b96": "that is one entry, p0 (1 - p0); the norm takes every entry of "
+                "0b218fd773abaafe53ea8331": "that is the uniform row's norm; compute p from these scores first.",
+                "be9db8a232f583bf42f9a3d4": "that is one entry, p0 (1 - p0); the norm takes every entry of "
                                             "diag(p) - p p^T.",
-                "4c9e44f158d989fff5793942": "that counts the diagonal only; the entries -p_i p_j off it count too.",
+                "3da59ad6b15542193317ffd3": "that counts the diagonal only; the entries -p_i p_j off it count too.",
             },
         ),
         FloatCode(

@@ -2,7 +2,7 @@
 
 Notebook: solutions/03_relative_position_buckets.ipynb (source), exercises/03_... (generated).
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompute one with
-`t5grade hash QUESTION ANSWER`. tests/grading/test_exercises_03_04.py checks every
+`t5grade hash QUESTION ANSWER --exercise ID`. tests/grading/test_exercises_03_04.py checks every
 key against the package, so a key cannot silently drift from what lesson 3 computes.
 
 Question 7 (`my_bucket`, the bucket function) calls the learner's function on 91 offsets: T5's
@@ -89,89 +89,89 @@ _CONFIGS = [
 ]
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__),
+    id=id_of_module(__name__), salted=True,
     title="Exercise 3: relative positions and their buckets",
     questions=(
         Numeric(
             id="q1", points=1, objectives=(5,), name="answer_q1",
-            key="d10c02600fcc067274c80c6d",
+            key="04cb080aa23c9e64768d5c93",
             hints=(
                 "the offset is key position minus query position; a key before the query is negative.",
                 "with 16 buckets per side, max_exact is 8; from there the bucket grows with log(n).",
                 "compute log(n / 8) / log(128 / 8) * 8, truncate, add 8.",
             ),
             feedback={
-                "a5714edbaaa71f5e759d32c1": "that is the bucket of the opposite offset: the key comes before "
+                "b0b9c223e80f952726ef42a4": "that is the bucket of the opposite offset: the key comes before "
                                             "the query, so it uses the lower half.",
-                "41434474bdf163147bec996f": "that is the decoder's bucket; the encoder splits its buckets "
+                "e1cd49c437a608897db102e6": "that is the decoder's bucket; the encoder splits its buckets "
                                             "in two halves.",
             },
         ),
         Numeric(
             id="q2", points=1, objectives=(5,), name="answer_q2",
-            key="d01070a8fdcfa95013ef98ce",
+            key="d397a7b6aacfe4e3498e9a7b",
             hints=(
                 "a key after the query uses the upper half of the encoder's buckets.",
                 "compute the bucket of the distance n as on the left side, then add the number of buckets per side.",
             ),
             feedback={
-                "e4122e320c60c94b8e55aac5": "right distance, wrong half: keys after the query use the upper half.",
+                "ac8751ba2ddf5c97d335d587": "right distance, wrong half: keys after the query use the upper half.",
             },
         ),
         Numeric(
             id="q3", points=1, objectives=(5,), name="answer_q3",
-            key="8c2143f48bd0a63d5cc42919",
+            key="d3dc185fffaf3953c096ed72",
             hints=(
                 "the decoder does not halve: all 32 buckets serve keys at or before the query.",
                 "so max_exact is 16 and the logarithmic formula uses 32 - 16 buckets between 16 and 128.",
             ),
             feedback={
-                "25526b56d71ab99815136411": "that is the encoder's bucket; the decoder uses all its buckets "
+                "c56846240d76db31dd1841c1": "that is the encoder's bucket; the decoder uses all its buckets "
                                             "for one side.",
             },
         ),
         Numeric(
             id="q4", points=1, objectives=(5,), name="answer_q4",
-            key="b93b3f77efb1f7d1a634643e",
+            key="6ec0c6a771035ef47c2e9593",
             hints=(
                 "bucket_ranges(bidirectional=False) lists the offsets of every bucket.",
                 "the offset nearest to the query is the one with the smallest distance.",
             ),
             feedback={
-                "47a768f4cdc6877f60a726b6": "mind the sign: a decoder key is before the query, so its "
+                "b785c0d510e5613f308f8b1a": "mind the sign: a decoder key is before the query, so its "
                                             "offset is negative.",
-                "b78970c046da7465f1c60eec": "that is the end of the bucket farthest from the query.",
+                "da14a5b0fa9e65c63c9febe4": "that is the end of the bucket farthest from the query.",
             },
         ),
         Numeric(
             id="q5", points=1, objectives=(5,), name="answer_q5",
-            key="f04663035ce06ce2fc778a00",
+            key="f6c3ad29e7ce8ed9c5fe534d",
             hints=(
                 "in a causal table all 40 buckets serve the past; max_exact is half of them.",
                 "compute the buckets of the distances max_exact, max_exact + 1, max_exact + 2 with the log formula: "
                 "does one more token of distance always mean one more bucket?",
             ),
             feedback={
-                "8e47ed235201750f4bd6e38b": "distance 20 is max_exact, the first distance of the logarithmic range, "
+                "af3b5193350d789954d2f608": "distance 20 is max_exact, the first distance of the logarithmic range, "
                                             "and it lands in bucket 20.",
-                "2aff7fa15240ded2c4757d95": "that is how many buckets are unused; the question asks for the lowest "
+                "966594bcc13cd49a044b406c": "that is how many buckets are unused; the question asks for the lowest "
                                             "bucket number that no offset reaches.",
-                "a25a8dd39843e62e1e562d75": "bucket 30 is unused, but not the first one: start from distance 20.",
+                "c3f8dac92b46de791948b0cf": "bucket 30 is unused, but not the first one: start from distance 20.",
             },
         ),
         MultipleChoice(
             id="q6", points=1, objectives=(5,), name="answer_q6",
-            options="ABCDE", key="25fca1507f14dff1c2e3cac5",
+            options="ABCDE", key="99bebbf60d4b3f9f88b38630",
             hints=(
                 "for each configuration, compute the buckets of +63, +64, +90 and +91.",
                 "a bucket of their own means: 64 and 90 in the same bucket, 63 and 91 in others.",
             ),
             feedback={
-                "3bce20ab5cb274b5d794d08d": "in a decoder every key after the query falls in bucket 0, together "
+                "100c425edf44d03e40d7c537": "in a decoder every key after the query falls in bucket 0, together "
                                             "with offset 0 and every other future key.",
-                "febcab2be17ca05a68e6419b": "there the offsets 64..90 are split over more than one bucket.",
-                "eb4ab4e085d058ce69af0c6a": "they do share a bucket there, but it holds other offsets too.",
-                "a4df2d7758cb4c33a37c786d": "there the offsets 64..90 are split over more than one bucket.",
+                "68e7252a56fbd1eb3b7df0b4": "there the offsets 64..90 are split over more than one bucket.",
+                "cac178a6947d424d3cf0e227": "they do share a bucket there, but it holds other offsets too.",
+                "5a6abf665f0eb5ef79adf4fb": "there the offsets 64..90 are split over more than one bucket.",
             },
         ),
         Code(
@@ -215,6 +215,15 @@ EXERCISE = Exercise(
                  "a parameter that is trained often enough", 0.5),
                 ("every distance is covered with a fixed number of parameters: from the last boundary on, "
                  "everything shares the last bucket", 0.5),
+            ),
+            checklist=(
+                "Does it say why the nearest offsets each get a bucket of their own?",
+                "Does it say what a logarithmic rule keeps the same from one far bucket to the next, with a "
+                "boundary or ratio from lesson 3?",
+                "Does it say how often far offsets occur in training (with a pair count), and what a wide "
+                "bucket does with those few pairs?",
+                "Does it say what happens to offsets beyond the last boundary, and how many parameters that "
+                "costs?",
             ),
         ),
     ),

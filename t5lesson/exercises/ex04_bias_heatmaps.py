@@ -2,7 +2,7 @@
 
 Notebook: solutions/04_bias_heatmaps.ipynb (source), exercises/04_bias_heatmaps.ipynb (generated).
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompute one with
-`t5grade hash QUESTION ANSWER`. tests/grading/test_exercises_03_04.py checks the
+`t5grade hash QUESTION ANSWER --exercise ID`. tests/grading/test_exercises_03_04.py checks the
 numeric keys against the package.
 
 The two code questions return arrays, so they use `PlainCode` (plain_code.py). Their inputs
@@ -57,68 +57,72 @@ def _mask_cases() -> tuple[Case, ...]:
         ((2, 6), (), "more keys than queries, no cache"),
         ((6, 3), (), "more queries than keys"),
         ((3, 10), (("query_offset", 7),), "three new queries, 7 cached"),
+        ((2, 2), (), "two queries, two keys"),
+        ((5, 5), (("query_offset", 0),), "a square mask, query_offset given as 0"),
+        ((2, 8), (("query_offset", 3),), "two new queries, 3 cached, keys beyond them"),
+        ((4, 9), (("query_offset", 5),), "four new queries, 5 cached"),
     ]
     return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
 
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__),
+    id=id_of_module(__name__), salted=True,
     title="Exercise 4: bias heatmaps, masks and the cache",
     questions=(
         MultipleChoice(
             id="q1", points=1, objectives=(5, 7), name="answer_q1",
-            options="ABCDE", key="e2a0752f1a2488a538a3d2ba",
+            options="ABCDE", key="e8f4509f9a3f69719c5d96c8",
             hints=(
                 "compute the decoder's bucket of a positive offset.",
                 "then ask what happens to that pair before the softmax.",
             ),
             feedback={
-                "f35de2d608ca9d2db8528725": "every offset has a bucket, future ones included: compute it.",
-                "cceea8c4953b42f1cfd33c4b": "the table holds ordinary learned numbers; the huge negative number "
+                "f47f19f86756e69f84a97c77": "every offset has a bucket, future ones included: compute it.",
+                "adc2e3c7bd71d77f385a673e": "the table holds ordinary learned numbers; the huge negative number "
                                             "comes from somewhere else.",
-                "b7f8b30f9b0fa302b983b427": "compute the decoder's bucket of a positive offset: it is not "
+                "9d37cfdb1070c1ee8d8d5981": "compute the decoder's bucket of a positive offset: it is not "
                                             "the last one.",
-                "4fb7e615fae8a11f4c74fb16": "the bucket is computed from j - i itself, not from its opposite.",
+                "b9a54d35ab4575e962b02375": "the bucket is computed from j - i itself, not from its opposite.",
             },
         ),
         Numeric(
             id="q2", points=1, objectives=(5, 7), name="answer_q2",
-            key="aa0fc3e1e697957aaef87b7d",
+            key="d3bb12fb4c24cdd9082239e9",
             hints=(
                 "the new query does not sit at position 0: where does it sit when 20 tokens are cached?",
                 "compute the offset key - query, then the decoder's bucket of it.",
             ),
             feedback={
-                "169be4faa1d4083fa7e2132c": "you placed the new query at position 0, so the key looked like a "
+                "c3fc1b33bd2e85a639c29884": "you placed the new query at position 0, so the key looked like a "
                                             "future key; with 20 tokens cached the query is further right.",
             },
         ),
         Numeric(
             id="q3", points=1, objectives=(7,), name="answer_q3",
-            key="3741f95f958260de41be4f83",
+            key="55b808ae39fa9b68ac384c64",
             hints=(
                 "a table has one number per bucket and per head.",
                 "how many tables does T5 have: one per layer, one per stack, or one in all?",
             ),
             feedback={
-                "e94943afd2d5ff4c454c262e": "the decoder has a table of its own too.",
-                "928b5205c8a07ba1c0a1ca87": "one table per layer is UMT5; T5 shares one table across the "
+                "6e36f126396a867e69dab354": "the decoder has a table of its own too.",
+                "f04bf35839bc0c87476eb858": "one table per layer is UMT5; T5 shares one table across the "
                                             "layers of a stack.",
-                "7fcd8d75c877263e7e975c87": "one table per layer of one stack is not how T5 shares its table.",
+                "e53e6d8c0f7b42579ac53a40": "one table per layer of one stack is not how T5 shares its table.",
             },
         ),
         MultipleChoice(
             id="q4", points=2, objectives=(7,), name="answer_q4",
-            options="ABCDE", multiple=True, key="6f3d246a118a9197f008c484",
+            options="ABCDE", multiple=True, key="5478106943c991f48d538806",
             hints=(
                 "for each statement, ask which stack it is about, and which of its layers creates a table.",
                 "look at has_relative_attention_bias in transformers' T5Stack, T5LayerCrossAttention "
                 "and UMT5LayerSelfAttention (lesson 4, section 6).",
             ),
             feedback={
-                "a2d1bb98f24056612ffcea13": "not complete: which model differs from T5?",
-                "697e09b5bf8e2bede8e7b9ff": "later decoder layers reuse the bias of decoder layer 0.",
-                "6fa472c1babb487df3231d4f": "cross-attention has no relative-position bias at all.",
+                "55180286efa0c9758727acfb": "not complete: which model differs from T5?",
+                "c6189d0c73a68132be9a1aa5": "later decoder layers reuse the bias of decoder layer 0.",
+                "51b4a8836ee8c9a7827f3b12": "cross-attention has no relative-position bias at all.",
             },
         ),
         PlainCode(
@@ -154,7 +158,16 @@ EXERCISE = Exercise(
                 ("a q_len x k_len matrix has only q_len + k_len - 1 distinct offsets, so the bucket (and its "
                  "logarithm) is computed once per offset, not once per pair, with the count for an example size", 1),
                 ("the values are laid out along the diagonals (a sliding window) and equal the per-pair "
-                 "computation; q_len x k_len values per head are still written", 0.5),
+                 "computation; q_len x k_len values per head are still written when the bias tensor is "
+                 "materialised, as transformers does", 0.5),
+            ),
+            checklist=(
+                "Does it say what the bias of a pair depends on, and what that makes of every diagonal of the "
+                "matrix?",
+                "Does it count the distinct offsets of a q_len x k_len matrix, for an example size, and say what "
+                "is then computed once per offset instead of once per pair?",
+                "Does it say how the values are laid out, that they equal the per-pair computation, and what "
+                "still costs q_len x k_len per head?",
             ),
         ),
     ),

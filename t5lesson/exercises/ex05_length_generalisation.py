@@ -2,7 +2,7 @@
 
 Notebook: solutions/05_length_generalisation.ipynb (source), exercises/05_length_generalisation.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); to change an answer, recompute its
-hash with `t5grade hash QUESTION ANSWER`. The code question returns a float
+hash with `t5grade hash QUESTION ANSWER --exercise ID`. The code question returns a float
 matrix, so it uses `FloatCode` (defined with exercise 02: integer-only `Code` cannot compare it).
 """
 from __future__ import annotations
@@ -47,57 +47,81 @@ def _cases() -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__),
+    id=id_of_module(__name__), salted=True,
     title="Exercise 5: one bias for many distances, and sequences longer than training",
     questions=(
-        MultipleChoice(
+        Numeric(
             id="q1", points=1, objectives=(6,), name="answer_q1",
-            options="ABC", key="cceea8c4953b42f1cfd33c4b",
+            key="99ab39b381d83f61fb50b8a1",
             hints=(
-                "ask, for each model, which parameter supplies the bias of a pair 1500 tokens apart, "
-                "and how often that parameter was updated in training.",
+                "a pair at distance d is a query at position i and the key at position i - d; both must lie "
+                "in 0..511.",
+                "write the condition on i for distance 511: i - 511 >= 0 and i <= 511. How many whole numbers "
+                "satisfy both?",
             ),
             feedback={
-                "f35de2d608ca9d2db8528725": "a separate parameter per distance is precise only where it was "
-                                            "trained; how often did distance 500 occur in 512-token documents?",
-                "e2a0752f1a2488a538a3d2ba": "the two models see the same training data but use it differently "
-                                            "for large distances; lesson 5's experiment measured the difference.",
+                "7783cdfe9be86cc6d9207841": "that is the distance itself; the question asks how many pairs have it.",
+                "888d28dc5ee4b49a40cc157e": "that many queries exist, but how many of them have a key 511 positions "
+                                            "back?",
+                "6eba113974b8f5f39cfa8235": "the last token (position 511) and the first (position 0) are 511 apart.",
+                "c381bf18a134e6abf23f525d": "in a causal model a pair counts once: the key is before the query.",
             },
         ),
         MultipleChoice(
-            id="q2", points=2, objectives=(6,), name="answer_q2",
-            options="ABCDE", key="e83fc0bd4028947018bfcaf1",
+            id="q2", points=1, objectives=(6,), name="answer_q2",
+            options="ABCDE", key="babafcc7310ba8466559355a",
+            hints=(
+                "for each model, ask which parameter gives the bias of a pair 1,500 tokens apart, and how many "
+                "training pairs updated that parameter (question 1 counted them for Model A).",
+                "Model B's last bucket covers every distance from its lower boundary on. Count roughly how many "
+                "pairs of a 512-token document fall in it, and compare with your answer to question 1.",
+            ),
+            feedback={
+                "58a30884ecec5e521bf9c36c": "precision needs training: the parameter Model A uses for every distance "
+                                            "beyond 511 was updated by very few pairs.",
+                "23e95abf55ccdb998133edd1": "growing the table adds parameters that no training pair ever updated; "
+                                            "nothing trains them at test time.",
+                "4dac2d08420163f50faae49e": "count the pairs of a 2,000-token document at distances of 512 or more: "
+                                            "they are not a small minority.",
+                "31dbade9794726d940556dd7": "how well trained is distance 511's parameter? Question 1 counted its "
+                                            "training pairs.",
+            },
+        ),
+        MultipleChoice(
+            id="q3", points=2, objectives=(6,), name="answer_q3",
+            options="ABCDE", key="ab681072f9ce35ca7b9d6fd0",
             hints=(
                 "count: how many (query, key) pairs per training document have offset 5, and how many offset 500?",
                 "what matters at test time is whether the parameter used for a far pair was trained on many pairs.",
             ),
             feedback={
-                "3914cc5ca84c252dbf95410c": "more parameters are only as good as the signal that trains them; "
-                                            "the far ones got almost none.",
-                "b8b6241d827ad201299e5c58": "fewer parameters is true, but it is not the reason: clipping a "
-                                            "per-distance table inside the training length has no fewer "
-                                            "parameters and generalises as well as buckets.",
-                "1e07cd964449f797fa12adc3": "count the pairs: offset d occurs L - d times in a sequence of L tokens.",
-                "448a8ca75c59bcd71f5e7b92": "the lesson measured the attention on the right key shrinking with "
-                                            "length even for T5's buckets.",
+                "5fd63f3e4e6ba4fa88391857": "more parameters are only as good as the signal that trains them; the far "
+                                            "ones got almost none.",
+                "f248a88bc0046a458b1179af": "fewer parameters is true, but it is not the reason: in lesson 5 a "
+                                            "per-offset table clipped at 32 (33 parameters, against 64 for the "
+                                            "unclipped Model A and 16 buckets for T5) generalised as well as buckets.",
+                "15b633a079ba0132d4d31bac": "count the pairs: offset d occurs L - d times in a sequence of L tokens.",
+                "fa2088ba2bb5895041080fcc": "the lesson measured the attention on the right key shrinking with length "
+                                            "even for T5's buckets.",
             },
         ),
         Numeric(
-            id="q3", points=1, objectives=(6,), name="answer_q3",
-            key="46f0a02ede57c7251d5820bf",
+            id="q4", points=1, objectives=(6,), name="answer_q4",
+            key="ebe1f905b794ce85e569ed87",
             hints=(
                 "list the pairs: query i and key i - 480, for every query i that has such a key.",
-                "the first such query is at position 480 (positions count from 0).",
+                "a query at position i has a key 480 positions back only when i - 480 >= 0. Which positions i, "
+                "up to 511, qualify?",
             ),
             feedback={
-                "de2c31047dac6411b8e28a9f": "one too many: positions run from 0 to 511.",
-                "a6ae519ee189267b41863971": "one too few: the query at position 511 counts too.",
-                "8432d37f656eb91f76c6a02f": "in a causal model only keys before the query count, not keys after it.",
-                "5280d3d091a02d94b9578528": "that is the offset itself; the question asks how many pairs have it.",
+                "ba3748eed1715fad3c973f05": "one too many: positions run from 0 to 511.",
+                "76764f92436bee74a10a14ef": "one too few: the query at position 511 counts too.",
+                "fb6f389b51135fb83026d3ae": "in a causal model only keys before the query count, not keys after it.",
+                "d9756d224cbcf7df4902bd5b": "that is the offset itself; the question asks how many pairs have it.",
             },
         ),
         FloatCode(
-            id="q4", points=3, objectives=(6,),
+            id="q5", points=3, objectives=(6,),
             name="clipped_bias_matrix",
             reference="t5lesson.exercises.ex05_length_generalisation:reference_clipped_bias",
             cases=_cases(), case_timeout=1.0, tolerance=1e-9,
@@ -110,7 +134,7 @@ EXERCISE = Exercise(
             ),
         ),
         FreeText(
-            id="q5", points=3, objectives=(6,), name="q5-answer",
+            id="q6", points=3, objectives=(6,), name="q6-answer",
             rubric=(
                 ("inputs never longer than training: far buckets buy nothing, and a per-offset table (or more exact "
                  "buckets) keeps distinctions a wide bucket merges, e.g. copying from an exact long distance", 1),
@@ -119,6 +143,14 @@ EXERCISE = Exercise(
                 ("alternatives judged with the lesson's evidence: a per-offset table clipped inside the training "
                  "length does as well as buckets; a fixed distance penalty (ALiBi) extrapolates for recency but "
                  "could not copy with one layer", 1),
+            ),
+            checklist=(
+                "Does it name a case where inputs stay within the training length, and say what buckets cost "
+                "there and what you would use instead?",
+                "Does it say what goes wrong when the buckets' range reaches past the training length, with the "
+                "lesson's numbers, and how to fix it?",
+                "Does it weigh at least one alternative (a clipped per-offset table, a fixed distance penalty "
+                "such as ALiBi) against the lesson's results?",
             ),
         ),
     ),

@@ -6,6 +6,11 @@
     check("q1")               # reads answer_q1 from the notebook
     check("q1", "B")          # or checks the value given
     hint("q1")                # hint level 1; call again for level 2, and so on
+    check("q3")               # a free-text answer: reads the saved notebook, shows the rubric
+
+A free-text answer lives in a Markdown cell, which the kernel cannot see, so `check` reads it from
+the notebook as last saved (`saved_answer`). Once there is an answer it lists the rubric's elements
+for the learner to compare with, and marks nothing; an empty answer is Not attempted.
 
 `check` scores exactly as the class grader does (same `t5lesson.grading.questions.kinds` code, same plain
 records from `t5lesson.grading.harvest`), so "Correct" here means full marks there. It never raises:
@@ -15,12 +20,15 @@ submission again in a fresh kernel and scores the answers outside it.
 """
 from __future__ import annotations
 
+import json
+import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from . import harvest
 from .exercise import Exercise
-from .questions.kinds import INCORRECT, FreeText, Outcome
+from .questions.kinds import INCORRECT, NOT_ATTEMPTED, FreeText, Outcome
 
 __all__ = ["checker", "Checker"]
 
@@ -45,7 +53,14 @@ class Checker:
         if question is None:
             return None
         if isinstance(question, FreeText):
-            return question.score({"text": "(read by your instructor)"})
+            if value:
+                return question.self_check(value[0] if isinstance(value[0], str) else "")
+            text = saved_answer(self.exercise.id, question.name, namespace or {})
+            if text is None:
+                return Outcome(question.id, NOT_ATTEMPTED, 0.0, float(question.points),
+                               "check could not find this notebook's saved file. Save it and run check again, "
+                               f'or give your answer as text: check("{question.id}", """...""").')
+            return question.self_check(text)
         if value:
             namespace = {question.name: value[0]}
         record = harvest.collect(question.harvest_spec(), namespace if namespace is not None else {})
@@ -83,6 +98,42 @@ class Checker:
         self._hints_shown[question_id] = level
         more = "" if level < len(question.hints) else " (that was the last hint)"
         print(f"{question_id} hint {level}/{len(question.hints)}: {question.hints[level - 1]}{more}")
+
+
+def _notebook_candidates(exercise_id: str, namespace: dict) -> list[Path]:
+    """Where the saved notebook may be: the file Jupyter or VS Code names, else EXERCISE_ID.ipynb here."""
+    named = [namespace.get("__session__"), namespace.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")]
+    paths = [Path(p) for p in named if isinstance(p, str) and p.endswith(".ipynb")]
+    return paths + [Path.cwd() / f"{exercise_id}.ipynb"]
+
+
+def saved_answer(exercise_id: str, cell_name: str, namespace: dict) -> str | None:
+    """The text of a free-text answer cell in the saved notebook, or None when no notebook is found.
+
+    The kernel cannot see the notebook as it is on screen, only as it was last saved; the first
+    candidate file (`_notebook_candidates`) that is this exercise's notebook is read, and its
+    Markdown cell named `cell_name` (the answer cell) is returned ("" when that cell is gone).
+    """
+    for path in _notebook_candidates(exercise_id, namespace):
+        try:
+            nb = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+            continue
+        meta = nb.get("metadata", {}).get("t5lesson", {}) if isinstance(nb.get("metadata"), dict) else {}
+        if isinstance(meta, dict) and meta.get("exercise") not in (None, exercise_id):
+            continue
+        for cell in nb["cells"]:
+            if not isinstance(cell, dict) or cell.get("cell_type") != "markdown":
+                continue
+            info = cell.get("metadata", {}).get("t5lesson", {}) if isinstance(cell.get("metadata"), dict) else {}
+            name = info.get("cell") if isinstance(info, dict) else None
+            if (name or cell.get("id")) == cell_name:
+                source = cell.get("source", "")
+                return "".join(source) if isinstance(source, list) else str(source)
+        return ""
+    return None
 
 
 def checker(exercise: Exercise):

@@ -116,11 +116,11 @@ def _hash(args, catalogue: Catalogue) -> int:
     from .questions.kinds import Numeric, answer_hash
 
     if args.tolerance is not None:
-        print(Numeric.float_key(args.question, float(args.answer), args.tolerance))
+        print(Numeric.float_key(args.question, float(args.answer), args.tolerance, args.exercise))
     else:
         answer = args.answer
         canonical = answer if answer.lstrip("-").isdigit() else "".join(sorted(set(answer.upper())))
-        print(answer_hash(args.question, canonical))
+        print(answer_hash(args.question, canonical, args.exercise))
     return 0
 
 
@@ -210,6 +210,7 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("question")
     p.add_argument("answer")
     p.add_argument("--tolerance", type=float, help="a float answer within this tolerance")
+    p.add_argument("--exercise", default="", help="the exercise id the keys are salted with, e.g. 01_unscaled_scores")
     p.set_defaults(run=_hash)
 
     p = sub.add_parser("generate", help="exercises/ from solutions/",

@@ -6,7 +6,7 @@ the engine an exercise or the catalogue to look exercises up in.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .questions.kinds import Question
@@ -20,12 +20,21 @@ class Exercise:
 
     `practice` marks an exercise that is not handed in (lesson 0's warm-up question): it has no
     solution notebook and does not count in the objective map.
+
+    `salted` says the keys were computed with the exercise id in the salt (`answer_hash(qid,
+    answer, exercise_id)`); every question is then given that salt, so one answer has a different
+    key in every exercise. An exercise whose stored keys predate that keeps `salted=False`.
     """
 
     id: str
     title: str
     questions: tuple[Question, ...]
     practice: bool = False
+    salted: bool = False
+
+    def __post_init__(self):
+        if self.salted:
+            object.__setattr__(self, "questions", tuple(replace(q, salt=self.id) for q in self.questions))
 
     def __getitem__(self, question_id: str) -> Question:
         for question in self.questions:

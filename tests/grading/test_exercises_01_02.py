@@ -109,7 +109,7 @@ def test_keys_are_hashes_and_every_question_has_hints():
         if isinstance(q, (MultipleChoice, Numeric)):
             assert len(q.key) == 24 and all(c in "0123456789abcdef" for c in q.key)
         assert q.hints or isinstance(q, FreeText)
-    assert EX01.auto_points == 14 and EX02.auto_points == 4 and EX02["q1"].points == 3
+    assert EX01.auto_points == 14 and EX02.auto_points == 6 and EX02["q1"].points == 3
 
 
 @pytest.mark.parametrize("record", [

@@ -29,7 +29,7 @@ def score(question, value):
     (EX04, "q3", 2 * 32 * 6),
 ])
 def test_numeric_keys_are_what_the_package_computes(exercise, qid, answer):
-    assert exercise[qid].key == answer_hash(qid, str(int(answer)))
+    assert exercise[qid].key == answer_hash(qid, str(int(answer)), exercise.id)
     assert score(exercise[qid], int(answer)).status == CORRECT
     assert score(exercise[qid], int(answer) + 1).status == INCORRECT
 
@@ -43,7 +43,7 @@ def test_only_config_a_gives_64_to_90_a_bucket_of_their_own():
         return len(set(b[1:-1])) == 1 and b[0] != b[1] and b[-1] != b[-2]
 
     assert [letter for letter, config in options.items() if own_bucket(config)] == ["A"]
-    assert EX03["q6"].key == answer_hash("q6", "A")
+    assert EX03["q6"].key == answer_hash("q6", "A", EX03.id)
 
 
 def test_plain_round_trip():

@@ -112,10 +112,10 @@ def _reached(question) -> dict[str, object]:
         sizes = range(1, len(question.options) + 1) if question.multiple else [1]
         for size in sizes:
             for letters in itertools.combinations(question.options, size):
-                found.setdefault(answer_hash(question.id, "".join(letters)), list(letters))
+                found.setdefault(answer_hash(question.id, "".join(letters), question.salt), list(letters))
     elif isinstance(question, Numeric) and question.tolerance is None:
         for n in range(-5_000, 100_001):
-            found.setdefault(answer_hash(question.id, str(n)), n)
+            found.setdefault(answer_hash(question.id, str(n), question.salt), n)
     return {key: answer for key, answer in found.items() if key in question.feedback}
 
 

@@ -40,9 +40,16 @@ NOT_ATTEMPTED, ERROR, SUBMITTED = "not attempted", "error", "submitted"
 SALT = "t5lesson/exercises/v1"
 
 
-def answer_hash(question_id: str, canonical: str) -> str:
-    """The stored form of an answer key: a salted hash of its canonical text (see module doc)."""
-    return hashlib.sha256(f"{SALT}|{question_id}|{canonical}".encode()).hexdigest()[:24]
+def answer_hash(question_id: str, canonical: str, exercise: str = "") -> str:
+    """The stored form of an answer key: a salted hash of its canonical text (see module doc).
+
+    The salt holds the exercise id as well as the question id, so the same answer to two
+    questions of the same id in different exercises ("B" to q1 of exercises 1 and 5) gets two
+    different keys. `exercise=""` is the older scheme (question id only), kept for exercises
+    whose keys have not been recomputed yet (`Exercise.salted`).
+    """
+    where = f"{exercise}|{question_id}" if exercise else question_id
+    return hashlib.sha256(f"{SALT}|{where}|{canonical}".encode()).hexdigest()[:24]
 
 
 def format_points(points: float) -> str:
@@ -108,6 +115,7 @@ class Question:
     name: str
     hints: tuple[str, ...] = ()
     objectives: tuple[int, ...] = ()
+    salt: str = ""  # the exercise id its keys are salted with; `Exercise` sets it (see answer_hash)
     kind = "question"
     auto_scored = True
 
@@ -181,7 +189,7 @@ class MultipleChoice(Question):
         chosen = "".join(sorted(set(letters)))
         if not self.multiple and len(chosen) > 1:
             return self.outcome(INCORRECT, 0, "choose exactly one option.")
-        digest = answer_hash(self.id, chosen)
+        digest = answer_hash(self.id, chosen, self.salt)
         if digest == self.key:
             return self.outcome(CORRECT, 1)
         return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
@@ -204,8 +212,8 @@ class Numeric(Question):
     GRID = 8
 
     @classmethod
-    def float_key(cls, question_id: str, value: float, tolerance: float) -> str:
-        return answer_hash(question_id, str(round(value / (tolerance / cls.GRID))))
+    def float_key(cls, question_id: str, value: float, tolerance: float, exercise: str = "") -> str:
+        return answer_hash(question_id, str(round(value / (tolerance / cls.GRID))), exercise)
 
     def not_attempted(self) -> Outcome:
         what = "a whole number" if self.tolerance is None else "a number"
@@ -232,7 +240,7 @@ class Numeric(Question):
         if self.tolerance is None:
             if number != math.floor(number):
                 return self.outcome(INCORRECT, 0, f"the answer is a whole number, and {number} is not one.")
-            digest = answer_hash(self.id, str(int(number)))
+            digest = answer_hash(self.id, str(int(number)), self.salt)
             if digest == self.key:
                 return self.outcome(CORRECT, 1)
             return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
@@ -244,7 +252,7 @@ class Numeric(Question):
         if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
             return self.outcome(INCORRECT, 0, "")  # an unrecognised answer: hints are for hint()
         centre = round(ratio)
-        near = [answer_hash(self.id, str(centre + d)) for d in range(-self.GRID, self.GRID + 1)]
+        near = [answer_hash(self.id, str(centre + d), self.salt) for d in range(-self.GRID, self.GRID + 1)]
         if self.key in near:
             return self.outcome(CORRECT, 1)
         known = [self.feedback[h] for h in near if h in self.feedback]
@@ -396,12 +404,32 @@ class FreeText(Question):
     from the submitted file itself; `name` is that cell's name. `rubric` lists the elements of a
     good answer with their points, (element, points) pairs summing to the question's points; it
     is printed in the grader's free_text.csv for whoever marks the answers.
+
+    `checklist` says the same elements in the learner's words, one question per rubric element
+    ("Does your answer say ...?"); `self_check` shows them once the learner has written an
+    answer, so a learner working alone can hold the answer against them. Without a checklist the
+    rubric's own elements are shown. Nothing is marked: the instructor's marking (`score`, in the
+    grader) does not change.
     """
 
     placeholder: str = "_Write your answer here._"
     rubric: tuple[tuple[str, float], ...] = ()
+    checklist: tuple[str, ...] = ()
     kind = "free text"
     auto_scored = False
+
+    def self_check(self, text: str) -> Outcome:
+        """What `check("qN")` prints for a free-text answer: Not attempted, or the rubric to compare with."""
+        if not text.strip() or text.strip() == self.placeholder.strip():
+            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points),
+                           "write your answer in the Markdown cell below the question, save the notebook "
+                           "(check reads the saved file), and run check again.")
+        elements = self.checklist or tuple(element for element, _ in self.rubric)
+        lines = [f"  - ({format_points(points)} pt{'' if points == 1 else 's'}) {element}"
+                 for element, (_, points) in zip(elements, self.rubric, strict=True)]
+        return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
+                       f"your instructor marks this answer ({format_points(self.points)} points); check() does "
+                       "not. Hold your answer against what a full answer covers:\n" + "\n".join(lines))
 
     def harvest_spec(self) -> dict:
         return {}
