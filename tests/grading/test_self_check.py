@@ -14,8 +14,9 @@ import nbformat
 import pytest
 
 from t5lesson import exercises as bank
+from t5lesson.check import Checker
 from t5lesson.grading.authoring.notebook_format import cell_info
-from t5lesson.grading.check import Checker, saved_answer
+from t5lesson.grading.check import saved_answer
 from t5lesson.grading.questions.kinds import (
     INCORRECT,
     NOT_ATTEMPTED,
