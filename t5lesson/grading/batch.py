@@ -45,7 +45,6 @@ import nbformat
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import HIDDEN, PACKAGE_PARENT, course_root
 from .exercise import Exercise
-from .integrations import shards
 from .protocol import (
     EXIT_ENAME,
     FAILED_CELL,
@@ -373,6 +372,12 @@ class _Batch:
     run: Callable
 
 
+def shard_of(files: list, shard: tuple[int, int]) -> list:
+    """The files of shard K/N: every N-th file of the sorted list, starting at the K-th."""
+    k, n = shard
+    return list(files[k - 1::n])
+
+
 def _exercise_of(every, exercise_id, catalogue, max_bytes: int) -> Exercise:
     if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
         exercise_id = _infer_exercise((intake.read(entry, max_bytes) for entry in every), catalogue.exercise_ids())
@@ -488,7 +493,7 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
                  template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
                  jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (), progress=None,
                  shard: tuple[int, int] | None = None, run: Callable | None = None) -> Verdicts:
-    """Grade every submission under `submissions` (or shard K/N of them: `shards.select`); write
+    """Grade every submission under `submissions` (or shard K/N of them: `shard_of`); write
     the reports under `out`; return the verdicts (with `.settings`).
 
     `run(prepared, limits, work, uid, walls) -> (result or None, seconds)` runs one composed
@@ -498,7 +503,7 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
     if out == submissions or submissions in out.parents:
         raise ValueError("the report folder must not be inside the submissions folder")
     every, skipped = intake.survey(submissions)
-    files = shards.select(every, shard) if shard else every
+    files = shard_of(every, shard) if shard else every
     exercise = _exercise_of(every, exercise_id, catalogue, limits.max_notebook_mb * 2 ** 20)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..reports import store as outputs
 
-__all__ = ["parse_shard", "select", "merge"]
+__all__ = ["parse_shard", "merge"]
 
 # Settings that may differ between the machines of one class without changing a single grade.
 MACHINE_SETTINGS = ("isolation", "memory")
@@ -35,12 +35,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not 1 <= k <= n:
         raise argparse.ArgumentTypeError(f"shard {text!r}: K must be between 1 and N")
     return k, n
-
-
-def select(files: list, shard: tuple[int, int]) -> list:
-    """The files of shard K/N: every N-th file of the sorted list, starting at the K-th."""
-    k, n = shard
-    return list(files[k - 1::n])
 
 
 def _check_shards(found: list[tuple[Path, str | None]]) -> None:
