@@ -37,7 +37,8 @@ from ..saturation import softmax_entropy
 from .determinism import one_thread_forked_rng
 
 __all__ = ["initial_logit_std", "fold_query_scale", "RecallTask", "RecallAttention", "TrainingTrace",
-           "train_recall", "make_optimizer", "measure", "make_trace", "first_step_at", "run_table", "significant",
+           "train_recall", "make_optimizer", "measure", "Measurement", "make_trace", "first_step_at", "run_table",
+           "significant",
            "describe_runs", "reached_by", "VARIANTS", "OPTIMIZERS", "DEFAULT_LR"]
 
 VARIANTS = ("folded", "scaled", "unfolded")
@@ -184,15 +185,26 @@ def make_optimizer(name, params, lr):
 _make_optimizer = make_optimizer  # the old private name
 
 
-def measure(model, held_out, step):
-    """One row of a trace: (step, logit std, max |logit|, entropy, accuracy, loss) on the held-out batch."""
+class Measurement(NamedTuple):
+    """What `measure` reads off the head at one step, on the held-out batch."""
+
+    step: int
+    logit_std: float  # spread of each query's logits over the memory, mean over queries
+    max_logit: float  # largest |logit| anywhere in the batch
+    entropy: float  # attention entropy in nats, mean over queries
+    accuracy: float  # fraction of queries answered right
+    loss: float  # cross-entropy of the answers, nats
+
+
+def measure(model, held_out, step) -> Measurement:
+    """One row of a trace: logit std, max |logit|, entropy, accuracy and loss on the held-out batch."""
     query, memory, answer = held_out
     with torch.no_grad():
         answer_logits, logits, weights = model(query, memory)
         loss = nn.functional.cross_entropy(answer_logits, answer)
-    return (int(step), float(logits.std(dim=-1).mean()), float(logits.abs().max()),
-            float(softmax_entropy(weights.double().numpy()).mean()),
-            float((answer_logits.argmax(-1) == answer).float().mean()), float(loss))
+    return Measurement(int(step), float(logits.std(dim=-1).mean()), float(logits.abs().max()),
+                       float(softmax_entropy(weights.double().numpy()).mean()),
+                       float((answer_logits.argmax(-1) == answer).float().mean()), float(loss))
 
 
 def make_trace(variant, optimizer, lr, rows) -> TrainingTrace:
