@@ -20,6 +20,7 @@ _HOME = {
     "AttentionOutput": "layer", "T5SelfAttention": "layer",
     "SaturationCurve": "saturation", "max_weight": "saturation", "random_logits": "saturation",
     "saturation_curve": "saturation", "softmax_entropy": "saturation", "softmax_jacobian_norm": "saturation",
+    "query_gradient_norm": "saturation",
 }
 __all__ = sorted(_HOME)
 

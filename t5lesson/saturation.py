@@ -1,11 +1,19 @@
 """How saturated is a softmax? Statistics the lessons use to show what dropping 1/sqrt(d) does.
 
 For q, k with independent unit-variance entries, q.k has variance d. Without the 1/sqrt(d) the
-logits spread out as d grows, the softmax approaches a one-hot vector, and its Jacobian
+logits spread out as d grows, the softmax approaches a one-hot vector, and its Jacobian with
+respect to the logits,
 
-    J = diag(p) - p p^T
+    J = diag(p) - p p^T,
 
-goes to zero: gradients stop flowing through it. These functions measure exactly that.
+goes to zero: every logit but the top one gets almost no gradient. That is not the whole chain,
+though. With logits s_j = c q.k_j (c = 1 unscaled, 1/sqrt(d) scaled), the weights' Jacobian with
+respect to the query is
+
+    dp/dq = c J K        (K: the keys, one per row),
+
+and the keys are sqrt(d) times longer than the scaled head's c K: unscaled, ||dp/dq|| stays large
+(it grows before it falls) while ||J|| shrinks. These functions measure both.
 """
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ import numpy as np
 from ._validate import ArgumentError, check_int
 from .scores import resolve_scale, softmax
 
-__all__ = ["softmax_entropy", "max_weight", "softmax_jacobian_norm", "random_logits",
+__all__ = ["softmax_entropy", "max_weight", "softmax_jacobian_norm", "query_gradient_norm", "random_logits",
            "saturation_curve", "SaturationCurve"]
 
 
@@ -53,15 +61,38 @@ def softmax_jacobian_norm(weights):
     return np.sqrt(np.maximum(s2 - 2 * s3 + s2 ** 2, 0.0))
 
 
+def query_gradient_norm(weights, keys, multiplier=1.0):
+    """Frobenius norm of dp/dq = multiplier * (diag(p) - p p^T) K, for each row of weights.
+
+    `weights` [..., n_keys] are softmax(multiplier * q.K^T) and `keys` K is [n_keys, d]: how far
+    the attention row moves when its query moves. Computed as sqrt(trace(J G J)) with the Gram
+    matrix G = K K^T, so it never builds the [n_keys, d] matrix per row.
+    """
+    p = _check_weights(weights)
+    k = np.asarray(keys, dtype=np.float64)
+    if k.ndim != 2 or k.shape[0] != p.shape[-1]:
+        raise ArgumentError(f"keys must be [n_keys, d] with n_keys = {p.shape[-1]} (the weights' last axis), "
+                            f"got shape {k.shape}")
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not np.isfinite(multiplier):
+        raise ArgumentError(f"multiplier must be a finite number, got {multiplier!r}")
+    jac = p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]
+    gram = k @ k.T
+    squared = ((jac @ gram) * jac).sum((-2, -1))  # J is symmetric: ||J K||^2 = tr(J G J) = sum((J G) * J)
+    return abs(multiplier) * np.sqrt(np.maximum(squared, 0.0))
+
+
+def _random_qk(d, n_queries, n_keys, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n_queries, d)), rng.standard_normal((n_keys, d))
+
+
 def random_logits(d, n_queries=256, n_keys=64, scale=1.0, seed=0):
     """Logits q.k * scale for random q, k with i.i.d. N(0, 1) entries: [n_queries, n_keys]."""
     d = check_int("d", d, minimum=1)
     n_queries = check_int("n_queries", n_queries, minimum=1)
     n_keys = check_int("n_keys", n_keys, minimum=1)
     multiplier = resolve_scale(scale, d)
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal((n_queries, d))
-    k = rng.standard_normal((n_keys, d))
+    q, k = _random_qk(d, n_queries, n_keys, seed)
     return (q @ k.T) * multiplier
 
 
@@ -69,19 +100,26 @@ class SaturationCurve(NamedTuple):
     d: np.ndarray
     entropy: np.ndarray  # mean over queries, nats
     max_weight: np.ndarray  # mean over queries
-    jacobian_norm: np.ndarray  # mean over queries
+    jacobian_norm: np.ndarray  # mean over queries: ||dp/ds||, s the logits
+    query_gradient_norm: np.ndarray  # mean over queries: ||dp/dq||, how far the row moves with its query
     uniform_entropy: float  # log(n_keys), the most spread-out possible
 
 
 def saturation_curve(dims, scale=1.0, n_queries=256, n_keys=64, seed=0) -> SaturationCurve:
-    """Mean entropy, max weight and Jacobian norm of softmax(q.k * scale) for each d in dims.
+    """Mean entropy, max weight, ||dp/ds|| and ||dp/dq|| of softmax(q.k * scale) for each d in dims.
 
-    scale=1.0 is T5's unscaled score; scale="sqrt_d" is standard attention.
+    scale=1.0 is the unscaled score with nothing compensated (unit-variance q and k);
+    scale="sqrt_d" is standard attention.
     """
     dims = [check_int("d", d, minimum=1) for d in np.atleast_1d(dims).tolist()]
+    n_queries = check_int("n_queries", n_queries, minimum=1)
+    n_keys = check_int("n_keys", n_keys, minimum=1)
     rows = []
     for d in dims:
-        w = softmax(random_logits(d, n_queries, n_keys, scale, seed))
-        rows.append((softmax_entropy(w).mean(), max_weight(w).mean(), softmax_jacobian_norm(w).mean()))
-    ent, mx, jac = (np.array(col) for col in zip(*rows, strict=False))
-    return SaturationCurve(np.array(dims), ent, mx, jac, float(np.log(n_keys)))
+        multiplier = resolve_scale(scale, d)
+        q, k = _random_qk(d, n_queries, n_keys, seed)
+        w = softmax((q @ k.T) * multiplier)
+        rows.append((softmax_entropy(w).mean(), max_weight(w).mean(), softmax_jacobian_norm(w).mean(),
+                     query_gradient_norm(w, k, multiplier).mean()))
+    ent, mx, jac, dq = (np.array(col) for col in zip(*rows, strict=False))
+    return SaturationCurve(np.array(dims), ent, mx, jac, dq, float(np.log(n_keys)))

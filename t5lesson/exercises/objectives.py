@@ -23,10 +23,12 @@ __all__ = ["OBJECTIVES", "Row", "rows", "objectives_csv", "syllabus_markdown", "
 OBJECTIVES = {
     1: "Write the unnormalised T5 score q·k + u_b(j−i) and pick it out among look-alikes.",
     2: "Name the two changes from standard attention and what each one does.",
-    3: "Explain why 1/sqrt(d) exists (Var(q·k) = d) and what dropping it does: saturation, near one-hot "
-       "weights, vanishing softmax gradients as d grows.",
-    4: "Explain how T5 gets away with it (the 1/sqrt(d) folded into the query initialisation), what can "
-       "still go wrong, and why the bias is added on the unscaled scale.",
+    3: "Explain why 1/sqrt(d) exists (Var(q·k) = d) and what dropping it does as d grows: saturation, near "
+       "one-hot weights, a vanishing softmax Jacobian (every key but the top one gets almost no gradient "
+       "per logit), while the gradient reaching q grows.",
+    4: "Explain how T5 gets away with it (the 1/sqrt(d) folded into the query initialisation, and the "
+       "code's stated reason: the paper gives none), what can still go wrong, and why the bias is added "
+       "on the unscaled scale.",
     5: "Compute the bucket of any relative position by hand and in code, for the encoder and the decoder; "
        "read a boundary table.",
     6: "Explain why sharing one parameter across many large offsets helps on longer sequences, and when "

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._validate import ArgumentError
-from ..lessons.figures import SMALL, WIDTH, new_figure, styled
+from ..lessons.figures import SMALL, WIDTH, describe, new_figure, styled
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
@@ -149,4 +149,8 @@ def training_figure(traces):
             ax.grid(alpha=0.3)
             ax.set_xlabel("training step")
     fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside upper center", ncols=3, frameon=False)
-    return fig
+    return describe(fig, (
+        "Logit spread (log scale), attention entropy and held-out accuracy against the training step, one row "
+        f"per optimizer ({', '.join(optimizers)}), for the folded (T5), scaled and unfolded heads. Under "
+        "Adafactor the folded and scaled curves lie exactly on top of each other; under Adam they part from the "
+        "first steps, and the unfolded head starts with a wide logit spread and a low entropy."))

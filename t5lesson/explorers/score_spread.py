@@ -4,8 +4,12 @@
   the normal curves they should follow (variance d and 1).
 - `AttentionRow`: one query's logits and attention weights over a row of keys, scaled and
   unscaled, as d grows; the readout gives the saturation statistics of `t5lesson.saturation`.
-- `saturation_figure`: a static figure of mean entropy, max weight and softmax-Jacobian norm
-  against d, from `t5lesson.saturation_curve`.
+- `saturation_figure`: a static figure of mean entropy, max weight, the softmax's Jacobian
+  with respect to its logits and the weights' Jacobian with respect to the query, against d,
+  from `t5lesson.saturation_curve`.
+
+"Unscaled" here is q.k of unit-variance q and k with nothing compensated: lesson 2 shows that a
+fresh T5 head is not that (its W_q initialisation takes the 1/sqrt(d) in), so no label says "T5".
 
 All random vectors are drawn once at the largest d and truncated (see `t5lesson.lessons.dot_products`), so
 moving the slider costs a histogram or a softmax, not a new draw.
@@ -17,7 +21,7 @@ import math
 import numpy as np
 
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
-from ..lessons.figures import SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from ..lessons.figures import SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
 from .base import Explorer, Param, register
@@ -65,7 +69,7 @@ class DotProductSpread(BlitRender, Explorer):
                                                  alpha=0.6, label="sampled")
         self.ax_scaled.plot(x_scaled, normal_pdf(x_scaled), color="black", lw=1.2, label="normal, variance 1")
         self.ax_raw.set(xlabel="q·k", ylabel="density", xlim=self.edges_raw[[0, -1]],
-                        ylim=(0, self.unscaled_top), title="T5: q·k, no scaling")
+                        ylim=(0, self.unscaled_top), title="unscaled q·k, nothing compensated")
         self.ax_scaled.set(xlabel="q·k / √d", xlim=self.edges_scaled[[0, -1]], ylim=(0, self.scaled_top),
                            title="standard: q·k / √d")
         self.note_raw = self.ax_raw.text(0.03, 0.95, "", transform=self.ax_raw.transAxes, va="top", fontsize=SMALL)
@@ -122,7 +126,7 @@ class AttentionRow(BlitRender, Explorer):
         self.ax_logits, self.ax_weights = fig.subplots(1, 2)
         keys = np.arange(self.n_keys)
         self.ax_logits.axhline(0, color="0.7", lw=0.8)
-        (self.pts_raw,) = self.ax_logits.plot(keys, keys * 0.0, "o", color=UNSCALED, label="q·k  (T5)")
+        (self.pts_raw,) = self.ax_logits.plot(keys, keys * 0.0, "o", color=UNSCALED, label="q·k, unscaled")
         # Off the scale: a triangle on the edge, pointing the way the value went.
         self.pts_up, self.pts_down = (self.ax_logits.plot([], [], marker, color=UNSCALED, ms=7)[0] for marker in "^v")
         (self.pts_scaled,) = self.ax_logits.plot(keys, keys * 0.0, "s", color=SCALED, ms=5,
@@ -132,7 +136,7 @@ class AttentionRow(BlitRender, Explorer):
         self.ax_logits.set(xlabel="key j", ylabel="logit", title="scores of one query",
                            ylim=(-self.logit_range * 1.05, top), yticks=np.arange(-40, 41, 20))
         width = 0.4
-        self.bars_raw = self.ax_weights.bar(keys - width / 2, keys * 0.0, width, color=UNSCALED, label="T5 (unscaled)")
+        self.bars_raw = self.ax_weights.bar(keys - width / 2, keys * 0.0, width, color=UNSCALED, label="unscaled")
         self.bars_scaled = self.ax_weights.bar(keys + width / 2, keys * 0.0, width, color=SCALED,
                                                label="standard (scaled)")
         self.ax_weights.set(xlabel="key j", ylabel="attention weight", ylim=(0, 1.3),
@@ -178,7 +182,7 @@ class AttentionRow(BlitRender, Explorer):
     def readout(self):
         _, _, w_raw, w_scaled = self.row(self.values["d"], self.values["query"])
         parts = []
-        for name, w in (("T5 (unscaled)", w_raw), ("standard", w_scaled)):
+        for name, w in (("unscaled", w_raw), ("standard", w_scaled)):
             parts.append(f"{name}: entropy {float(softmax_entropy(w)):.2f} nats, "
                          f"max weight {float(max_weight(w)):.2f}, ‖J‖ {float(softmax_jacobian_norm(w)):.3f}")
         head = f"d = {self.values['d']}, query #{self.values['query']}. "
@@ -187,33 +191,45 @@ class AttentionRow(BlitRender, Explorer):
 
 @styled
 def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64, n_queries=256, seed=0):
-    """Mean entropy, max weight and softmax-Jacobian norm against d, unscaled vs scaled.
+    """Mean entropy, max weight, ||dp/ds|| and ||dp/dq|| against d, unscaled vs scaled (2 x 2 panels).
 
     Returns (figure, {"unscaled": SaturationCurve, "scaled": SaturationCurve}) so a lesson can
     quote the numbers it plots.
     """
     curves = {"unscaled": saturation_curve(dims, 1.0, n_queries, n_keys, seed),
               "scaled": saturation_curve(dims, "sqrt_d", n_queries, n_keys, seed)}
-    fig = new_figure(WIDTH, 3.4)
-    axes = fig.subplots(1, 3)
-    panels = (("entropy", "entropy (nats)"), ("max_weight", "max weight"),
-              ("jacobian_norm", "‖softmax Jacobian‖ (Frobenius)"))
-    for ax, (field, label) in zip(axes, panels, strict=True):
-        for name, colour, marker in (("unscaled", UNSCALED, "o"), ("scaled", SCALED, "s")):
+    fig = new_figure(WIDTH, 5.6)
+    axes = fig.subplots(2, 2).ravel()
+    panels = (("entropy", "entropy (nats)", "how spread out the row is"),
+              ("max_weight", "max weight", "weight of the top key"),
+              ("jacobian_norm", "‖∂p/∂s‖ (Frobenius)", "Jacobian w.r.t. the logits s"),
+              ("query_gradient_norm", "‖∂p/∂q‖ (Frobenius)", "Jacobian w.r.t. the query q"))
+    labels = {"unscaled": "q·k: unscaled, nothing compensated", "scaled": "q·k/√d: scaled"}
+    for ax, (field, label, title) in zip(axes, panels, strict=True):
+        for name, colour, marker, ls in (("unscaled", UNSCALED, "o", "-"), ("scaled", SCALED, "s", "--")):
             c = curves[name]
-            ax.plot(c.d, getattr(c, field), marker=marker, ms=4, color=colour,
-                    label="q·k (T5)" if name == "unscaled" else "q·k/√d")
+            ax.plot(c.d, getattr(c, field), marker=marker, ms=4, color=colour, ls=ls, label=labels[name])
         ax.set_xscale("log", base=2)
         ticks = [t for t in (2, 16, 64, 256, 1024) if dims[0] <= t <= dims[-1]]
         ax.set_xticks(ticks, [str(t) for t in ticks])
         no_minor_ticks(ax)
-        ax.set(xlabel="d", ylabel=label)
+        ax.set(xlabel="d", ylabel=label, title=title)
         ax.grid(alpha=0.3)
     axes[0].axhline(curves["scaled"].uniform_entropy, color="0.5", ls=":", lw=1)
     axes[0].annotate(f"uniform over {n_keys} keys", (dims[0], curves["scaled"].uniform_entropy),
-                     xytext=(0, -13), textcoords="offset points", fontsize=SMALL, color="0.4")
+                     xytext=(0, 4), textcoords="offset points", fontsize=SMALL, color="0.4")
+    axes[0].set_ylim(0, 1.15 * curves["scaled"].uniform_entropy)
     axes[1].set_ylim(0, 1.02)
     axes[2].set_ylim(bottom=0)
-    axes[0].legend(frameon=False, loc="lower left")
+    axes[3].set_ylim(bottom=0)
     fig.suptitle(f"softmax of random logits, mean over {n_queries} queries × {n_keys} keys")
-    return fig, curves
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
+    u, s = curves["unscaled"], curves["scaled"]
+    alt = (
+        f"Four panels against d from {dims[0]} to {dims[-1]}, unscaled against scaled scores of random "
+        f"unit-variance vectors. Unscaled, the entropy falls towards 0, the max weight rises towards 1 and "
+        f"the Jacobian with respect to the logits falls below the scaled one "
+        f"(to {u.jacobian_norm[-1]:.2f} against {s.jacobian_norm[-1]:.2f}); but the Jacobian with respect to "
+        f"the query stays far above the scaled one at every d (at the largest d, "
+        f"{u.query_gradient_norm[-1]:.1f} against {s.query_gradient_norm[-1]:.2f}). Scaled, all four stay flat.")
+    return describe(fig, alt), curves

@@ -6,6 +6,7 @@ import torch
 from t5lesson import (
     ArgumentError,
     max_weight,
+    query_gradient_norm,
     random_logits,
     saturation_curve,
     softmax,
@@ -22,11 +23,37 @@ def test_jacobian_norm_matches_autograd():
         assert np.isclose(torch.linalg.matrix_norm(jac).item(), softmax_jacobian_norm(probs.numpy()))
 
 
+@pytest.mark.parametrize("multiplier", [1.0, 0.125])
+def test_query_gradient_norm_matches_autograd(multiplier):
+    gen = torch.Generator().manual_seed(2)
+    queries = torch.randn(5, 16, dtype=torch.float64, generator=gen)
+    keys = torch.randn(7, 16, dtype=torch.float64, generator=gen)
+    weights = torch.softmax(multiplier * queries @ keys.T, -1)
+    got = query_gradient_norm(weights.numpy(), keys.numpy(), multiplier)
+    for q, value in zip(queries, got, strict=True):
+        jac = torch.autograd.functional.jacobian(lambda x: torch.softmax(multiplier * keys @ x, -1), q)
+        assert jac.shape == (7, 16)
+        assert np.isclose(torch.linalg.matrix_norm(jac).item(), value)
+
+
+def test_query_gradient_grows_unscaled_while_logit_jacobian_shrinks():
+    dims = [16, 64, 256, 1024]
+    unscaled, scaled = saturation_curve(dims), saturation_curve(dims, scale="sqrt_d")
+    # The logits' Jacobian falls below the scaled head's by d = 1024 ...
+    assert unscaled.jacobian_norm[-1] < 0.5 * scaled.jacobian_norm[-1]
+    # ... but the query's gradient is larger unscaled at every d, by far more than the ratio of ||J||.
+    assert (unscaled.query_gradient_norm > 5 * scaled.query_gradient_norm).all()
+    assert np.ptp(scaled.query_gradient_norm) < 0.02  # scaled: the same at every d
+    # Scaled, keys/sqrt(d) have unit-length rows on average, so ||dp/dq|| is about ||J||.
+    np.testing.assert_allclose(scaled.query_gradient_norm, scaled.jacobian_norm, rtol=0.05)
+
+
 def test_extremes():
     uniform, onehot = np.full(8, 1 / 8), np.eye(8)[3]
     assert np.isclose(softmax_entropy(uniform), np.log(8)) and softmax_entropy(onehot) == 0
     assert max_weight(uniform) == 1 / 8 and max_weight(onehot) == 1
     assert softmax_jacobian_norm(onehot) == 0
+    assert query_gradient_norm(onehot, np.ones((8, 3))) == 0
 
 
 def test_variance_of_dot_product_is_d():
@@ -57,6 +84,8 @@ def test_deterministic():
     (lambda: random_logits(0), "d must be >= 1"),
     (lambda: saturation_curve([4, 2.5]), "d must be an integer"),
     (lambda: random_logits(4, scale=-1), "scale must be"),
+    (lambda: query_gradient_norm(np.full(4, 0.25), np.zeros((3, 2))), "keys must be"),
+    (lambda: query_gradient_norm(np.full(4, 0.25), np.zeros((4, 2)), multiplier=np.inf), "multiplier must be"),
 ])
 def test_errors(call, message):
     with pytest.raises(ArgumentError, match=message):

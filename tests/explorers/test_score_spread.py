@@ -11,6 +11,7 @@ from t5lesson.explorers import load_all
 from t5lesson.explorers.bias_scale import BiasScale, training_figure
 from t5lesson.explorers.score_spread import AttentionRow, DotProductSpread, saturation_figure
 from t5lesson.lessons.dot_products import prefix_dot_products
+from t5lesson.lessons.figures import alt_text
 from t5lesson.lessons.folding import train_recall
 
 EXPLORERS = [DotProductSpread, AttentionRow, BiasScale]
@@ -112,8 +113,11 @@ def test_saturation_figure_plots_saturation_curve():
     fig, curves = saturation_figure(dims=(4, 64), n_queries=32, n_keys=8)
     expected = saturation_curve((4, 64), 1.0, 32, 8, 0)
     np.testing.assert_allclose(curves["unscaled"].max_weight, expected.max_weight)
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 4
     assert fig.axes[1].lines[0].get_ydata() == pytest.approx(expected.max_weight)
+    assert fig.axes[3].lines[0].get_ydata() == pytest.approx(expected.query_gradient_norm)
+    assert "T5" not in " ".join(line.get_label() for ax in fig.axes for line in ax.lines)
+    assert "Jacobian with respect to the query" in alt_text(fig)
 
 
 def test_training_figure():

@@ -6,7 +6,20 @@ import pytest
 import torch
 
 from t5lesson import ArgumentError, attention
-from t5lesson.lessons.folding import RecallAttention, RecallTask, fold_query_scale, initial_logit_std, train_recall
+from t5lesson.lessons.determinism import one_thread_forked_rng
+from t5lesson.lessons.folding import (
+    RecallAttention,
+    RecallTask,
+    first_step_at,
+    fold_query_scale,
+    initial_logit_std,
+    make_optimizer,
+    make_trace,
+    measure,
+    run_table,
+    significant,
+    train_recall,
+)
 
 
 @pytest.mark.parametrize("d_kv", [8, 64, 256])
@@ -83,7 +96,58 @@ def test_unfolded_starts_saturated():
     assert trace.entropy[0] < 0.3 * math.log(16)
 
 
+def test_the_lessons_loop_from_the_plumbing_is_train_recall():
+    # Lesson 2 writes this loop in a cell; it must give what train_recall gives.
+    task = RecallTask(seed=1)
+    with one_thread_forked_rng(0):
+        model = RecallAttention(64, 64, 16, "folded")
+        opt = make_optimizer("adam", model.parameters(), 3e-3)
+        batches, held_out = torch.Generator().manual_seed(2), task.batch(256, torch.Generator().manual_seed(3))
+        log = []
+        for step in range(21):
+            if step % 10 == 0:
+                log.append(measure(model, held_out, step))
+            if step == 20:
+                break
+            query, memory, answer = task.batch(64, batches)
+            loss = torch.nn.functional.cross_entropy(model(query, memory)[0], answer)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    mine, theirs = make_trace("folded", "adam", 3e-3, log), train_recall("folded", "adam", steps=20, eval_every=10)
+    for a, b in zip(mine, theirs, strict=True):
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+
+
+def test_step_zero_loss_is_near_a_uniform_guess_and_the_table_prints_numbers():
+    traces = [train_recall(v, "adam", steps=50, eval_every=10) for v in ("folded", "unfolded")]
+    assert traces[0].loss[0] == pytest.approx(math.log(16), abs=0.2)  # the read-out knows nothing yet
+    assert traces[1].loss[0] > traces[0].loss[0]  # saturated attention: larger random read-out logits
+    table = run_table(traces).splitlines()
+    assert table[0].split()[-2:] == ["95%", "accuracy"]
+    folded = table[1].split()
+    assert folded[:3] == ["adam", "0.003", "folded"]
+    assert folded[3] == f"{traces[0].loss[0]:.2f}" and folded[4] == "1.00"
+    assert folded[5] == significant(traces[0].logit_std[5])
+    assert " ".join(folded[6:]) == (f"at step {first_step_at(traces[0])}" if first_step_at(traces[0]) else
+                                    "not in 50 steps")
+    with pytest.raises(ArgumentError, match="step 70 was not evaluated"):
+        run_table(traces, at=70)
+    with pytest.raises(ArgumentError, match="TrainingTraces made by"):
+        run_table([1.0])
+
+
+def test_significant_figures_and_first_step():
+    assert [significant(x) for x in (8.687, 12.45, 0.04321, 31.8, 5.9)] == ["8.7", "12", "0.043", "32", "5.9"]
+    assert significant(0.0) == "0" and significant(123.0, 1) == "100"
+    trace = train_recall("scaled", "adam", steps=0)
+    assert first_step_at(trace, 0.0) == 0 and first_step_at(trace, 1.1) is None
+
+
 @pytest.mark.parametrize("call, message", [
+    (lambda: make_trace("folded", "adam", 1e-3, []), "non-empty list of the 6-tuples"),
+    (lambda: make_optimizer("sgd", [], 1e-3), "optimizer must be one of"),
+    (lambda: make_optimizer("adam", [], -1.0), "lr must be a positive number"),
     (lambda: train_recall("sideways"), "variant must be one of"),
     (lambda: train_recall("folded", "sgd"), "optimizer must be one of"),
     (lambda: train_recall("folded", lr=0), "lr must be a positive number"),
