@@ -35,7 +35,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
-LESSON_GLOB = "[0-9][0-9]_*.ipynb"
+LESSON_GLOB = "[0-9][0-9]*_*.ipynb"  # 05b_...: an optional lesson sorts after its main one
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 # Parts of MathJax 3's es5/ folder the pages use: the tex-chtml bundle, the TeX extensions it may
 # autoload, its CommonHTML fonts, and the menu's accessibility and speech components.
@@ -194,10 +194,10 @@ def stage(src: Path, cfg: dict) -> dict:
     for nb in lessons:
         path = f"notebooks/{nb.name}"
         counts[path] = stage_notebook(nb, src / path, path, pages, cfg, launch_box(cfg, path, "lesson"), images)
-    by_number = {p.name[:2]: p for p in lessons}
+    by_number = {p.name.split("_")[0]: p for p in lessons}  # "05" and "05b" apart
     for nb in exercises:
         path = f"exercises/{nb.name}"
-        lesson = by_number.get(nb.name[:2])
+        lesson = by_number.get(nb.name.split("_")[0])
         if lesson is None:
             sys.exit(f"{path}: no lesson notebooks/{nb.name[:2]}_*.ipynb to link back to")
         back = f"This exercise goes with [lesson {int(nb.name[:2])}](../notebooks/{lesson.name})."

@@ -46,7 +46,7 @@ OFFLINE_ARGS = CHROMIUM_ARGS + ["--proxy-server=http://127.0.0.1:9", "--dns-pref
 # What the site must hold, derived from the repository ---------------------------------------
 def notebook_pages() -> list[str]:
     """Repository paths of the published notebooks: lessons (start page first), then exercises."""
-    return ([f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+    return ([f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))]
             + [f"exercises/{p.name}" for p in sorted((ROOT / "exercises").glob("[0-9][0-9]_*.ipynb"))])
 
 

@@ -19,7 +19,7 @@ import pytest
 from browser import ARTIFACTS, all_latencies, browser_missing_reason, latency_table, layout_table, percentile, run
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 MIN_TRACK_PX = 250
 TARGET_P95_MS = 150
 LIMIT_MS = 1000  # any single change slower than this is broken, whatever the machine's load

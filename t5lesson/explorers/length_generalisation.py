@@ -1,9 +1,10 @@
-"""Lesson 5: how T5's max_distance decides whether a model reads sequences longer than its training.
+"""Lesson 5b: how T5's max_distance decides whether a model reads sequences longer than its training.
 
 Every stop of the slider (max_distance = 16, 32, ..., 512) is a tiny model trained on copy-k at
-length 64 with T5 buckets (16, causal) and that max_distance; all of them are trained once when
-the explorer is created (a few seconds, see `t5lesson.lengthgen.variants`) and cached, so
-moving the slider only redraws.
+length 64 with T5 buckets (16, causal) and that max_distance. They were trained once with
+lesson 5's training loop and stored as data (`t5lesson.lengthgen.variants`: accuracies and each
+bucket's learned bias), so the explorer needs NumPy and matplotlib only, not torch, and moving
+the slider only redraws.
 
 Left: accuracy (or the attention weight on the right key) against the evaluation length, for
 the chosen max_distance and for the experiment's setting (max_distance 32) as a grey reference,
@@ -19,14 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lengthgen.run import Config
-from ..lengthgen.variants import t5_variants
+from .._validate import ArgumentError
+from ..lengthgen.variants import MAX_DISTANCES, load_variants
 from ..lessons.figures import SMALL, WIDTH
 from .base import Explorer, Param, register
 from .raster import freeze
 from .render import BlitRender
 
-MAX_DISTANCES = tuple(2 ** k for k in range(4, 10))  # 16 .. 512, one trained model each
+__all__ = ["LengthGeneralisationExplorer", "MAX_DISTANCES", "REFERENCE"]
+
 REFERENCE = 32
 HEAD_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
 SHOW = {"accuracy": ("accuracy", "accuracy"), "weight on right key": ("weight_on_key", "attention on the right key")}
@@ -42,10 +44,12 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
     task, seed = "copy-k", 0
 
     def build(self, fig):
-        self.config = Config()
-        self.variants = t5_variants(MAX_DISTANCES, self.task, self.seed, self.config)  # trains what is not cached
-        lengths = np.array(self.config.eval_lens)
-        train_len = self.config.train_len
+        self.variants = load_variants()  # stored data: no training, no torch
+        if tuple(self.variants) != MAX_DISTANCES:
+            raise ArgumentError(f"the stored explorer variants hold max_distance {tuple(self.variants)}, "
+                                f"expected {MAX_DISTANCES}; rerun: python benchmarks/lengthgen_full.py --only variants")
+        lengths = np.array(self.variants[REFERENCE].lengths)
+        train_len = self.train_len = self.variants[REFERENCE].train_len
         # Fixed axes positions: constrained layout would re-measure every label on each draw.
         fig.set_layout_engine("none")
         left = self.ax_acc = fig.add_axes((0.075, 0.2, 0.34, 0.7))
@@ -113,6 +117,6 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
     def readout(self):
         v = self.variants[self.values["max_distance"]]
         return (f"max_distance = {v.max_distance}: the last bucket starts at d = {v.last_bucket_start}; "
-                f"{v.untrained_buckets} of 16 buckets hold only offsets >= {self.config.train_len} and were never "
+                f"{v.untrained_buckets} of 16 buckets hold only offsets >= {self.train_len} and were never "
                 f"trained. At {v.lengths[-1]} tokens: accuracy {v.accuracy[-1]:.2f}, "
                 f"attention on the right key {v.weight_on_key[-1]:.2f}.")

@@ -1,4 +1,4 @@
-"""The length-generalisation experiment of lesson 5.
+"""The length-generalisation experiment of lessons 5 and 5b.
 
 Train a one-layer, attention-only causal model on length L and test it at L, 2L, 4L and 8L,
 with the position scheme as the only thing that changes:
@@ -7,17 +7,38 @@ with the position scheme as the only thing that changes:
     results = run_experiment(["t5", "per-offset-A"], ["copy-k"], seeds=[0, 1, 2])
     results.mean("t5", "copy-k", 512)
 
-Modules: tasks (the synthetic tasks), schemes (the position biases), model (the tiny model),
-run (training, evaluation, the results table), counts (pairs per offset and per parameter),
-variants (cached T5 runs for the explorer), stored (the full grid, run once and stored as
-JSON), figures (the lesson's plots).
-"""
-from .model import TinyAttentionModel
-from .run import Config, Results, evaluate, run_experiment, train, warmup_cosine
-from .schemes import SCHEMES, PositionBias, Scheme, alibi_slopes, get_scheme, t5_scheme
-from .tasks import IGNORE, TASKS, Task, get_task, make_batch
-from .variants import Variant, t5_variants
+Lesson 5 writes its training loop out in the notebook; `train` holds the same lines, and the
+rest of `run` is plumbing (seeded models, the optimiser, the batches, evaluation, the results
+table). Modules: tasks (the synthetic tasks), schemes (the position biases), model (the tiny
+model), run (training, evaluation, the results table), counts (pairs per offset and per
+parameter), variants (the explorer's T5 runs, stored as data), stored (the full grid, run once
+and stored as JSON), figures (the lessons' plots).
 
-__all__ = ["Config", "Results", "evaluate", "run_experiment", "train", "warmup_cosine", "SCHEMES", "Scheme",
-           "PositionBias", "alibi_slopes", "get_scheme", "t5_scheme", "TASKS", "Task", "IGNORE", "get_task",
-           "make_batch", "TinyAttentionModel", "Variant", "t5_variants"]
+Names load on first use, so the stored explorer data (`variants.load_variants`) is read
+without importing torch.
+"""
+import importlib
+
+_HOME = {
+    "TinyAttentionModel": "model",
+    "Config": "run", "Results": "run", "evaluate": "run", "run_experiment": "run", "train": "run",
+    "warmup_cosine": "run", "new_model": "run", "new_optimizer": "run", "warmup_cosine_schedule": "run",
+    "training_batches": "run", "per_model_loss": "run", "record": "run", "refill": "run",
+    "SCHEMES": "schemes", "PositionBias": "schemes", "Scheme": "schemes", "alibi_slopes": "schemes",
+    "get_scheme": "schemes", "t5_scheme": "schemes",
+    "IGNORE": "tasks", "TASKS": "tasks", "Task": "tasks", "get_task": "tasks", "make_batch": "tasks",
+    "Variant": "variants", "t5_variants": "variants", "load_variants": "variants",
+}
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name):
+    if name in _HOME:
+        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 't5lesson.lengthgen' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))

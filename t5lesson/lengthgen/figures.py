@@ -1,4 +1,8 @@
-"""The figures of lesson 5, each a function of results, so the notebook cells stay one line.
+"""The figures of lessons 5 and 5b, each a function of results, so the notebook cells stay one line.
+
+Every offset axis (here and in the lesson's explorer) is the same: offsets d = i - j on a
+symmetric-log scale, linear from 0 to 4 and logarithmic beyond (`OFFSET_SCALE`), from 0 to 512.
+Every builder attaches its alt text (`lessons.figures.describe`).
 
 All figures are plain matplotlib `Figure`s (no pyplot, nothing global) in the course style
 (`t5lesson.lessons.figures`); `lessons.figures.as_image` turns one into the PNG a notebook cell
@@ -6,16 +10,19 @@ displays.
 """
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..lessons.figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from ..lessons.figures import NORMAL, SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
 
 __all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
 
+OFFSET_SCALE = dict(linthresh=4, linscale=0.5)  # symlog: linear on 0..4, logarithmic beyond; the explorer uses it too
 SMALL_OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 512)  # for narrow panels: no crowded 128, 256
 LINE_STYLES = {"per-offset-0": (0, (4, 2)), "t5-far": (0, (1, 1))}  # so lines that coincide stay visible
 SCHEME_COLORS = {"t5": "tab:blue", "per-offset-A": "tab:orange", "per-offset-0": "tab:red",
@@ -30,7 +37,7 @@ MAX_NUDGE = 0.025  # ... and at most this far from the true value, however many 
 
 def _offset_axis(ax, n, train_len, ticks=OFFSET_TICKS):
     """Offsets d on a symmetric-log axis (0 and the exact region visible), unseen offsets shaded."""
-    ax.set_xscale("symlog", linthresh=4, linscale=0.5)
+    ax.set_xscale("symlog", **OFFSET_SCALE)
     ax.set_xlim(0, n)
     ticks = [t for t in ticks if t <= n]
     ax.set_xticks(ticks, [str(t) for t in ticks])
@@ -65,10 +72,14 @@ def pairs_figure(schemes, train_len=64, n=512):
     _offset_axis(ax, n, train_len)
     ax.set_yscale("symlog", linthresh=1, linscale=0.3)
     ax.set_ylim(-0.1, 3000)
-    ax.set_xlabel(f"offset d = i − j at test time (shaded: d ≥ L = {train_len}, in no training sequence)")
+    ax.set_xlabel(f"d = i − j at test time: the key is d steps back (shaded: d ≥ L = {train_len}, in no training "
+                  "sequence)")
     ax.set_ylabel("pairs per training sequence\nthat train this bias")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside right center")
-    return fig
+    names = ", ".join(get_scheme(s).label for s in schemes)
+    return describe(fig, f"Training pairs per {train_len}-token sequence behind the bias used at each test offset "
+                         f"0 to {n - 1}, for {names}. Notice the shaded offsets from {train_len} on: a scheme whose "
+                         "line drops to 0 there uses biases that no training pair reached.")
 
 
 def _separate(means, tolerance=0.004):
@@ -146,7 +157,20 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, title=note)
     else:
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", title=note)
-    return fig
+    what = "Accuracy" if column == "accuracy" else "Attention on the key that holds the answer"
+    summary = "; ".join(_panel_summary(entry, task, schemes, column) for entry in
+                        (panels if isinstance(panels, (list, tuple)) else [("", panels)]))
+    return describe(fig, f"{what} against evaluation length (trained on {train_len} tokens, tested up to "
+                         f"{lengths[-1]}), one line per position scheme, mean of seeds. At the longest length: "
+                         f"{summary}.")
+
+
+def _panel_summary(entry, task, schemes, column):
+    title, results, panel_task = (*entry, task) if len(entry) == 2 else entry
+    n = results.lengths()[-1]
+    shown = [s for s in (schemes or results.schemes()) if results.select(scheme=s, task=panel_task)]
+    values = ", ".join(f"{results.labels.get(s, s)} {results.mean(s, panel_task, n, column):.1f}" for s in shown)
+    return f"{title or panel_task}: {values}"
 
 
 @styled
@@ -172,9 +196,9 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
             ax.plot(d, values, color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=1.1, label=f"head {h}")
         ax.axhline(0, color="0.3", lw=0.8)
         _offset_axis(ax, curve.shape[1], train_len, SMALL_OFFSET_TICKS)
-        ax.set_title(results.labels.get(scheme, scheme), fontsize=SMALL)
+        ax.set_title(textwrap.fill(results.labels.get(scheme, scheme), 30), fontsize=SMALL)
     for ax in axes[-1]:
-        ax.set_xlabel("offset d = i − j")
+        ax.set_xlabel("d = i − j (key d steps back)")
     for ax in axes[:, 0]:
         ax.set_ylabel("bias (logit units)")
     spare = axes.flat[-1] if len(schemes) < axes.size else None
@@ -183,17 +207,23 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
         spare.legend(*axes.flat[0].get_legend_handles_labels(), loc="center", title=note)
     else:
         fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right center", title=note)
-    return fig
+    names = ", ".join(results.labels.get(s, s) for s in schemes)
+    return describe(fig, f"Learned bias of each head against the offset d (how far back the key is), one panel per "
+                         f"scheme ({names}), seed {seed}; every bias started at 0. Notice the peak at offset 3 and "
+                         f"what each scheme does at the shaded offsets from {train_len} on, which no training "
+                         "sequence contains.")
 
 
-def mean_table_text(results, task, column="accuracy"):
-    """A text table: the mean over seeds at each length, and the range over seeds at the longest."""
+def mean_table_text(results, task, column="accuracy", schemes=None):
+    """A text table: the mean over seeds at each length, and each seed at the longest (schemes: a subset)."""
     results = _check_results(results)
     lengths = results.lengths()
     width = max(len(results.labels.get(s, s)) for s in results.schemes())
     head = f"{task}: {column.replace('_', ' ')}, mean of seeds {results.seeds()}"
     lines = [head, f"{'scheme':<{width}}  " + "  ".join(f"{n:>5}" for n in lengths) + f"   seeds at {lengths[-1]}"]
     for scheme, means in results.mean_table(task, column):
+        if schemes is not None and scheme not in schemes:
+            continue
         seeds = results.values(scheme, task, lengths[-1], column)
         lines.append(f"{results.labels.get(scheme, scheme):<{width}}  " + "  ".join(f"{m:5.2f}" for m in means)
                      + "   " + " ".join(f"{v:.2f}" for v in seeds))

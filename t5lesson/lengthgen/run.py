@@ -12,6 +12,7 @@ generators, so it neither depends on nor disturbs the caller's random state.
 """
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass, field
 
@@ -27,7 +28,8 @@ from .model import TinyAttentionModel
 from .schemes import get_scheme
 from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch
 
-__all__ = ["COLUMNS", "Config", "Results", "train", "evaluate", "run_experiment", "warmup_cosine"]
+__all__ = ["COLUMNS", "Config", "Results", "train", "evaluate", "run_experiment", "warmup_cosine", "new_model",
+           "new_optimizer", "warmup_cosine_schedule", "training_batches", "per_model_loss", "record", "refill"]
 
 
 @dataclass(frozen=True)
@@ -110,48 +112,83 @@ def _check_seeds(seeds):
     return seeds
 
 
+def new_model(scheme, task, seeds, config=Config()):
+    """A fresh TinyAttentionModel, one per seed side by side, for `task` (plumbing for the training loop).
+
+    Model m starts from torch.manual_seed(seeds[m]) and every position table at zero; with
+    `T5LESSON_PERTURB` set, every weight is nudged (see `t5lesson.perturbation`).
+    """
+    scheme, task, seeds, config = get_scheme(scheme), get_task(task), _check_seeds(seeds), _check_config(config)
+    return perturb_(TinyAttentionModel(task.vocab_size, config.d_model, config.num_heads, scheme, config.train_len,
+                                       seeds=seeds))
+
+
+def new_optimizer(model, config=Config()):
+    """AdamW with two parameter groups: the weights (lr, weight decay) and the position table
+    (bias_lr, no weight decay, so its start value 0 stays the reference point)."""
+    if not isinstance(model, TinyAttentionModel):
+        raise ArgumentError(f"model must be a TinyAttentionModel (from new_model), got {type(model).__name__}")
+    config = _check_config(config)
+    table = [p for name, p in model.named_parameters() if name.startswith("position.")]
+    rest = [p for name, p in model.named_parameters() if not name.startswith("position.")]
+    groups = [{"params": rest, "lr": config.lr}]
+    if table:
+        groups.append({"params": table, "lr": config.bias_lr, "weight_decay": 0.0})
+    return torch.optim.AdamW(groups, weight_decay=config.weight_decay, foreach=True)
+
+
+def warmup_cosine_schedule(optimizer, config=Config()):
+    """A LambdaLR scheduler: every group's learning rate times `warmup_cosine(step, steps, warmup)`."""
+    config = _check_config(config)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup_cosine(step, config.steps, config.warmup))
+
+
+def training_batches(task, seeds, config=Config()):
+    """An endless stream of (tokens, targets), two long tensors [models, batch, train_len].
+
+    Model m's sequences come from its seed's own generator, so for a seed they are the same
+    whatever the scheme.
+    """
+    task, seeds, config = get_task(task).name, _check_seeds(seeds), _check_config(config)
+    streams = [_rng(seed, task, 0) for seed in seeds]
+    while True:
+        batches = [make_batch(task, config.batch, config.train_len, rng) for rng in streams]
+        yield (torch.from_numpy(np.stack([b[0] for b in batches])),
+               torch.from_numpy(np.stack([b[1] for b in batches])))
+
+
 def train(scheme, task, seeds, config=Config(), on_step=None):
     """One TinyAttentionModel per seed, trained side by side on `task` at config.train_len.
 
-    AdamW with linear warm-up and cosine decay; the position table gets its own learning rate
-    (config.bias_lr) and no weight decay, so its start value 0 stays the reference point. The
-    loss is the sum over models of each model's mean cross-entropy, so every model gets exactly
-    the gradient it would get if trained alone. `on_step`, if given, is called after every step
-    (a progress bar's `update`).
+    The same lines as lesson 5's training loop: AdamW (`new_optimizer`) with linear warm-up and
+    cosine decay, the loss the sum over models of each model's mean cross-entropy (so every
+    model gets exactly the gradient it would get alone). `on_step`, if given, is called after
+    every step (a progress bar's `update`). One thread, a private random stream.
     """
-    scheme = get_scheme(scheme)
-    task = get_task(task)
-    seeds = _check_seeds(seeds)
     config = _check_config(config)
     with one_thread_forked_rng():
-        model = perturb_(TinyAttentionModel(task.vocab_size, config.d_model, config.num_heads, scheme,
-                                            config.train_len, seeds=seeds))
-        table = [p for name, p in model.named_parameters() if name.startswith("position.")]
-        rest = [p for name, p in model.named_parameters() if not name.startswith("position.")]
-        groups = [{"params": rest, "lr": config.lr}]
-        if table:
-            groups.append({"params": table, "lr": config.bias_lr, "weight_decay": 0.0})
-        optimizer = torch.optim.AdamW(groups, weight_decay=config.weight_decay, foreach=True)
-        base = [g["lr"] for g in optimizer.param_groups]
-        streams = [_rng(seed, task.name, 0) for seed in seeds]
-        for step in range(config.steps):
-            factor = warmup_cosine(step, config.steps, config.warmup)
-            for group, lr in zip(optimizer.param_groups, base, strict=True):
-                group["lr"] = lr * factor
-            batches = [make_batch(task.name, config.batch, config.train_len, rng) for rng in streams]
-            tokens = torch.from_numpy(np.stack([b[0] for b in batches]))
-            targets = torch.from_numpy(np.stack([b[1] for b in batches]))
+        model = new_model(scheme, task, seeds, config)
+        optimizer = new_optimizer(model, config)
+        schedule = warmup_cosine_schedule(optimizer, config)
+        batches = training_batches(task, seeds, config)
+        for _ in range(config.steps):
+            tokens, targets = next(batches)
             logits, _ = model(tokens)
-            losses = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=IGNORE, reduction="none")
-            valid = (targets != IGNORE).flatten(1).sum(1)
-            loss = (losses.view(len(seeds), -1).sum(1) / valid).sum()
-            optimizer.zero_grad(set_to_none=True)
+            loss = per_model_loss(logits, targets)
+            optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            schedule.step()
             if on_step is not None:
                 on_step()
-    model.eval()
-    return model
+    return model.eval()
+
+
+def per_model_loss(logits, targets):
+    """Sum over the side-by-side models of each model's mean cross-entropy (IGNORE targets left out)."""
+    losses = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=IGNORE, reduction="none")
+    valid = (targets != IGNORE).flatten(1).sum(1)  # [models]
+    return (losses.view(len(valid), -1).sum(1) / valid).sum()
 
 
 def _right_key(task, tokens, targets):
@@ -274,6 +311,45 @@ class Results:
         return cls([dict(r) for r in data["rows"]], biases, dict(data["labels"]), dict(data["config"]))
 
 
+def refill(model, scheme):
+    """A copy of a trained per-offset `model` that fills the offsets beyond its table by `scheme`'s rule.
+
+    "per-offset-A" (reuse the last trained parameter) and "per-offset-0" (keep the start value 0)
+    train identically: inside the training length both have one parameter per offset. They differ
+    only at offsets never seen in training, so one trained table serves both.
+    """
+    if not isinstance(model, TinyAttentionModel):
+        raise ArgumentError(f"model must be a TinyAttentionModel (from train), got {type(model).__name__}")
+    scheme, trained = get_scheme(scheme), model.position.scheme
+    if scheme.kind != "per-offset" or trained.kind != "per-offset" \
+            or scheme.last_own_offset(model.position.train_len) != model.position.last_own:
+        raise ArgumentError(f"refill needs two per-offset schemes with the same table; got {trained.name!r} "
+                            f"trained and {scheme.name!r} asked")
+    twin = copy.deepcopy(model)
+    twin.position.scheme = scheme
+    return twin
+
+
+def record(results, scheme, task, model, config=Config(), bias_offsets=None):
+    """Evaluate a trained `model` at config.eval_lens and add its rows and learned curves to `results`
+    under the name of `scheme`; returns `results`."""
+    if not isinstance(results, Results):
+        raise ArgumentError(f"results must be a lengthgen Results, got {type(results).__name__}")
+    scheme, task, config = get_scheme(scheme), get_task(task).name, _check_config(config)
+    n_offsets = check_int("bias_offsets", bias_offsets if bias_offsets is not None else max(config.eval_lens),
+                          minimum=1)
+    scores = evaluate(model, task, config.eval_lens, config.eval_batch)
+    curves = model.position.curve(n_offsets)
+    results.labels[scheme.name] = scheme.label
+    results.config = results.config or asdict(config)
+    for m, seed in enumerate(model.seeds):
+        for length, (accuracy, on_key) in zip(config.eval_lens, scores[seed], strict=True):
+            results.rows.append(dict(scheme=scheme.name, task=task, length=length, seed=seed,
+                                     accuracy=round(accuracy, 6), weight_on_key=round(on_key, 6)))
+        results.biases[(scheme.name, task, seed)] = curves[m]
+    return results
+
+
 def run_experiment(schemes, tasks, seeds, config=Config(), bias_offsets=None):
     """Train and evaluate every (scheme, task) for all seeds; return Results.
 
@@ -285,20 +361,13 @@ def run_experiment(schemes, tasks, seeds, config=Config(), bias_offsets=None):
     if not schemes or not tasks:
         raise ArgumentError("schemes and tasks must each list at least one entry")
     seeds = _check_seeds(seeds)
-    n_offsets = check_int("bias_offsets", bias_offsets if bias_offsets is not None else max(config.eval_lens),
-                          minimum=1)
+    if bias_offsets is not None:
+        check_int("bias_offsets", bias_offsets, minimum=1)
     results = Results(labels={s.name: s.label for s in schemes}, config=asdict(config))
     runs = len(tasks) * len(schemes)
     bar = Progress(runs * config.steps, f"training {runs} x {len(seeds)} models, {config.steps} steps each")
     for task in tasks:
         for scheme in schemes:
-            model = train(scheme, task, seeds, config, on_step=bar.update)
-            scores = evaluate(model, task, config.eval_lens, config.eval_batch)
-            curves = model.position.curve(n_offsets)
-            for m, seed in enumerate(seeds):
-                for length, (accuracy, on_key) in zip(config.eval_lens, scores[seed], strict=True):
-                    results.rows.append(dict(scheme=scheme.name, task=task, length=length, seed=seed,
-                                             accuracy=round(accuracy, 6), weight_on_key=round(on_key, 6)))
-                results.biases[(scheme.name, task, seed)] = curves[m]
+            record(results, scheme, task, train(scheme, task, seeds, config, on_step=bar.update), config, bias_offsets)
     bar.close()
     return results

@@ -1,11 +1,11 @@
-"""The full grid, run once and stored as a small JSON file the lesson loads.
+"""The full grid, run once and stored as a small JSON file that lesson 5b loads.
 
-The lesson trains the copy-k models live (15-25 s on one thread here). The rest of the grid
-(the last-marker task, ALiBi and "none", and the "train the biases harder" variants) takes
-about 2 minutes of CPU time more (4 minutes wall-clock on this shared machine), so
-`benchmarks/lengthgen_full.py` runs it and writes
-`stored_results.json` next to this file; `load_stored()` reads it back. Every set below is
-reproducible bit for bit on the machine that wrote it (one thread, fixed seeds):
+Lesson 5 trains its copy-k models live, with the training loop written out in the notebook
+(`run.train` holds the same lines). The whole grid (both tasks, all seven schemes, and the
+"train the biases harder" variants) takes a few minutes of CPU time, so
+`benchmarks/lengthgen_full.py` runs it and writes `stored_results.json` next to this file;
+`load_stored()` reads it back for lesson 5b. Every set below is reproducible bit for bit on the
+machine that wrote it (one thread, fixed seeds), and the test suite retrains lesson 5's part:
 
     python benchmarks/lengthgen_full.py            # recompute and rewrite the file
     python benchmarks/lengthgen_full.py --check    # recompute and compare with the file
@@ -23,7 +23,7 @@ __all__ = ["STORED_PATH", "STORED_SETS", "LESSON_SCHEMES", "compute_stored_set",
 
 STORED_PATH = Path(__file__).with_name("stored_results.json")
 SEEDS = (0, 1, 2)
-LESSON_SCHEMES = ("t5", "per-offset-A", "per-offset-0", "per-offset-32", "t5-far")  # what the lesson runs live
+LESSON_SCHEMES = ("t5", "per-offset-A", "per-offset-0", "per-offset-32", "t5-far")  # lesson 5b's copy-k five
 HARDER = ("t5", "per-offset-A", "per-offset-0")
 STORED_BIAS_OFFSETS = 128  # beyond 64 every stored curve is flat except ALiBi's straight line: keeps the file small
 
