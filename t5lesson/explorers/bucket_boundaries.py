@@ -21,14 +21,14 @@ from matplotlib.transforms import blended_transform_factory
 
 from .._validate import ArgumentError
 from ..buckets import bucket_ranges, relative_position_bucket
-from ..lessons.figures import DPI, SMALL, WIDTH
+from ..lessons.figures import COLORS, DPI, SMALL, WIDTH
 from .base import Explorer, Param, register
 from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze, to_rgba_bytes
 from .render import BlitRender
 
 ROWS_PER_COLUMN = 16
 MAX_COLUMNS = 3  # so at most 48 buckets: the table must stay legible in a small figure
-UNUSED_COLOR = "tab:red"
+UNUSED_COLOR = COLORS["vermillion"]
 CHAR_PX = 15  # table characters are 7.5 CSS px wide: a 9 pt monospace font, the course's smallest size
 _ATLAS = {}
 # Slider stops: every value near max_exact (where settings break), then about 1.25x apart.
@@ -85,6 +85,10 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         Param("offset_range", 256, 16, 4096, 16, label="show offsets up to ±", stops=OFFSET_RANGES),
     )
     figsize = (WIDTH, 3.9)
+    description = ("The bucket of each offset j − i as a staircase, one step per offset near 0 (the exact "
+                   "region, green) and ever wider steps further out, up to the last bucket past max_distance; "
+                   "beside it, the table of bucket boundaries. Notice settings that leave buckets never used, "
+                   "listed in the table and marked with dashed lines.")
 
     def build(self, fig):
         # Fixed axes positions, wide enough for the longest tick labels: constrained layout
@@ -101,16 +105,16 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         for spine in ax.spines.values():  # frame over the tick marks, as when blitted (moving_artists)
             spine.set_zorder(2.6)
         band = blended_transform_factory(ax.transData, ax.transAxes)  # x in offsets, y in axes
-        self.exact_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="tab:green", alpha=0.12,
+        self.exact_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color=COLORS["green"], alpha=0.12,
                                                  label="exact (n < max_exact)", lw=0))
         self.masked_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="0.5", alpha=0.25,
                                                   hatch="//", label="masked (decoder)", lw=0))
-        (self.steps,) = ax.plot([], [], drawstyle="steps-mid", color="tab:blue", lw=1.4, label="bucket(offset)")
-        (self.unused_lines,) = ax.plot([], [], color="tab:red", ls="--", lw=1.2, label="bucket never used")
+        (self.steps,) = ax.plot([], [], drawstyle="steps-mid", color=COLORS["blue"], lw=1.4, label="bucket(offset)")
+        (self.unused_lines,) = ax.plot([], [], color=COLORS["vermillion"], ls="--", lw=1.2, label="bucket never used")
         (self.max_distance_lines,) = ax.plot([], [], color="0.3", ls=":", lw=1.2, label="± max_distance")
-        (self.last_start_marks,) = ax.plot([], [], "o", color="tab:orange", ms=6, label="last bucket starts")
+        (self.last_start_marks,) = ax.plot([], [], "o", color=COLORS["orange"], ms=6, label="last bucket starts")
         self.error_text = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
-                                  fontsize=SMALL, color="tab:red")
+                                  fontsize=SMALL, color=COLORS["vermillion"])
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         # Ticks and grid follow num_buckets and the offset range: drawn with every move from
         # cached label pixels (raster.py), so the background does not depend on the limits.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..lessons.figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from ..lessons.figures import COLORS, NORMAL, SERIES, SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
@@ -18,9 +18,12 @@ __all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "m
 
 SMALL_OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 512)  # for narrow panels: no crowded 128, 256
 LINE_STYLES = {"per-offset-0": (0, (4, 2)), "t5-far": (0, (1, 1))}  # so lines that coincide stay visible
-SCHEME_COLORS = {"t5": "tab:blue", "per-offset-A": "tab:orange", "per-offset-0": "tab:red",
-                 "per-offset-32": "tab:green", "alibi": "tab:purple", "none": "0.5", "t5-far": "tab:brown"}
-HEAD_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+# Okabe-Ito colours (the course style): they stay apart under deuteranopia and protanopia.
+SCHEME_COLORS = {"t5": COLORS["blue"], "per-offset-A": COLORS["orange"], "per-offset-0": COLORS["vermillion"],
+                 "per-offset-32": COLORS["green"], "alibi": COLORS["purple"], "none": COLORS["black"],
+                 "t5-far": COLORS["sky"]}
+HEAD_COLORS = SERIES[:4]
+HEAD_STYLES = ("-", "--", "-.", ":")
 OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512)
 MARKERS = {"t5": "o", "per-offset-A": "s", "per-offset-0": "^", "per-offset-32": "D", "alibi": "v", "none": "X",
            "t5-far": "P"}
@@ -68,7 +71,10 @@ def pairs_figure(schemes, train_len=64, n=512):
     ax.set_xlabel(f"offset d = i − j at test time (shaded: d ≥ L = {train_len}, in no training sequence)")
     ax.set_ylabel("pairs per training sequence\nthat train this bias")
     fig.legend(*ax.get_legend_handles_labels(), loc="outside right center")
-    return fig
+    names = ", ".join(get_scheme(s).label for s in schemes)
+    return describe(fig, f"Training pairs per sequence behind the bias used at each test offset d (log scale), one "
+                    f"line per scheme ({names}); offsets from {train_len} on are shaded. Notice which schemes fall to "
+                    "zero past the training length, so the bias used there was never trained, and which stay up.")
 
 
 def _separate(means, tolerance=0.004):
@@ -146,7 +152,10 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, title=note)
     else:
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", title=note)
-    return fig
+    what = "accuracy" if column == "accuracy" else "attention on the right key"
+    return describe(fig, f"{what.capitalize()} against evaluation length (log scale, from the training length up), "
+                    f"one line per position scheme with a dot per seed, in {len(panels)} panel(s). Notice which "
+                    "schemes hold up at lengths never seen in training and which fall as the sequences grow.")
 
 
 @styled
@@ -169,7 +178,8 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
         curve = results.biases[key]
         d = np.arange(curve.shape[1])
         for h, values in enumerate(curve):
-            ax.plot(d, values, color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=1.1, label=f"head {h}")
+            ax.plot(d, values, color=HEAD_COLORS[h % len(HEAD_COLORS)], ls=HEAD_STYLES[h % len(HEAD_STYLES)],
+                    lw=1.1, label=f"head {h}")
         ax.axhline(0, color="0.3", lw=0.8)
         _offset_axis(ax, curve.shape[1], train_len, SMALL_OFFSET_TICKS)
         ax.set_title(results.labels.get(scheme, scheme), fontsize=SMALL)
@@ -183,7 +193,10 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
         spare.legend(*axes.flat[0].get_legend_handles_labels(), loc="center", title=note)
     else:
         fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside right center", title=note)
-    return fig
+    return describe(fig, f"Small panels, one per position scheme, of each head's learned bias against the offset d on "
+                    f"task {task} (seed {seed}); offsets from {train_len} on, never in training, are shaded. Notice "
+                    "where a scheme's bias stops changing: offsets that share a trained bucket keep a learned value, "
+                    "offsets with a bias of their own beyond training stay at the start value 0.")
 
 
 def mean_table_text(results, task, column="accuracy"):
