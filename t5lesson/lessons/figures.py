@@ -191,14 +191,10 @@ def figure_png(fig, compact=False) -> bytes:
 
 def as_image(fig):
     """The figure as an IPython PNG image (what a notebook cell shows and stores), displayed at 1x,
-    with its alt text (`describe`) in the output's metadata; a figure without one is an error."""
+    with its alt text (`describe`) in the output's metadata."""
     from IPython.display import Image
 
     width, height = display_size(fig)
-    alt = alt_text(fig)
-    if alt is None:
-        from .._validate import ArgumentError
-
-        raise ArgumentError("this figure has no alt text: its builder must end with describe(fig, ...)")
+    alt = alt_text(fig)  # None: no alt (tests/lessons/test_alt_text.py fails on such a stored figure)
     # IPython puts `alt` in the output's metadata (image/png -> alt): JupyterLab and the site read it.
     return Image(figure_png(fig, compact=True), width=width, height=height, alt=alt)
