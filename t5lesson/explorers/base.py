@@ -26,6 +26,7 @@ arrow-key press (`continuous_update=False`), so dragging never queues a backlog 
 from __future__ import annotations
 
 import base64
+import html
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,9 @@ from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, enco
 
 REGISTRY: dict[str, type] = {}
 TRACK_PX = 320  # the least length of a slider's track, in CSS pixels
+# Visually hidden, still read by screen readers (the usual "sr-only" rules).
+_HIDDEN = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
+           "clip:rect(0,0,0,0);white-space:nowrap;border:0")
 
 
 def register(cls):
@@ -240,8 +244,10 @@ class Explorer:
     def _refresh_view(self):
         _, image, text = self._view
         image.value = self.to_png()
-        image.tooltip = self.alt_text()  # the <img>'s title: its accessible name in JupyterLab
-        text.value = f"<code>{self.readout()}</code>" if self.readout() else ""
+        # The readout line, then the picture's alt text for screen readers only (visually hidden):
+        # ipywidgets' Image has no alt attribute, and JupyterLab's widget view rejects a tooltip on it.
+        readout = f"<code>{html.escape(self.readout())}</code>" if self.readout() else ""
+        text.value = readout + f'<span class="t5lesson-alt" style="{_HIDDEN}">{html.escape(self.alt_text())}</span>'
 
     def picture_note(self) -> str:
         """The line above the static picture: what it is, and how to get the controls."""
