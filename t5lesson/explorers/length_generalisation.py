@@ -82,7 +82,8 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
         right.axhline(0, color="0.4", lw=0.8)
         self.head_lines = [right.plot(self.offsets, self.offsets * 0.0, color=c, ls=LINESTYLES[h], lw=1.4,
                                       label=f"head {h}")[0] for h, c in enumerate(HEAD_COLORS)]
-        self.last_bucket = right.axvline(1, color="black", ls=":", lw=1.4, label="last bucket starts")
+        self.last_bucket = right.axvline(1, color="black", ls=(0, (6, 2, 1, 2, 1, 2)), lw=1.4,
+                                         label="last bucket starts")
         right.set_xlabel("offset d = i − j (key d steps back; code's j − i = −d)")
         right.set_ylabel("learned bias (logit units)")
         right.set_title("learned bias of each head (start value 0)", fontsize=SMALL + 1)

@@ -17,7 +17,9 @@ from .schemes import get_scheme
 __all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
 
 SMALL_OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 512)  # for narrow panels: no crowded 128, 256
-LINE_STYLES = {"per-offset-0": (0, (4, 2)), "t5-far": (0, (1, 1))}  # so lines that coincide stay visible
+# Each scheme its own line style too (not told apart by colour alone; lines that coincide stay visible).
+LINE_STYLES = {"t5": "-", "per-offset-A": (0, (7, 2)), "per-offset-0": (0, (4, 2)), "per-offset-32": "-.",
+               "alibi": (0, (3, 1, 1, 1, 1, 1)), "none": (0, (8, 2, 2, 2)), "t5-far": (0, (1, 1))}
 # Okabe-Ito colours (the course style): they stay apart under deuteranopia and protanopia.
 SCHEME_COLORS = {"t5": COLORS["blue"], "per-offset-A": COLORS["orange"], "per-offset-0": COLORS["vermillion"],
                  "per-offset-32": COLORS["green"], "alibi": COLORS["purple"], "none": COLORS["black"],
