@@ -154,13 +154,12 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 def encode_png(pixels) -> bytes:
     """PNG bytes of an RGBA (or RGB) uint8 array [height, width, channels]: no row filter, zlib level 1.
 
-    An opaque RGBA array is written as RGB (the same picture): a quarter less data to compress.
+    RGBA stays RGBA: dropping the alpha of an opaque figure saves about 4 ms of zlib per full-width
+    PNG but costs about 11 ms to copy the three-byte pixels out (measured here).
     """
     pixels = np.asarray(pixels)
     if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] not in (3, 4):
         raise ValueError(f"need a uint8 array [height, width, 3 or 4], got {pixels.dtype} {pixels.shape}")
-    if pixels.shape[2] == 4 and pixels[..., 3].min() == 255:  # opaque (every figure): a quarter less to compress
-        pixels = pixels[..., :3]
     height, width, channels = pixels.shape
     rows = np.empty((height, width * channels + 1), dtype=np.uint8)
     rows[:, 0] = 0  # filter type 0 (none) on every row

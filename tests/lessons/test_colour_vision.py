@@ -111,7 +111,7 @@ def _static_figures():
 
 def _figures():
     makers = dict(_static_figures())
-    makers.update({f"explorer {name}": (lambda cls=cls: cls().fig) for name, cls in load_all().items()})
+    makers.update({f"explorer {name}": cls for name, cls in load_all().items()})  # an Explorer: .fig, .to_png()
     return makers
 
 
@@ -137,7 +137,10 @@ def test_simulation_matches_known_values():
 
 @pytest.mark.parametrize("name", sorted(FIGURES))
 def test_series_stay_apart_for_colour_blind_readers(name):
-    fig = FIGURES[name]()
+    made = FIGURES[name]()
+    fig = getattr(made, "fig", made)
+    # An explorer draws its moving artists only into its own PNG (they are animated).
+    png = made.to_png() if hasattr(made, "to_png") else figure_png(fig)
     with style():
         fig.canvas.draw()
     problems = []
@@ -154,12 +157,12 @@ def test_series_stay_apart_for_colour_blind_readers(name):
             if lsa is not None and lsb is not None and (lsa, ma) == (lsb, mb):
                 problems.append(f"{where}: {la!r} and {lb!r} differ by colour only ({lsa}, marker {ma})")
     assert not problems, "\n".join(problems)
-    write_simulations(fig, name)
+    write_simulations(png, name)
 
 
-def write_simulations(fig, name):
-    """The rendered figure and how each deficiency sees it, side by side, into artifacts/colour_vision/."""
-    pixels = np.asarray(Image.open(io.BytesIO(figure_png(fig))).convert("RGB"), dtype=float) / 255
+def write_simulations(png, name):
+    """The rendered figure and how each deficiency sees it, one above the other, into artifacts/colour_vision/."""
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float) / 255
     rows = [pixels] + [simulate(pixels, d) for d in MACHADO_2009]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     Image.fromarray((np.concatenate(rows) * 255).round().astype(np.uint8)).save(
