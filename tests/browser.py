@@ -313,14 +313,19 @@ def keyboard_pass(page, box, index, name, max_tabs=60):
             for key in ("ArrowRight", "ArrowRight", "ArrowLeft"):
                 result["latencies_ms"].append(_timed(page, index, lambda key=key: page.keyboard.press(key)))
                 result["keys"].append(key)
+            page.keyboard.press("ArrowRight")  # ends one step up from where it started
+            page.wait_for_timeout(300)
+            result["value_after"] = result["value"]()
         elif focused["kind"] == "button" and not focused["active"]:
             key = ("Enter", "Space")[toggle_key % 2]
             toggle_key += 1
             result["latencies_ms"].append(_timed(page, index, lambda key=key: page.keyboard.press(key)))
             result["keys"].append(key)
-    page.wait_for_timeout(300)
+            result["value_after"] = result["value"]()
+    # Read while the explorer is in view (Tab has moved on: a windowed notebook may hide its cell).
     for result in results:
-        result["value_after"] = result.pop("value")()
+        getter = result.pop("value")
+        result.setdefault("value_after", result["value_before"] if result["tabs"] is None else getter())
         result["median_ms"] = statistics.median(result["latencies_ms"]) if result["latencies_ms"] else 0.0
     return results
 
