@@ -12,11 +12,15 @@ Python named by T5LESSON_BOOK_PYTHON. The build runs under `unshare -n` (no netw
 the machine allows it. The site is served on loopback by a small HTTP server in this process;
 Chromium reaches it directly, while every other request is aborted by a route handler (and
 recorded) and, as a second wall, sent to a dead proxy.
+
+Every page is also checked by axe-core (the WCAG 2.1 A and AA rules), from the copy of npm's
+axe-core package in tests/vendor/axe-core (see its SOURCE.md), whose hash is checked before use.
 """
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import html
 import http.server
 import json
@@ -41,6 +45,30 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 IMAGE_MIMES = ("image/png", "image/jpeg", "image/svg+xml", "image/gif")
 # Loopback is exempt from a proxy in Chromium; anything else goes to a port where nothing listens.
 OFFLINE_ARGS = CHROMIUM_ARGS + ["--proxy-server=http://127.0.0.1:9", "--dns-prefetch-disable"]
+# axe-core from npm (`npm pack axe-core@4.11.0`), vendored: tests/vendor/axe-core/SOURCE.md.
+AXE_VERSION = "4.11.0"
+AXE_JS = ROOT / "tests" / "vendor" / "axe-core" / "axe.min.js"
+AXE_SHA256 = "e9e5863c33a874f09bc01acd9234b7e3c871479f5eef8802fa582544465e6d01"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# Run after MathJax: a summary per violated rule (impact, how many elements, a few of them).
+AXE_RUN = """async (tags) => {
+  // label-content-name-mismatch (WCAG 2.5.3, level A) is an experimental rule: named to run.
+  const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations'],
+                                          rules: {'label-content-name-mismatch': {enabled: true}}});
+  return {version: axe.version, violations: result.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help, count: v.nodes.length,
+    nodes: v.nodes.slice(0, 4).map(n => ({target: n.target.join(' '), summary: n.failureSummary,
+                                          html: n.html.slice(0, 200)}))}))};
+}"""
+
+
+def axe_source() -> str:
+    """The vendored axe-core, after checking it is the npm package's file."""
+    data = AXE_JS.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != AXE_SHA256:
+        raise RuntimeError(f"{AXE_JS} has sha256 {digest}, not axe-core {AXE_VERSION}'s {AXE_SHA256}")
+    return data.decode("utf-8")
 
 
 # What the site must hold, derived from the repository ---------------------------------------
@@ -285,6 +313,7 @@ PAGE_FACTS = """() => {
     mjx: document.querySelectorAll('mjx-container').length,
     outputImages: outputImages.length,
     outputImagesLoaded: outputImages.filter(i => i.complete && i.naturalWidth > 0).length,
+    outputImageAlts: outputImages.map(i => i.getAttribute('alt') || ''),
     brokenImages: Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
     explorerNotes: notes.length,
     notesAfterImage: notes.filter(n => {
@@ -314,6 +343,7 @@ async def _read_pages(base: str, page_list: list[str], shots: Path, parallel: in
     from playwright.async_api import async_playwright
 
     local = (base, "data:", "blob:", "about:")
+    axe = axe_source()
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=OFFLINE_ARGS, headless=True)
         try:
@@ -343,6 +373,8 @@ async def _read_pages(base: str, page_list: list[str], shots: Path, parallel: in
                     mathjax = await page.evaluate(MATHJAX_DONE)
                     load_s = time.monotonic() - start
                     facts = await page.evaluate(PAGE_FACTS)
+                    await page.add_script_tag(content=axe)
+                    facts["axe"] = await page.evaluate(AXE_RUN, AXE_TAGS)
                     png = shots / f"{safe_name(page_path)}.png"
                     await page.screenshot(path=str(png), full_page=True)
                     facts.update(status=response.status if response else None, bad=bad, errors=errors,
@@ -358,6 +390,11 @@ async def _read_pages(base: str, page_list: list[str], shots: Path, parallel: in
     return dict(results)
 
 
+def serious(facts: dict) -> list[dict]:
+    """The page's axe violations of serious or critical impact."""
+    return [v for v in facts["axe"]["violations"] if v["impact"] in ("serious", "critical")]
+
+
 def resolve(base: str, href: str) -> str:
     """A link's page path relative to the site root ('' for other sites), without query or fragment."""
     if not href.startswith(base):
@@ -368,10 +405,22 @@ def resolve(base: str, href: str) -> str:
 def report(build_s: float, offline: bool, facts: dict) -> str:
     where = "with no network (unshare -n)" if offline else "network NOT cut (no unshare here)"
     lines = [f"site build (book/build.py, warnings as errors, {where}): {build_s:.1f} s", "",
-             f"{'page':<46} {'load s':>6} {'math':>5} {'images':>6} {'explorers':>9}  screenshot"]
+             f"{'page':<46} {'load s':>6} {'math':>5} {'images':>6} {'explorers':>9} {'axe':>4}  screenshot"]
     for page, f in facts.items():
         lines.append(f"{page:<46} {f['load_s']:>6.2f} {f['mathRendered']:>2}/{f['math']:<3} "
-                     f"{f['outputImagesLoaded']:>6} {f['explorerNotes']:>9}  {f['screenshot'].relative_to(ROOT)}")
+                     f"{f['outputImagesLoaded']:>6} {f['explorerNotes']:>9} {len(serious(f)):>4}  "
+                     f"{f['screenshot'].relative_to(ROOT)}")
+    lines += ["", f"axe-core {AXE_VERSION}, rules {', '.join(AXE_TAGS)}: violations by rule (all impacts)"]
+    by_rule = {}
+    for page, f in facts.items():
+        for v in f["axe"]["violations"]:
+            entry = by_rule.setdefault((v["id"], v["impact"]), [0, set()])
+            entry[0] += v["count"]
+            entry[1].add(page)
+    for (rule, impact), (count, where) in sorted(by_rule.items()):
+        lines.append(f"  {rule} ({impact}): {count} elements on {len(where)} pages")
+    if not by_rule:
+        lines.append("  none")
     return "\n".join(lines) + "\n"
 
 
@@ -388,5 +437,9 @@ if __name__ == "__main__":
             sys.exit("build failed")
         facts = read_pages(Path(tmp) / "html", pages())
         print(report(seconds, offline, facts))
+        for page, f in facts.items():
+            for v in f["axe"]["violations"]:
+                print(page, v["id"], v["impact"], v["count"], [n["target"] for n in v["nodes"]],
+                      v["nodes"][0]["summary"][:300])
         print("broken links:", broken_internal_links(Path(tmp) / "html") or "none")
         print("solution leaks:", solution_leaks(Path(tmp) / "html") or "none")

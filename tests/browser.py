@@ -8,8 +8,10 @@ In a 1400 x 900 window (the file browser open, as JupyterLab starts), for every 
 screenshot of the first explorer's stored picture before anything runs, then Run All; for
 every explorer, its layout as shown (slider tracks, descriptions, toggle rows, the image's
 natural and shown size, whether it fits the output area) and a screenshot with its cell at the
-top; then every slider moved by arrow keys and every toggle clicked, timing each change from
-the key press (or click) to the new image. Screenshots go to artifacts/browser/.
+top; then, from the keyboard alone, every control reached with Tab (starting just before the
+explorer) and changed with keys: a slider's handle with the arrow keys, each other button of a
+toggle with Enter or Space (taking turns, so both are proved), timing each change from the key
+press to the new image. Screenshots go to artifacts/browser/.
 
 The server runs on loopback with a random token, from a temporary root holding copies of the
 notebooks (JupyterLab may autosave; the repository's files are never touched), with its own
@@ -193,6 +195,26 @@ WATCH_FIGURE = """([index]) => {
   new MutationObserver((m, obs) => { window.__t5.changed = performance.now(); obs.disconnect(); })
     .observe(img, {attributes: true, attributeFilter: ['src']});
 }"""
+# Put the focus on explorer `index`'s box itself (not a tab stop), so the next Tab goes to its first control.
+FOCUS_BEFORE_CONTROLS = """([index]) => {
+  const box = document.querySelectorAll('.t5lesson-explorer')[index];
+  box.tabIndex = -1;
+  box.focus();
+  return document.activeElement === box;
+}"""
+CONTROLS = ".widget-slider, .widget-toggle-buttons, .widget-checkbox"
+# Where the keyboard focus is, relative to explorer `index`: null once it has left the explorer.
+FOCUSED = """([index, selector]) => {
+  const box = document.querySelectorAll('.t5lesson-explorer')[index];
+  const a = document.activeElement;
+  if (!a || !box.contains(a) || a === box) return null;
+  const control = a.closest(selector);
+  const label = control && control.querySelector('.widget-label');
+  return {control: Array.from(box.querySelectorAll(selector)).indexOf(control),
+          kind: a.classList.contains('noUi-handle') ? 'handle' : a.tagName.toLowerCase(),
+          active: a.classList.contains('mod-active'), text: a.innerText.trim(),
+          label: label ? label.innerText.trim() : ''};
+}"""
 PROGRESS_BARS = "() => document.querySelectorAll('.t5lesson-progress').length"
 VIEWPORT = {"width": 1400, "height": 900}
 
@@ -252,42 +274,60 @@ def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run
         shots.append(ARTIFACTS / f"{notebook.stem}-{index}-{name}.png")
         page.screenshot(path=str(shots[-1]))
         box.scroll_into_view_if_needed()
-        for s in range(box.locator(".widget-slider").count()):
-            slider = box.locator(".widget-slider").nth(s)
-            label = slider.locator(".widget-label").first.inner_text().strip()
-            readout = slider.locator(".widget-readout").first
-            before_value = readout.inner_text().strip()
-            handle = slider.locator(".noUi-handle").first
-            latencies = []
-            for key in ("ArrowRight", "ArrowRight", "ArrowLeft"):
-                def press(key=key, handle=handle):
-                    handle.focus()
-                    page.keyboard.press(key)
-                latencies.append(_timed(page, index, press))
-            handle.focus()
-            page.keyboard.press("ArrowRight")
-            page.wait_for_timeout(300)
-            after_value = readout.inner_text().strip()
-            controls.append({"explorer": name, "control": label, "kind": "slider", "value_before": before_value,
-                             "value_after": after_value, "latencies_ms": latencies,
-                             "median_ms": statistics.median(latencies)})
-        for t in range(box.locator(".widget-toggle-buttons").count()):
-            toggle = box.locator(".widget-toggle-buttons").nth(t)
-            label = toggle.locator(".widget-label").first.inner_text().strip()
-            buttons = toggle.locator("button")
-            before_value = toggle.locator("button.mod-active").first.inner_text().strip()
-            latencies = []
-            for b in list(range(buttons.count())) + [0]:  # every other choice, then back to the first
-                button = buttons.nth(b)
-                if "mod-active" in (button.get_attribute("class") or ""):
-                    continue
-                latencies.append(_timed(page, index, button.click))
-            after_value = toggle.locator("button.mod-active").first.inner_text().strip()
-            controls.append({"explorer": name, "control": label, "kind": "toggle", "value_before": before_value,
-                             "value_after": after_value, "latencies_ms": latencies,
-                             "median_ms": statistics.median(latencies) if latencies else 0.0})
+        controls += keyboard_pass(page, box, index, name)
     return {"controls": controls, "layouts": layouts, "plumbing": plumbing, "errors": page.evaluate(ERRORS),
             "screenshots": shots, "progress_bars": page.evaluate(PROGRESS_BARS)}
+
+
+def keyboard_pass(page, box, index, name, max_tabs=60):
+    """Work every control of explorer `index` with the keyboard alone; one result per control.
+
+    The focus starts on the explorer's box; Tab then walks its tab stops in order. A slider's
+    handle gets ArrowRight, ArrowRight, ArrowLeft (each timed to the new image, the handle keeps
+    the focus); each not-yet-chosen button of a toggle gets Enter or Space, in turn. Each result
+    says how many Tabs reached the control (`tabs`, None if Tab never got there: then nothing
+    was pressed and its values stay equal, which the test reports).
+    """
+    results = []
+    for c in range(box.locator(CONTROLS).count()):
+        control = box.locator(CONTROLS).nth(c)
+        slider = "widget-slider" in (control.get_attribute("class") or "")
+        label = control.locator(".widget-label").first.inner_text().strip()
+        value = (lambda control=control: control.locator(".widget-readout").first.inner_text().strip()) if slider else \
+            (lambda control=control: control.locator("button.mod-active").first.inner_text().strip())
+        results.append({"explorer": name, "control": label, "kind": "slider" if slider else "toggle",
+                        "value_before": value(), "value": value, "latencies_ms": [], "tabs": None, "keys": []})
+    assert page.evaluate(FOCUS_BEFORE_CONTROLS, [index]), f"{name}: could not put the focus on the explorer"
+    toggle_key = 0
+    for tabs in range(1, max_tabs + 1):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(FOCUSED, [index, CONTROLS])
+        if focused is None:
+            break  # Tab has left the explorer: every tab stop in it was visited
+        if focused["control"] < 0:
+            continue
+        result = results[focused["control"]]
+        if result["tabs"] is None:
+            result["tabs"] = tabs
+        if focused["kind"] == "handle":
+            for key in ("ArrowRight", "ArrowRight", "ArrowLeft"):
+                result["latencies_ms"].append(_timed(page, index, lambda key=key: page.keyboard.press(key)))
+                result["keys"].append(key)
+            page.keyboard.press("ArrowRight")  # ends one step up from where it started
+            page.wait_for_timeout(300)
+            result["value_after"] = result["value"]()
+        elif focused["kind"] == "button" and not focused["active"]:
+            key = ("Enter", "Space")[toggle_key % 2]
+            toggle_key += 1
+            result["latencies_ms"].append(_timed(page, index, lambda key=key: page.keyboard.press(key)))
+            result["keys"].append(key)
+            result["value_after"] = result["value"]()
+    # Read while the explorer is in view (Tab has moved on: a windowed notebook may hide its cell).
+    for result in results:
+        getter = result.pop("value")
+        result.setdefault("value_after", result["value_before"] if result["tabs"] is None else getter())
+        result["median_ms"] = statistics.median(result["latencies_ms"]) if result["latencies_ms"] else 0.0
+    return results
 
 
 def run(notebooks: list[Path]):

@@ -28,6 +28,7 @@ from book_site import (
     report,
     repository,
     resolve,
+    serious,
     solution_leaks,
     solution_only_lines,
 )
@@ -229,6 +230,27 @@ def test_instructor_page_is_the_readme_guide(browsed):
     missing = [c for c in code if " ".join(c.split()) not in text]
     assert not missing, f"the instructor's page lacks these parts of the README's guide: {missing}"
     assert "build/book/html" in text, "the page says how to publish the site"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_serious_wcag_violation(browsed, page):
+    # axe-core's WCAG 2.1 A/AA rules on the rendered page (after MathJax), offline.
+    bad = serious(browsed[page])
+    assert not bad, "\n".join(f"{v['id']} ({v['impact']}, {v['count']}x): {v['help']}; e.g. {v['nodes'][:2]}"
+                              for v in bad)
+
+
+def test_axe_is_the_pinned_npm_copy(browsed):
+    from book_site import AXE_VERSION
+
+    assert {f["axe"]["version"] for f in browsed.values()} == {AXE_VERSION}
+
+
+@pytest.mark.parametrize("page", list(NOTEBOOK_PAGES))
+def test_every_figure_has_its_alt_text(browsed, page):
+    # The alt text written where the figure is made (describe), carried from the output metadata.
+    alts = browsed[page]["outputImageAlts"]
+    assert all(len(a) >= 60 and "_images" not in a and not a.endswith(".png") for a in alts), alts
 
 
 def test_screenshots_kept(browsed):

@@ -26,6 +26,7 @@ arrow-key press (`continuous_update=False`), so dragging never queues a backlog 
 from __future__ import annotations
 
 import base64
+import html
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,9 @@ from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, enco
 
 REGISTRY: dict[str, type] = {}
 TRACK_PX = 320  # the least length of a slider's track, in CSS pixels
+# Visually hidden, still read by screen readers (the usual "sr-only" rules).
+_HIDDEN = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"
+           "clip:rect(0,0,0,0);white-space:nowrap;border:0")
 
 
 def register(cls):
@@ -136,6 +140,9 @@ class Explorer:
 
     params: tuple[Param, ...] = ()
     figsize = (WIDTH, 3.6)  # display inches (100 CSS px each); at most WIDTH wide
+    # The figure's alt text: what it shows and what to notice as the controls move (one or two
+    # sentences). `alt_text()` adds the state shown and the readout.
+    description = ""
 
     def __init__(self, **params):
         self.values = {p.name: p.default for p in self.params}
@@ -158,6 +165,14 @@ class Explorer:
     def readout(self) -> str:
         """One line of text under the figure (the numbers a learner should read off)."""
         return ""
+
+    def alt_text(self) -> str:
+        """What a screen reader gets for the picture: the description, the state shown, the readout."""
+        shown = [p for p in self.params if p.shown]
+        state = ", ".join(f"{p.label or p.name} {_stop_label(self.values[p.name])}" for p in shown)
+        parts = [self.description.strip() or f"{type(self).__name__} explorer.", f"Shown: {state}." if state else "",
+                 self.readout()]
+        return " ".join(" ".join(p for p in parts if p).split())
 
     def prepare_view(self):
         """Called once before the notebook view first shows (a cache to warm, say)."""
@@ -229,7 +244,10 @@ class Explorer:
     def _refresh_view(self):
         _, image, text = self._view
         image.value = self.to_png()
-        text.value = f"<code>{self.readout()}</code>" if self.readout() else ""
+        # The readout line, then the picture's alt text for screen readers only (visually hidden):
+        # ipywidgets' Image has no alt attribute, and JupyterLab's widget view rejects a tooltip on it.
+        readout = f"<code>{html.escape(self.readout())}</code>" if self.readout() else ""
+        text.value = readout + f'<span class="t5lesson-alt" style="{_HIDDEN}">{html.escape(self.alt_text())}</span>'
 
     def picture_note(self) -> str:
         """The line above the static picture: what it is, and how to get the controls."""
@@ -253,7 +271,7 @@ class Explorer:
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
         bundle["text/plain"] = f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.values.items())})"
         height = int.from_bytes(png[20:24], "big") // PIXEL_RATIO  # from the PNG header
-        return bundle, {"image/png": {"width": self.display_width, "height": height}}
+        return bundle, {"image/png": {"width": self.display_width, "height": height, "alt": self.alt_text()}}
 
 
 def _note_pixels(text, width_px) -> np.ndarray:

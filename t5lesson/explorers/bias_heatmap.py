@@ -67,6 +67,10 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
         Param("content", 1.0, 0.0, 4.0, 0.25, label="std of q·k"),
     )
     figsize = (WIDTH, 3.7)
+    description = ("Three heatmaps over query i (rows) and key j (columns) for one head: its bias, the bias with"
+                   " the mask (masked pairs grey), and the attention weights after adding random q·k of the "
+                   "chosen spread. Notice that the bias depends only on j − i, so it is constant along each "
+                   "diagonal, and that a larger q·k spread drowns it out.")
 
     def __init__(self, tables=None, head_names=None, max_distance=128, **params):
         if tables is None:

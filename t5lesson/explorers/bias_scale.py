@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._validate import ArgumentError
-from ..lessons.figures import SMALL, WIDTH, describe, new_figure, styled
+from ..lessons.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
@@ -35,6 +35,9 @@ class BiasScale(BlitRender, Explorer):
     params = (Param("d", 64, 2, D_MAX, 1, label="d (= d_kv)", stops=D_STOPS),
               Param("u", 3.0, -6.0, 6.0, 0.5, label="bias u on key 7"))
     figsize = (WIDTH, 3.6)
+    description = ("Left: attention weights over the keys with bias u on key 7, for T5's q·k + u (orange) and "
+                   "for (q·k + u)/√d (blue). Right: how much more weight key 7 gets against d; notice that T5's "
+                   "boost e^u does not depend on d, while inside the scaling it fades as d grows.")
     n_keys = 16
     biased_key = 7
 
@@ -126,7 +129,7 @@ def training_figure(traces):
         raise ArgumentError("traces must hold at least one TrainingTrace of optimizer 'adafactor' or 'adam'")
     style = {"folded": (UNSCALED, "-", "o", "folded: q·k, W_q/√d_kv (T5)"),
              "scaled": (SCALED, "--", "s", "scaled: q·k/√d_kv, plain W_q"),
-             "unfolded": ("tab:red", ":", "^", "unfolded: q·k, plain W_q")}
+             "unfolded": (COLORS["vermillion"], ":", "^", "unfolded: q·k, plain W_q")}
     fig = new_figure(WIDTH, 0.6 + 2.75 * len(optimizers))
     axes = fig.subplots(len(optimizers), 3, squeeze=False)
     for row, opt in zip(axes, optimizers, strict=True):

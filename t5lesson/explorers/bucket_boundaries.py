@@ -21,14 +21,14 @@ from matplotlib.transforms import blended_transform_factory
 
 from .._validate import ArgumentError
 from ..buckets import bucket_ranges, relative_position_bucket
-from ..lessons.figures import DPI, SMALL, WIDTH
+from ..lessons.figures import COLORS, DPI, SMALL, WIDTH
 from .base import Explorer, Param, register
-from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze, to_rgba_bytes
+from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze
 from .render import BlitRender
 
 ROWS_PER_COLUMN = 16
 MAX_COLUMNS = 3  # so at most 48 buckets: the table must stay legible in a small figure
-UNUSED_COLOR = "tab:red"
+UNUSED_COLOR = COLORS["vermillion"]
 CHAR_PX = 15  # table characters are 7.5 CSS px wide: a 9 pt monospace font, the course's smallest size
 _ATLAS = {}
 # Slider stops: every value near max_exact (where settings break), then about 1.25x apart.
@@ -50,28 +50,51 @@ def _atlas(dpi) -> GlyphAtlas:
     return _ATLAS[dpi]
 
 
+def _to_bytes(rgb) -> np.ndarray:
+    """uint8 RGB from float RGB in 0..1, rounded as `to_rgba_bytes` rounds."""
+    return np.clip(np.asarray(rgb) * 255 + 0.5, 0, 255).astype(np.uint8)
+
+
+_ROWS: dict = {}  # (dpi, text, colour) -> uint8 RGB pixels of one table line: lines recur across settings
+
+
+def _row_pixels(atlas, dpi, text, colour) -> np.ndarray:
+    key = (dpi, text, colour)
+    if key not in _ROWS:
+        if len(_ROWS) > 4096:
+            _ROWS.clear()
+        _ROWS[key] = _to_bytes(atlas.render([text], [colour]))
+    return _ROWS[key]
+
+
 def table_pixels(table, dpi) -> np.ndarray:
-    """RGB image of the boundary table, columns side by side, unused buckets in red."""
+    """uint8 RGB image of the boundary table, columns side by side, unused buckets in red.
+
+    Built from cached pixels of each line (the same as rendering the column at once: a line
+    shorter than its column is padded with white, as the atlas pads it with spaces).
+    """
     atlas = _atlas(dpi)
     blocks = []
     for column in table_columns(table):
-        lines = ["bkt offsets j-i"] + [text for text, _ in column]
-        colors = ["0.35"] + [UNUSED_COLOR if unused else "black" for _, unused in column]
-        blocks.append(atlas.render(lines, colors))
+        rows = [("bkt offsets j-i", "0.35")] + [(text, UNUSED_COLOR if unused else "black") for text, unused in column]
+        pixels = [_row_pixels(atlas, dpi, text, colour) for text, colour in rows]
+        width = max(r.shape[1] for r in pixels)
+        blocks.append(np.concatenate([np.pad(r, ((0, 0), (0, width - r.shape[1]), (0, 0)), constant_values=255)
+                                      for r in pixels]))
     height = max(block.shape[0] for block in blocks)
-    gap = np.ones((height, 3 * atlas.cell[1], 3), dtype=np.float32)
-    padded = [np.pad(b, ((0, height - b.shape[0]), (0, 0), (0, 0)), constant_values=1.0) for b in blocks]
+    gap = np.full((height, 3 * atlas.cell[1], 3), 255, dtype=np.uint8)
+    padded = [np.pad(b, ((0, height - b.shape[0]), (0, 0), (0, 0)), constant_values=255) for b in blocks]
     return np.concatenate([part for block in padded for part in (block, gap)][:-1], axis=1)
 
 
 def titled_block(title, table, dpi) -> np.ndarray:
     """RGBA uint8 pixels: the title line, a blank line, then the table (if any)."""
-    head = _atlas(dpi).render([title, ""])
+    head = _to_bytes(_atlas(dpi).render([title, ""]))
     parts = [head] if table is None else [head, table_pixels(table, dpi)]
     width = max(p.shape[1] for p in parts)
-    block = np.concatenate([np.pad(p, ((0, 0), (0, width - p.shape[1]), (0, 0)), constant_values=1.0)
+    block = np.concatenate([np.pad(p, ((0, 0), (0, width - p.shape[1]), (0, 0)), constant_values=255)
                             for p in parts])
-    return to_rgba_bytes(block)
+    return np.concatenate([block, np.full(block.shape[:2] + (1,), 255, dtype=np.uint8)], axis=2)
 
 
 @register
@@ -85,6 +108,10 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         Param("offset_range", 256, 16, 4096, 16, label="show offsets up to ±", stops=OFFSET_RANGES),
     )
     figsize = (WIDTH, 3.9)
+    description = ("The bucket of each offset j − i as a staircase, one step per offset near 0 (the exact "
+                   "region, green) and ever wider steps further out, up to the last bucket past max_distance; "
+                   "beside it, the table of bucket boundaries. Notice settings that leave buckets never used, "
+                   "listed in the table and marked with dashed lines.")
 
     def build(self, fig):
         # Fixed axes positions, wide enough for the longest tick labels: constrained layout
@@ -101,16 +128,16 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         for spine in ax.spines.values():  # frame over the tick marks, as when blitted (moving_artists)
             spine.set_zorder(2.6)
         band = blended_transform_factory(ax.transData, ax.transAxes)  # x in offsets, y in axes
-        self.exact_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="tab:green", alpha=0.12,
+        self.exact_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color=COLORS["green"], alpha=0.12,
                                                  label="exact (n < max_exact)", lw=0))
         self.masked_band = ax.add_patch(Rectangle((0, 0), 0, 1, transform=band, color="0.5", alpha=0.25,
                                                   hatch="//", label="masked (decoder)", lw=0))
-        (self.steps,) = ax.plot([], [], drawstyle="steps-mid", color="tab:blue", lw=1.4, label="bucket(offset)")
-        (self.unused_lines,) = ax.plot([], [], color="tab:red", ls="--", lw=1.2, label="bucket never used")
+        (self.steps,) = ax.plot([], [], drawstyle="steps-mid", color=COLORS["blue"], lw=1.4, label="bucket(offset)")
+        (self.unused_lines,) = ax.plot([], [], color=COLORS["vermillion"], ls="--", lw=1.2, label="bucket never used")
         (self.max_distance_lines,) = ax.plot([], [], color="0.3", ls=":", lw=1.2, label="± max_distance")
-        (self.last_start_marks,) = ax.plot([], [], "o", color="tab:orange", ms=6, label="last bucket starts")
+        (self.last_start_marks,) = ax.plot([], [], "o", color=COLORS["orange"], ms=6, label="last bucket starts")
         self.error_text = ax.text(0.5, 0.5, "", transform=ax.transAxes, ha="center", va="center",
-                                  fontsize=SMALL, color="tab:red")
+                                  fontsize=SMALL, color=COLORS["vermillion"])
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
         # Ticks and grid follow num_buckets and the offset range: drawn with every move from
         # cached label pixels (raster.py), so the background does not depend on the limits.

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._validate import ArgumentError
 from ..lengthgen.variants import MAX_DISTANCES, load_variants
-from ..lessons.figures import SMALL, WIDTH
+from ..lessons.figures import COLORS, LINESTYLES, SERIES, SMALL, WIDTH
 from .base import Explorer, Param, register
 from .raster import freeze
 from .render import BlitRender
@@ -30,7 +30,7 @@ from .render import BlitRender
 __all__ = ["LengthGeneralisationExplorer", "MAX_DISTANCES", "REFERENCE"]
 
 REFERENCE = 32
-HEAD_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+HEAD_COLORS = SERIES[:4]
 SHOW = {"accuracy": ("accuracy", "accuracy"), "weight on right key": ("weight_on_key", "attention on the right key")}
 
 
@@ -41,6 +41,10 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
         Param("show", "accuracy", options=tuple(SHOW), label="left panel"),
     )
     figsize = (WIDTH, 3.8)
+    description = ("Left: accuracy (or attention on the right key) against evaluation length for a T5 bias with "
+                   "the chosen max_distance, beside the experiment's setting. Right: each head's learned bias "
+                   "against the offset, with the start of the last bucket; notice that buckets holding only "
+                   "offsets past the training length were never trained.")
     task, seed = "copy-k", 0
 
     def build(self, fig):
@@ -65,7 +69,7 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
         left.grid(True, alpha=0.3)
         # The chosen line wide and pale underneath, the reference thin and dashed on top: where
         # the two coincide (max_distance 32 is the reference) both stay visible.
-        (self.line,) = left.plot(lengths, lengths * 0.0, color="tab:red", marker="o", ms=7, lw=4, alpha=0.6,
+        (self.line,) = left.plot(lengths, lengths * 0.0, color=COLORS["vermillion"], marker="o", ms=7, lw=4, alpha=0.6,
                                  label="chosen max_distance")
         (self.reference_line,) = left.plot(lengths, lengths * 0.0, "--", color="0.25", marker="s", ms=4, lw=1.5,
                                            label=f"max_distance {REFERENCE} (the experiment's)")
@@ -80,9 +84,10 @@ class LengthGeneralisationExplorer(BlitRender, Explorer):
         right.minorticks_off()
         right.axvspan(train_len, max(lengths), color="0.88", zorder=0, label=f"d ≥ {train_len}: never in training")
         right.axhline(0, color="0.4", lw=0.8)
-        self.head_lines = [right.plot(self.offsets, self.offsets * 0.0, color=c, lw=1.4, label=f"head {h}")[0]
-                           for h, c in enumerate(HEAD_COLORS)]
-        self.last_bucket = right.axvline(1, color="black", ls=":", lw=1.4, label="last bucket starts")
+        self.head_lines = [right.plot(self.offsets, self.offsets * 0.0, color=c, ls=LINESTYLES[h], lw=1.4,
+                                      label=f"head {h}")[0] for h, c in enumerate(HEAD_COLORS)]
+        self.last_bucket = right.axvline(1, color="black", ls=(0, (6, 2, 1, 2, 1, 2)), lw=1.4,
+                                         label="last bucket starts")
         right.set_xlabel("offset d = i − j (key d steps back; code's j − i = −d)")
         right.set_ylabel("learned bias (logit units)")
         right.set_title("learned bias of each head (start value 0)", fontsize=SMALL + 1)

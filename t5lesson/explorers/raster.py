@@ -284,22 +284,24 @@ class AxisTicks(Artist):
         where = [self.ax.transData.transform((v, 0) if self.which == "x" else (0, v)) for v in values]
         gc = renderer.new_gc()
         identity = IdentityTransform()
-        if self.grid:
+        def segments(pairs):  # one path of separate segments: one draw call for all of them
+            points = [p for pair in pairs for p in pair]
+            return Path(points, [Path.MOVETO, Path.LINETO] * len(pairs)) if pairs else None
+
+        if self.grid and where:
             colour, width = self.grid_style
             gc.set_foreground(colour)
             gc.set_alpha(self.grid if isinstance(self.grid, float) else 1.0)
             gc.set_linewidth(width)
-            for x, y in where:
-                line = [(x, box.y0), (x, box.y1)] if self.which == "x" else [(box.x0, y), (box.x1, y)]
-                renderer.draw_path(gc, Path(line), identity)
+            renderer.draw_path(gc, segments([[(x, box.y0), (x, box.y1)] if self.which == "x" else
+                                             [(box.x0, y), (box.x1, y)] for x, y in where]), identity)
         gc.set_alpha(1.0)
         gc.set_foreground("black")
         gc.set_linewidth(self.width)
+        if where:
+            renderer.draw_path(gc, segments([[(x, box.y0), (x, box.y0 - length)] if self.which == "x" else
+                                             [(box.x0, y), (box.x0 - length, y)] for x, y in where]), identity)
         for (x, y), text in zip(where, texts, strict=True):
-            if self.which == "x":
-                renderer.draw_path(gc, Path([(x, box.y0), (x, box.y0 - length)]), identity)
-            else:
-                renderer.draw_path(gc, Path([(box.x0, y), (box.x0 - length, y)]), identity)
             pixels = self._label_pixels(text) if self.labels else None
             if pixels is None:
                 continue

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
-from ..lessons.figures import SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from ..lessons.figures import COLORS, SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
 from .base import Explorer, Param, register
@@ -31,7 +31,7 @@ __all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "no_minor_ti
 
 D_MAX = 1024
 D_STOPS = tuple(2 ** k for k in range(1, 11))  # the slider's values of d: 2, 4, ..., 1024 (64 is T5's d_kv)
-UNSCALED, SCALED = "tab:orange", "tab:blue"  # one colour per score everywhere in lessons 1-2
+UNSCALED, SCALED = COLORS["orange"], COLORS["blue"]  # one colour per score everywhere in lessons 1-2
 
 
 def no_minor_ticks(*axes):
@@ -49,6 +49,8 @@ class DotProductSpread(BlitRender, Explorer):
 
     params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)", stops=D_STOPS),)
     figsize = (WIDTH, 3.4)
+    description = ("Histograms of q·k (left) and q·k/√d (right) over many random vector pairs, each with a "
+                   "normal curve. Notice that the unscaled spread grows like √d while the scaled one stays at 1.")
     n_pairs = 4000
     # Fixed axes, so the widening with d is visible (and the background never changes).
     unscaled_range, unscaled_top = 100.0, 0.08  # 3 std at d = 1024 is 96; peak at d = 32 is 0.07
@@ -114,6 +116,9 @@ class AttentionRow(BlitRender, Explorer):
     params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)", stops=D_STOPS),
               Param("query", 0, 0, 19, 1, label="random query #"))
     figsize = (WIDTH, 3.6)
+    description = ("One random query against its keys: the logits (left) and the softmax weights (right), unscaled q·k "
+                   "in orange and q·k/√d in blue. Notice that as d grows the unscaled weights pile onto one key while "
+                   "the scaled ones stay spread.")
     n_keys = 16
     # Fixed, and tight enough that the unscaled logits already fill it at T5's d = 64 (std 8)
     # while the scaled ones stay a flat line; beyond it (d >= 256) points sit on the edge as

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..lessons.figures import COLORS
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender
@@ -22,11 +23,13 @@ class SoftmaxOfTwo(BlitRender, Explorer):
 
     params = (Param("gap", 1.0, 0.0, 10.0, 0.5, label="score gap"),)
     figsize = (5.6, 3.0)
+    description = ("Two bars, the softmax weights of key A (score 0) and key B (score = gap). Notice that the "
+                   "weights always add up to 1 and that B takes almost all of it once the gap passes about 5.")
 
     def build(self, fig):
         self.ax = fig.add_subplot()
         self.bars = self.ax.bar(["key A (score 0)", "key B (score = gap)"], [0.5, 0.5],
-                                color=["tab:gray", "tab:orange"])
+                                color=[COLORS["black"], COLORS["orange"]])
         self.labels = [self.ax.text(i, 0.5, "", ha="center", va="bottom") for i in range(2)]
         self.ax.set(ylim=(0, 1.15), ylabel="softmax weight")
 

@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..lessons.figures import NORMAL, SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from ..lessons.figures import COLORS, NORMAL, SERIES, SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
@@ -24,10 +24,15 @@ __all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "m
 
 OFFSET_SCALE = dict(linthresh=4, linscale=0.5)  # symlog: linear on 0..4, logarithmic beyond; the explorer uses it too
 SMALL_OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 512)  # for narrow panels: no crowded 128, 256
-LINE_STYLES = {"per-offset-0": (0, (4, 2)), "t5-far": (0, (1, 1))}  # so lines that coincide stay visible
-SCHEME_COLORS = {"t5": "tab:blue", "per-offset-A": "tab:orange", "per-offset-0": "tab:red",
-                 "per-offset-32": "tab:green", "alibi": "tab:purple", "none": "0.5", "t5-far": "tab:brown"}
-HEAD_COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:purple")
+# Each scheme its own line style too (not told apart by colour alone; lines that coincide stay visible).
+LINE_STYLES = {"t5": "-", "per-offset-A": (0, (7, 2)), "per-offset-0": (0, (4, 2)), "per-offset-32": "-.",
+               "alibi": (0, (3, 1, 1, 1, 1, 1)), "none": (0, (8, 2, 2, 2)), "t5-far": (0, (1, 1))}
+# Okabe-Ito colours (the course style): they stay apart under deuteranopia and protanopia.
+SCHEME_COLORS = {"t5": COLORS["blue"], "per-offset-A": COLORS["orange"], "per-offset-0": COLORS["vermillion"],
+                 "per-offset-32": COLORS["green"], "alibi": COLORS["purple"], "none": COLORS["black"],
+                 "t5-far": COLORS["sky"]}
+HEAD_COLORS = SERIES[:4]
+HEAD_STYLES = ("-", "--", "-.", ":")
 OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 128, 256, 512)
 MARKERS = {"t5": "o", "per-offset-A": "s", "per-offset-0": "^", "per-offset-32": "D", "alibi": "v", "none": "X",
            "t5-far": "P"}
@@ -193,7 +198,8 @@ def bias_figure(results, task, schemes, seed=0, train_len=64):
         curve = results.biases[key]
         d = np.arange(curve.shape[1])
         for h, values in enumerate(curve):
-            ax.plot(d, values, color=HEAD_COLORS[h % len(HEAD_COLORS)], lw=1.1, label=f"head {h}")
+            ax.plot(d, values, color=HEAD_COLORS[h % len(HEAD_COLORS)], ls=HEAD_STYLES[h % len(HEAD_STYLES)],
+                    lw=1.1, label=f"head {h}")
         ax.axhline(0, color="0.3", lw=0.8)
         _offset_axis(ax, curve.shape[1], train_len, SMALL_OFFSET_TICKS)
         ax.set_title(textwrap.fill(results.labels.get(scheme, scheme), 30), fontsize=SMALL)

@@ -13,7 +13,19 @@ import numpy as np
 from .._validate import ArgumentError, check_bool, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ids, bucket_ranges
-from .figures import NORMAL, SMALL, WIDTH, as_image, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from .figures import (  # noqa: F401  (as_image: old notebooks)
+    COLORS,
+    DIVERGING,
+    NORMAL,
+    SEQUENTIAL,
+    SMALL,
+    WIDTH,
+    as_image,
+    describe,
+    new_figure,
+    series_style,
+    styled,
+)
 from .pair_counts import bucket_pair_counts, offset_pair_counts
 
 __all__ = ["offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]
@@ -52,13 +64,16 @@ def offset_matrix_figure(seq_len=8, num_buckets=32, max_distance=128):
     fig = new_figure(WIDTH, 3.4)
     axes = fig.subplots(1, 3)
     limit = seq_len - 1
-    _annotated_matrix(axes[0], offsets, "RdBu_r", "offset j − i", -limit, limit)
+    _annotated_matrix(axes[0], offsets, DIVERGING, "offset j − i", -limit, limit)
     encoder = bucket_ids(offsets, True, num_buckets, max_distance)
     decoder = bucket_ids(offsets, False, num_buckets, max_distance)
-    _annotated_matrix(axes[1], encoder, "viridis", "encoder bucket(j − i)", 0, num_buckets - 1)
-    _annotated_matrix(axes[2], decoder, "viridis", "decoder bucket(j − i), mask in grey", 0, num_buckets - 1,
+    _annotated_matrix(axes[1], encoder, SEQUENTIAL, "encoder bucket(j − i)", 0, num_buckets - 1)
+    _annotated_matrix(axes[2], decoder, SEQUENTIAL, "decoder bucket(j − i), mask in grey", 0, num_buckets - 1,
                       masked=offsets > 0)
-    return fig
+    return describe(fig, f"Three {seq_len} by {seq_len} grids of numbers for query i (rows) and key j (columns): the "
+                    "offset j − i, its encoder bucket and its decoder bucket, with future keys greyed out. Notice that "
+                    "every diagonal holds one offset, so one bucket, and that the decoder gives all keys on the right "
+                    "nothing.")
 
 
 @styled
@@ -77,12 +92,12 @@ def pair_count_figure(seq_len=512, compare_len=64, bidirectional=True, num_bucke
 
     offsets, counts = offset_pair_counts(seq_len, causal=not bidirectional)
     table = bucket_ranges(bidirectional, num_buckets, max_distance)
-    left.plot(offsets, counts, color="tab:blue", lw=1.5)
+    left.plot(offsets, counts, color=COLORS["blue"], lw=1.5)
     start = table.last_bucket_start
-    left.axvspan(-seq_len, -start + 0.5, color="tab:orange", alpha=0.2, lw=0,
+    left.axvspan(-seq_len, -start + 0.5, color=COLORS["orange"], alpha=0.2, lw=0,
                  label=f"last bucket: offsets <= {-start}" + (f" or >= {start}" if bidirectional else ""))
     if bidirectional:
-        left.axvspan(start - 0.5, seq_len, color="tab:orange", alpha=0.2, lw=0)
+        left.axvspan(start - 0.5, seq_len, color=COLORS["orange"], alpha=0.2, lw=0)
     left.set(xlabel="offset j − i", ylabel="(query, key) pairs per sequence", xlim=(offsets[0], offsets[-1]),
              title=f"pairs per offset: L − |j − i|, for L = {seq_len}")
     left.title.set_fontsize(NORMAL)
@@ -90,7 +105,7 @@ def pair_count_figure(seq_len=512, compare_len=64, bidirectional=True, num_bucke
 
     width = 0.4
     index = np.arange(num_buckets)
-    for shift, length, colour in ((-width / 2, compare_len, "tab:orange"), (width / 2, seq_len, "tab:blue")):
+    for shift, length, colour in ((-width / 2, compare_len, COLORS["orange"]), (width / 2, seq_len, COLORS["blue"])):
         pairs = bucket_pair_counts(length, bidirectional, num_buckets, max_distance)
         right.bar(index + shift, np.where(pairs > 0, pairs, np.nan), width, color=colour, label=f"L = {length}")
         empty = [b for b in index if pairs[b] == 0 and b not in table.unused]
@@ -98,13 +113,18 @@ def pair_count_figure(seq_len=512, compare_len=64, bidirectional=True, num_bucke
             right.plot(np.array(empty) + shift, np.full(len(empty), 1.0), "x", color=colour, ms=7, mew=2,
                        label=f"no pair at L = {length}")
     for b in table.unused:
-        right.text(b, 1.3, "never used", rotation=90, ha="center", va="bottom", fontsize=SMALL, color="tab:red")
+        right.text(b, 1.3, "never used", rotation=90, ha="center", va="bottom", fontsize=SMALL,
+                   color=COLORS["vermillion"])
     right.set(yscale="log", xlabel="bucket", ylabel="pairs per sequence (log scale)", ylim=(0.7, None),
               title="pairs per bucket")
     right.title.set_fontsize(NORMAL)
     right.set_xticks(range(0, num_buckets, 4))
     right.legend(loc="upper left")
-    return fig
+    kind = "encoder" if bidirectional else "decoder"
+    return describe(fig, f"Left: (query, key) pairs per offset in one sequence of {seq_len} tokens, a tent that is "
+                    f"highest at offset 0, with the last bucket's offsets shaded. Right: pairs per {kind} bucket, bars "
+                    f"on a log scale for lengths {compare_len} and {seq_len}; notice that the last bucket collects "
+                    f"most pairs of a long sequence and that some buckets get no pair at length {compare_len}.")
 
 
 def bias_by_offset(table, max_offset, *, bidirectional=True, max_distance=128):
@@ -129,7 +149,7 @@ def bias_table_figure(table, head_names, *, bidirectional=True, max_distance=128
     fig = new_figure(WIDTH, 3.6)
     left, right = fig.subplots(1, 2, width_ratios=(0.8, 1.2))
     limit = float(np.abs(table).max()) or 1.0
-    image = left.imshow(table, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
+    image = left.imshow(table, cmap=DIVERGING, vmin=-limit, vmax=limit, aspect="auto", interpolation="nearest")
     left.set(xticks=range(table.shape[1]), xlabel="head (names in the legend)", ylabel="bucket",
              title="bias table u[bucket, head], in logits")
     left.title.set_fontsize(NORMAL)
@@ -140,11 +160,16 @@ def bias_table_figure(table, head_names, *, bidirectional=True, max_distance=128
         keep = offsets <= 0  # the decoder never uses the bias of a future key: the mask removes it
         offsets, bias = offsets[keep], bias[:, keep]
     for h, (values, name) in enumerate(zip(bias, head_names, strict=True)):
-        right.plot(offsets, values, drawstyle="steps-mid", lw=1.6, label=f"{h}: {name}")
+        right.plot(offsets, values, drawstyle="steps-mid", lw=1.6, label=f"{h}: {name}",
+                   **{**series_style(h), "marker": None})
     right.axhline(0, color="0.6", lw=0.6)
     right.set(xlabel="offset j − i", ylabel="bias (logit units)",
               title=title or ("bias per offset (encoder)" if bidirectional else "bias per offset (decoder)"))
     right.title.set_fontsize(NORMAL)
     right.grid(alpha=0.3)
     right.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: it never hides a line
-    return fig
+    kind = "encoder" if bidirectional else "decoder"
+    return describe(fig, f"Left: the {kind} bias table of {table.shape[1]} heads over {table.shape[0]} buckets as a "
+                    "red-blue heatmap (red positive, blue negative). Right: each head's bias against the offset j − i "
+                    f"from −{max_offset} to {max_offset if bidirectional else 0}, a staircase that is flat within a "
+                    "bucket; notice how each head favours near or far keys, or one side.")

@@ -12,7 +12,7 @@ from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ranges
 from ..pretrained import BiasTables, StackTables
-from .figures import SMALL, WIDTH, new_figure, styled
+from .figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
 from .toy_heads import toy_bias_table
 
 __all__ = ["toy_tables", "bias_curves_figure"]
@@ -70,11 +70,8 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
         max_offset = 2 * max(s.max_distance for s in stacks)
     max_offset = check_int("max_offset", max_offset, minimum=2)
 
-    from matplotlib import colormaps
-
     fig = new_figure(min(WIDTH, 3.7 * len(stacks) + 1.8), 3.9)
     axes = fig.subplots(1, len(stacks), sharey=True, squeeze=False)[0]
-    colours = colormaps["tab10" if heads <= 10 else "tab20"]
     for ax, stack in zip(axes, stacks, strict=True):
         bucket_config(stack.bidirectional, stack.num_buckets, stack.max_distance)
         table = stack.layer(layer)
@@ -86,16 +83,16 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
             keep = offsets <= 0
             offsets, values = offsets[keep], values[:, keep]
         edges, max_exact, last = _bucket_edges(stack)
-        ax.axvspan(-max_exact + 0.5, (max_exact - 0.5) if stack.bidirectional else 0, color="tab:green",
+        ax.axvspan(-max_exact + 0.5, (max_exact - 0.5) if stack.bidirectional else 0, color=COLORS["green"],
                    alpha=0.08, lw=0, zorder=0)
         for edge in edges:
             if abs(edge) <= max_offset:
                 ax.axvline(edge, color="0.8", lw=0.6, zorder=0)
         for edge in ([-last + 0.5, last - 0.5] if stack.bidirectional else [-last + 0.5]):
-            ax.axvline(edge, color="tab:orange", lw=1.2, ls="--", zorder=1)
+            ax.axvline(edge, color=COLORS["orange"], lw=1.2, ls="--", zorder=1)
         for h in range(heads):
-            ax.plot(offsets, values[h], drawstyle="steps-mid", lw=1.3, color=colours(h % colours.N),
-                    label=head_names[h])
+            ax.plot(offsets, values[h], drawstyle="steps-mid", lw=1.3, label=head_names[h],
+                    **{**series_style(h), "marker": None})
         ax.axhline(0, color="0.6", lw=0.6)
         ax.set_xscale("symlog", linthresh=max_exact, linscale=1.0)
         ax.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
@@ -109,4 +106,8 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
     axes[0].set_ylabel("bias (logit units)")
     axes[-1].legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 if heads <= 12 else 2)
     fig.suptitle(f"relative-position bias per head: {tables.source}", fontsize=SMALL + 2)
-    return fig
+    names = " and ".join(f"{s.stack} ({'bidirectional' if s.bidirectional else 'causal'})" for s in stacks)
+    return describe(fig, f"The relative-position bias of each of {heads} heads against the offset j − i, one "
+                    f"panel for each of {names}, from {tables.source}. Notice the exact region near 0 where every "
+                    "offset has its own value, and that past the dashed line where the last bucket starts every "
+                    "curve is flat.")

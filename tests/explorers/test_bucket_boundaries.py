@@ -66,7 +66,7 @@ def test_bad_parameters_raise(params, message):
 
 def test_table_pixels_mark_unused_rows_in_red():
     def reddish(pixels):
-        return ((pixels[..., 0] > 0.6) & (pixels[..., 1] < 0.4)).sum()
+        return ((pixels[..., 0] > 153) & (pixels[..., 1] < 102)).sum()  # uint8 RGB
 
     with_unused = table_pixels(bucket_ranges(True, 32, 128), 80)
     without = table_pixels(bucket_ranges(False, 32, 128), 80)

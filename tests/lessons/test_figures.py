@@ -15,7 +15,9 @@ from t5lesson.lessons.figures import (
     PIXEL_RATIO,
     SMALL,
     WIDTH,
+    alt_text,
     as_image,
+    describe,
     display_size,
     encode_png,
     new_figure,
@@ -100,3 +102,25 @@ def test_encode_png_round_trips():
 def test_a_figure_wider_than_the_page_is_refused():
     with pytest.raises(ArgumentError, match="at most 9.2"):
         new_figure(12, 3)
+
+
+def test_as_image_carries_the_alt_text_in_the_output_metadata():
+    with style():
+        fig = new_figure(4.0, 2.0)
+        fig.add_subplot().plot([0, 1])
+    _, metadata = as_image(fig)._repr_png_()
+    assert "alt" not in metadata  # nothing described: nothing invented
+    describe(fig, "A rising line.  What to notice:   it rises.")
+    _, metadata = as_image(fig)._repr_png_()
+    assert metadata["alt"] == "A rising line. What to notice: it rises."
+    with pytest.raises(ArgumentError, match="alt text"):
+        describe(fig, "  ")
+
+
+def test_every_figure_builder_writes_alt_text():
+    # Where the figure is made: one or two sentences saying what it shows and what to notice.
+    texts = {name: alt_text(make()) for name, make in static_figures().items()}
+    texts.update({name: cls().alt_text() for name, cls in load_all().items()})
+    for name, text in texts.items():
+        assert text and 60 <= len(text) <= 700, f"{name}: alt text {text!r}"
+        assert ".png" not in text and "_images" not in text, name
