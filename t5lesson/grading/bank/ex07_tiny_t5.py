@@ -1,0 +1,89 @@
+"""Exercise 07: lesson 7, a whole tiny T5 (where the bias is, the cache, reading learned tables).
+
+Notebook: solutions/07_tiny_t5.ipynb (source), exercises/07_tiny_t5.ipynb.
+Keys are salted hashes (`t5lesson.grading.questions.answer_hash`); to change an answer, recompute its
+hash with `python -m t5lesson.grading.questions hash QUESTION ANSWER`.
+"""
+from __future__ import annotations
+
+from ..questions import FreeText, MultipleChoice, Numeric
+from . import Exercise, id_of_module
+
+__all__ = ["EXERCISE"]
+
+EXERCISE = Exercise(
+    id=id_of_module(__name__),
+    title="Exercise 7: a whole tiny T5",
+    questions=(
+        MultipleChoice(
+            id="q1", points=2, objectives=(7,), name="answer_q1", multiple=True,
+            options="ABCDE", key="20650127edadd607e0c3e284",
+            hints=(
+                "go through one encoder block and one decoder block sub-layer by sub-layer: which of them "
+                "compare two positions of the same sequence?",
+                "a block that owns no table still adds a bias: the one block 0 computed and handed up.",
+            ),
+            feedback={
+                "21b6b0170074bd9300643ff0": "the decoder's upper blocks are like the encoder's: they own no "
+                                            "table, and still add a bias.",
+                "ae6ffa2b4b6dd5d1a5e25407": "cross-attention compares a decoder position with an encoder "
+                                            "position: no offset between them is defined.",
+                "f35de2d608ca9d2db8528725": "owning a table and adding a bias are not the same thing.",
+            },
+        ),
+        Numeric(
+            id="q2", points=1, objectives=(7,), name="answer_q2",
+            key="2ff5bad34e793c35eef14b03",
+            hints=(
+                "count the tables first: how many blocks own one?",
+                "each table is [num_buckets, num_heads].",
+            ),
+            feedback={
+                "d26e83339aec1f102b9cf509": "that counts one table per self-attention layer (UMT5); T5 has one "
+                                            "per stack.",
+                "799ab7ba3b99a59ff2efe0d0": "that counts a table for every attention, cross-attention too.",
+                "7b593ef7b0c0e964f03c044f": "one stack only: the decoder has its own table.",
+            },
+        ),
+        Numeric(
+            id="q3", points=1, objectives=(7,), name="answer_q3",
+            key="ef42e9ea97901c4e1aac8fb2",
+            hints=(
+                "the cache holds keys of shape [batch, heads, tokens so far, d_kv].",
+                "after the step, the new token's key is in the cache too.",
+            ),
+            feedback={
+                "928b5205c8a07ba1c0a1ca87": "that is the cache before the step: the new token's key is appended.",
+                "2df36ebcf04e52177c6da5b7": "count the tokens: six cached, plus the one fed in this step.",
+                "8c002e48bbbcfa8d4ab44934": "that is one token's keys; the cache keeps every token's.",
+            },
+        ),
+        MultipleChoice(
+            id="q4", points=2, objectives=(6, 7), name="answer_q4", multiple=True,
+            options="ABCD", key="48677c3c97e1ccbd6f2dee9e",
+            hints=(
+                "the offset is key minus query: where is the key of offset +1?",
+                "lesson 5: a bucket no training pair reached keeps its starting value.",
+            ),
+            feedback={
+                "2f4a00c5ae62223a7c388d71": "also ask which buckets a 20-token input uses that 9-token training "
+                                            "inputs never reached.",
+                "c05a646d20ee628fa33d3023": "read the sign of the offset again: key position minus query position.",
+                "db9d6aee66563742b67af126": "which table would cross-attention read? It has none.",
+            },
+        ),
+        FreeText(
+            id="q5", points=3, objectives=(6, 7), name="q5-answer",
+            rubric=(
+                ("measured vs inferred kept apart: the model is right at the trained lengths, only the first "
+                 "answer tokens survive at 2x and 4x; the far buckets (offsets 10 and more) got no training pairs "
+                 "and kept their starting values", 1),
+                ("a second cause named: longer inputs spread every softmax over more keys, and cross-attention "
+                 "has no bias, so it must find the right input position by content alone", 1),
+                ("a concrete change with a predicted effect: train on longer strings (or a mix of lengths up to "
+                 "the test length), or choose max_distance inside the training length so every bucket is "
+                 "trained, and what that would and would not fix", 1),
+            ),
+        ),
+    ),
+)
