@@ -2,7 +2,7 @@
 
 - Notebook time budgets: nbval makes one test item per cell; we add up every phase of every
   cell per notebook (the first cell's setup includes starting the kernel) and fail the run when
-  a notebook is over its budget: 60 s for lesson 5 (05_*), 20 s for every other notebook.
+  a notebook is over its budget: 60 s for lessons 5 and 7 (05_*, 07_*), 20 s for every other notebook.
 - At the end, print the reports tests leave under artifacts/ (notebook times, browser latencies).
 """
 from pathlib import Path
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent
-BUDGET_S = {"05": 60.0}
+BUDGET_S = {"05": 60.0, "07": 60.0}
 DEFAULT_BUDGET_S = 20.0
 _notebook_seconds: dict = {}
 
