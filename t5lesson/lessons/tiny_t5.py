@@ -12,6 +12,9 @@ This module holds only what the learner need not read:
     loss_milestones(losses), accuracy_band(a)   what the lesson prints about training, robust to
                                            a 1e-6 nudge of the starting weights (`t5lesson.perturbation`)
     learned_tables_figure(start, trained)  the bias tables before and after training
+    random_model(seed), StepModel(model)   exercise 7: a seeded transformers T5 behind the lesson's
+                                           encode/decode interface, logging what each decode call was fed
+    padded(["31", "415"])                  digit strings -> (input_ids, attention_mask), padded on the right
 
 Token ids: 0 is padding and also the decoder's start token (as in T5), 1 ends a sequence (EOS),
 2..11 are the digits 0..9.
@@ -45,7 +48,7 @@ from .pretrained_figures import _bucket_edges
 
 __all__ = ["PAD", "EOS", "CONFIG", "Batch", "reverse_batch", "to_text", "from_text", "t5_config",
            "to_transformers", "transformers_name", "tables_of", "loss_milestones", "accuracy_band",
-           "learned_tables_figure", "LOSS_MILESTONES"]
+           "learned_tables_figure", "LOSS_MILESTONES", "random_model", "StepModel", "padded"]
 
 PAD, EOS, FIRST_DIGIT = 0, 1, 2
 CONFIG = {"vocab_size": 12, "d_model": 32, "num_heads": 4, "d_kv": 8, "d_ff": 64, "layers": 2,
@@ -281,3 +284,66 @@ def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, 
     return describe(fig, f"Each head's learned bias against the offset j − i, encoder (left) and decoder (right), "
                          f"with bucket edges marked; {what}each curve is flat within a bucket and "
                          f"constant beyond the orange line, where the last bucket starts.")
+
+
+def padded(strings) -> tuple[torch.Tensor, torch.Tensor]:
+    """Digit strings -> (input_ids [n, longest + 1], attention_mask): each string, EOS, then padding."""
+    if isinstance(strings, str) or not strings:
+        raise ArgumentError(f"strings must be a non-empty list of digit strings, got {strings!r}")
+    rows = [from_text(s)[0] for s in strings]
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), PAD)
+    for n, row in enumerate(rows):
+        ids[n, :len(row)] = row
+    return ids, (ids != PAD).long()
+
+
+def random_model(seed, eos_scale=1.0, config=CONFIG):
+    """transformers' T5ForConditionalGeneration for `config`, its weights drawn as transformers
+    initialises them from `torch.manual_seed(seed)` (the global random state is left as it was).
+
+    Two rows of the tied embedding are then changed, so that an untrained model writes something
+    worth comparing: the start/padding token's row is set to zero (otherwise the model, whose
+    output layer is its input embedding, keeps writing the start token back), and the end
+    token's row is multiplied by `eos_scale` (a negative scale, -3 or -6, makes some or all rows
+    end at the first step).
+    """
+    from transformers import T5ForConditionalGeneration
+
+    seed = check_int("seed", seed, minimum=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = T5ForConditionalGeneration(t5_config(config)).eval()
+    with torch.no_grad():
+        model.shared.weight[PAD] = 0.0
+        model.shared.weight[EOS] *= float(eos_scale)
+    return model
+
+
+class StepModel:
+    """A transformers T5 behind lesson 7's interface, for exercise 7's decoding question.
+
+        encoder_out = model.encode(input_ids, attention_mask)
+        logits, cache = model.decode(decoder_ids, encoder_out, attention_mask, cache=None)
+
+    `decode` returns the logits of every position fed [batch, fed, vocab] and the cache to pass to
+    the next call (transformers' EncoderDecoderCache: self-attention keys and values, which
+    grow by the tokens fed, and cross-attention keys and values, computed once). `calls` lists,
+    for each decode call, (the decoder ids fed, whether a cache was passed).
+    """
+
+    def __init__(self, model):
+        self._model = model.eval()
+        self.calls: list[tuple[torch.Tensor, bool]] = []
+
+    @torch.no_grad()
+    def encode(self, input_ids, attention_mask):
+        return self._model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    @torch.no_grad()
+    def decode(self, decoder_ids, encoder_out, attention_mask, cache=None):
+        self.calls.append((torch.as_tensor(decoder_ids).clone(), cache is not None))
+        out = self._model.decoder(input_ids=decoder_ids, encoder_hidden_states=encoder_out,
+                                  encoder_attention_mask=attention_mask, cache=cache, use_cache=True)
+        hidden = out.last_hidden_state * self._model.model_dim ** -0.5  # T5's rescaling before the tied head
+        return self._model.lm_head(hidden), out.cache

@@ -1,15 +1,65 @@
-"""Exercise 07: lesson 7, a whole tiny T5 (where the bias is, the cache, reading learned tables).
+"""Exercise 07: lesson 7, a whole tiny T5 (where the bias is, the cache, reading learned tables,
+cached greedy decoding).
 
 Notebook: solutions/07_tiny_t5.ipynb (source), exercises/07_tiny_t5.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.answer_hash`); to change an answer, recompute its
 hash with `python -m t5lesson.grading.questions hash QUESTION ANSWER`.
+
+The code question (q5) is graded like exercise 6's module question: in the learner's kernel,
+`t5lesson.grading.bank.tiny_t5_driver` runs their `greedy_decode` on a seeded transformers T5
+behind lesson 7's encode/decode interface and checks from its call log that they decoded with
+the cache; here, `reference_greedy` runs transformers' `generate()` on the same weights, and the
+tokens must agree exactly.
 """
 from __future__ import annotations
 
-from ..questions import FreeText, MultipleChoice, Numeric
+from dataclasses import dataclass
+
+from ..module_code import Expected, ModuleCode
+from ..questions import NOT_ATTEMPTED, Case, FreeText, MultipleChoice, Numeric
 from . import Exercise, id_of_module
 
-__all__ = ["EXERCISE"]
+__all__ = ["EXERCISE", "reference_greedy"]
+
+
+def reference_greedy(seed, prompts, max_new_tokens, eos_scale=1.0) -> Expected:
+    """What `generate()` (greedy: no sampling, one beam) gives on the case's weights, exactly."""
+    import torch
+
+    from ...lessons.tiny_t5 import padded, random_model
+
+    model = random_model(seed, eos_scale)
+    input_ids, attention_mask = padded(prompts)
+    with torch.no_grad():
+        tokens = model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
+                                do_sample=False, num_beams=1)
+    return Expected(tokens.double().numpy(), rtol=0.0, atol=0.0)
+
+
+@dataclass(frozen=True)
+class DecodingCode(ModuleCode):
+    """A function that decodes with a model's encode/decode; run in the kernel by a driver, compared here."""
+
+    answer_kind = "a function"
+
+    def not_attempted(self):
+        return self.outcome(NOT_ATTEMPTED, 0, f"write the body of {self.name} in the answer cell.")
+
+
+def _cases() -> tuple[Case, ...]:
+    specs = [
+        (dict(seed=0, prompts=("31415",), max_new_tokens=6), "one string"),
+        (dict(seed=1, prompts=("27", "9999999", "0"), max_new_tokens=10), "a padded batch"),
+        (dict(seed=0, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-3.0),
+         "some rows end at once: padding after their end token"),
+        (dict(seed=2, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-6.0),
+         "every row ends at the first step: stop there"),
+        (dict(seed=5, prompts=("31415", "27", "9999999", "0"), max_new_tokens=10, eos_scale=-6.0),
+         "one row ends half-way"),
+        (dict(seed=3, prompts=("123456789012",), max_new_tokens=1), "one new token only"),
+        (dict(seed=4, prompts=("8", "80", "808"), max_new_tokens=16), "a longer answer"),
+    ]
+    return tuple(Case((), tuple(sorted(kwargs.items())), topic) for kwargs, topic in specs)
 
 EXERCISE = Exercise(
     id=id_of_module(__name__),
@@ -72,8 +122,22 @@ EXERCISE = Exercise(
                 "db9d6aee66563742b67af126": "which table would cross-attention read? It has none.",
             },
         ),
+        DecodingCode(
+            id="q5", points=3, objectives=(7,), name="greedy_decode",
+            reference="t5lesson.grading.bank.ex07_tiny_t5:reference_greedy",
+            driver="t5lesson.grading.bank.tiny_t5_driver",
+            cases=_cases(), case_timeout=20.0, what="generate()",
+            blocked=("transformers.generation.utils:GenerationMixin.generate",),
+            hints=(
+                "encode once; then start from the start token (0) and call model.decode with only the newest "
+                "token and the cache the previous call returned.",
+                "take the argmax of the last position's logits; a row that has produced the end token (1) gets "
+                "padding (0) from then on.",
+                "stop when every row has ended, or after max_new_tokens new tokens; return the start token too.",
+            ),
+        ),
         FreeText(
-            id="q5", points=3, objectives=(6, 7), name="q5-answer",
+            id="q6", points=3, objectives=(6, 7), name="q6-answer",
             rubric=(
                 ("measured vs inferred kept apart: the model is right at the trained lengths, only the first "
                  "answer tokens survive at 2x and 4x; the far buckets (offsets 10 and more) got no training pairs "
