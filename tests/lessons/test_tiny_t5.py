@@ -9,10 +9,13 @@ from t5lesson.lessons.tiny_t5 import (
     CONFIG,
     EOS,
     PAD,
+    StepModel,
     accuracy_band,
     from_text,
     learned_tables_figure,
     loss_milestones,
+    padded,
+    random_model,
     reverse_batch,
     t5_config,
     tables_of,
@@ -131,3 +134,59 @@ def test_learned_tables_figure_draws_start_and_trained():
     assert len(fig.axes[0].lines) > 8  # 4 heads trained + 4 at the start, plus reference lines
     with pytest.raises(ArgumentError):
         learned_tables_figure("not tables")
+
+
+def lesson_greedy(model, input_ids, attention_mask, max_new_tokens, cached=True):
+    """Lesson 7's greedy decoding (and, cached=False, the slip of re-feeding the whole prefix)."""
+    encoder_out = model.encode(input_ids, attention_mask)
+    out = torch.full((input_ids.shape[0], 1), PAD)
+    done = torch.zeros(input_ids.shape[0], dtype=torch.bool)
+    cache = None
+    for _ in range(max_new_tokens):
+        if cached:
+            logits, cache = model.decode(out[:, -1:], encoder_out, attention_mask, cache)
+        else:
+            logits, _ = model.decode(out, encoder_out, attention_mask)
+        token = torch.where(done, PAD, logits[:, -1].argmax(-1))
+        out = torch.cat([out, token[:, None]], dim=1)
+        done |= token == EOS
+        if done.all():
+            break
+    return out
+
+
+def test_padded_pads_on_the_right():
+    ids, mask = padded(["31", "415"])
+    assert ids.tolist() == [[5, 3, EOS, PAD], [6, 3, 7, EOS]] and mask.tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]
+    with pytest.raises(ArgumentError):
+        padded("31")
+
+
+@pytest.mark.parametrize("seed, eos_scale", [(0, 1.0), (5, -6.0), (2, -6.0)])
+def test_step_model_decoding_equals_generate(seed, eos_scale):
+    weights = random_model(seed, eos_scale)
+    ids, mask = padded(["31415", "27", "9999999", "0"])
+    model = StepModel(weights)
+    mine = lesson_greedy(model, ids, mask, 10)
+    assert torch.equal(mine, weights.generate(input_ids=ids, attention_mask=mask, max_new_tokens=10, do_sample=False))
+    assert all(fed.shape[1] == 1 for fed, _ in model.calls) and len(model.calls) == mine.shape[1] - 1
+    assert not model.calls[0][1] and all(had for _, had in model.calls[1:])
+
+
+def test_random_model_is_seeded_and_leaves_the_global_stream_alone():
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    a, b = random_model(3), random_model(3)
+    assert torch.equal(torch.rand(1), before)
+    assert torch.equal(a.shared.weight, b.shared.weight) and not a.shared.weight[PAD].any()
+
+
+def test_driver_refuses_decoding_without_the_cache():
+    from t5lesson.grading.bank import tiny_t5_driver
+
+    run = tiny_t5_driver.adapt(lesson_greedy)
+    assert run(seed=0, prompts=["31"], max_new_tokens=3).shape == (1, 4)
+    uncached = tiny_t5_driver.adapt(lambda *a: lesson_greedy(*a, cached=False))
+    with pytest.raises(tiny_t5_driver.GradingSetupError, match="feed only the newest token"):
+        uncached(seed=0, prompts=["31"], max_new_tokens=3)
