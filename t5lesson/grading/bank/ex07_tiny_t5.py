@@ -26,7 +26,7 @@ def reference_greedy(seed, prompts, max_new_tokens, eos_scale=1.0) -> Expected:
     """What `generate()` (greedy: no sampling, one beam) gives on the case's weights, exactly."""
     import torch
 
-    from ...lessons.tiny_t5 import padded, random_model
+    from ...seq2seq import padded, random_model
 
     model = random_model(seed, eos_scale)
     input_ids, attention_mask = padded(prompts)

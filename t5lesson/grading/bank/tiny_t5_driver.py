@@ -4,7 +4,7 @@ Exercise 7's code question (`t5lesson.grading.bank.ex07_tiny_t5`) hands this fil
 harvesting code (`t5lesson.grading.harvest`), which runs it in a fresh namespace and calls
 `adapt(the learner's function)`. The function it returns is called once per case with plain
 data (a seed, digit strings, a token budget): it builds a seeded transformers T5 behind lesson
-7's encode/decode interface (`t5lesson.lessons.tiny_t5.StepModel`), calls the learner's
+7's encode/decode interface (`t5lesson.seq2seq.StepModel`), calls the learner's
 `greedy_decode(model, input_ids, attention_mask, max_new_tokens)`, checks from the model's call
 log that it decoded with the cache (one new token per call, the cache passed back), and returns
 the tokens. Nothing is compared here: the grader compares them with `generate()` in its own
@@ -24,7 +24,7 @@ def adapt(function):
     import torch
     import transformers.models.t5.modeling_t5  # noqa: F401  (imported once, before the timed cases)
 
-    from t5lesson.lessons.tiny_t5 import StepModel, padded, random_model
+    from t5lesson.seq2seq import StepModel, padded, random_model
 
     def run(seed, prompts, max_new_tokens, eos_scale=1.0, **_ignored):
         model = StepModel(random_model(seed, eos_scale))
