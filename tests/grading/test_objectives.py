@@ -29,7 +29,7 @@ GRADED = [e for e in EXERCISES if not e.practice]
 QUESTIONS = [(e, q) for e in EXERCISES for q in e.questions]
 
 # What each lesson teaches (README's lesson table says the same): exercise NN may assess only these.
-TAUGHT = {"01": {1, 2, 3}, "02": {3, 4}, "03": {5, 6}, "04": {5, 7}, "05": {6}, "06": {7}}
+TAUGHT = {"01": {1, 2, 3}, "02": {3, 4}, "03": {5, 6}, "04": {5, 7}, "05": {6}, "06": {7}, "07": {6, 7}}
 
 
 @pytest.mark.parametrize("exercise, question", QUESTIONS, ids=[f"{e.id}-{q.id}" for e, q in QUESTIONS])

@@ -1,0 +1,262 @@
+"""Lesson 7's plumbing: the task, the bridge to transformers, and the bands a trained run is told in.
+
+The model itself (RMS norm, blocks, the encoder-decoder, greedy decoding) is written in the
+lesson's own cells, from lesson 6's layer as the package keeps it (`t5lesson.layer.T5SelfAttention`).
+This module holds only what the learner need not read:
+
+    reverse_batch(n, lengths, generator)   digit strings and their reversal, padded, as tensors
+    to_text(ids) / from_text("1234")       token ids <-> digit strings
+    t5_config(config)                      the matching transformers `T5Config`
+    to_transformers(model, config)         a `T5ForConditionalGeneration` holding the model's very weights
+    transformers_name(name)                our parameter name -> transformers' name (the map below)
+    loss_milestones(losses), accuracy_band(a)   what the lesson prints about training, robust to
+                                           a 1e-6 nudge of the starting weights (`t5lesson.perturbation`)
+    learned_tables_figure(start, trained)  the bias tables before and after training
+    random_model(seed), StepModel(model)   exercise 7: a seeded transformers T5 behind the lesson's
+                                           encode/decode interface, logging what each decode call was fed
+    padded(["31", "415"])                  digit strings -> (input_ids, attention_mask), padded on the right
+
+Token ids: 0 is padding and also the decoder's start token (as in T5), 1 ends a sequence (EOS),
+2..11 are the digits 0..9.
+
+Parameter names (ours -> transformers `modeling_t5.py`), for block i of each stack:
+
+    shared.weight                                      shared.weight (and both embed_tokens, lm_head: tied)
+    encoder.{i}.self_attention.{q,k,v,o}.weight        encoder.block.{i}.layer.0.SelfAttention.{q,k,v,o}.weight
+    {stack}.0.self_attention.relative_bias.relative_attention_bias.weight
+        -> {stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight
+    encoder.{i}.norm_self.weight                       encoder.block.{i}.layer.0.layer_norm.weight
+    encoder.{i}.ff.{wi,wo}.weight / norm_ff.weight     encoder.block.{i}.layer.1.DenseReluDense... / layer_norm
+    decoder.{i}.cross.{q,k,v,o}.weight / norm_cross    decoder.block.{i}.layer.1.EncDecAttention... / layer_norm
+    decoder.{i}.ff... / norm_ff                        decoder.block.{i}.layer.2.DenseReluDense... / layer_norm
+    encoder_norm.weight, decoder_norm.weight           encoder.final_layer_norm.weight, decoder.final_layer_norm.weight
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from .._validate import ArgumentError, check_int
+from ..bias import relative_bias
+from ..pretrained import BiasTables, StackTables
+from ..seq2seq import CONFIG, EOS, FIRST_DIGIT, PAD, StepModel, from_text, padded, random_model, t5_config
+from .figures import SMALL, WIDTH, describe, new_figure, styled
+from .pretrained_figures import _bucket_edges
+
+__all__ = ["PAD", "EOS", "CONFIG", "Batch", "reverse_batch", "to_text", "from_text", "t5_config",
+           "to_transformers", "transformers_name", "tables_of", "loss_milestones", "accuracy_band",
+           "learned_tables_figure", "LOSS_MILESTONES", "random_model", "StepModel", "padded"]
+
+class Batch(NamedTuple):
+    input_ids: torch.Tensor  # [n, L + 1]: digits, EOS, padding
+    attention_mask: torch.Tensor  # [n, L + 1]: 1 for real tokens (EOS included), 0 for padding
+    decoder_input_ids: torch.Tensor  # [n, L + 1]: start token 0, then the answer shifted right
+    labels: torch.Tensor  # [n, L + 1]: the reversed digits, EOS, then -100 (ignored by the loss)
+
+
+def reverse_batch(n, lengths, generator=None) -> Batch:
+    """n random digit strings, each of a length drawn from `lengths` (an int or (lo, hi), inclusive).
+
+    The answer is the string reversed: answer token t is input token L - 1 - t, a relation
+    between positions, not between digits.
+    """
+    n = check_int("n", n, minimum=1)
+    lo, hi = (lengths, lengths) if isinstance(lengths, int) else tuple(lengths)
+    lo, hi = check_int("shortest length", lo, minimum=1), check_int("longest length", hi, minimum=1)
+    if lo > hi:
+        raise ArgumentError(f"lengths must be (shortest, longest) with shortest <= longest, got {lengths!r}")
+    sizes = torch.randint(lo, hi + 1, (n,), generator=generator)
+    digits = torch.randint(FIRST_DIGIT, FIRST_DIGIT + 10, (n, hi), generator=generator)
+    width = hi + 1
+    position = torch.arange(width)[None, :]
+    real = position < sizes[:, None]
+    inputs = torch.where(real, torch.cat([digits, digits[:, :1]], 1), PAD)
+    inputs = torch.where(position == sizes[:, None], EOS, inputs)
+    # reversed: answer position t holds input position size - 1 - t
+    source = (sizes[:, None] - 1 - position).clamp(min=0)
+    answer = torch.where(real, torch.gather(inputs, 1, source), PAD)
+    answer = torch.where(position == sizes[:, None], EOS, answer)
+    labels = torch.where(position <= sizes[:, None], answer, -100)
+    decoder_inputs = torch.cat([torch.zeros(n, 1, dtype=torch.long), answer[:, :-1]], 1)
+    decoder_inputs = torch.where(position <= sizes[:, None], decoder_inputs, PAD)
+    return Batch(inputs, (inputs != PAD).long(), decoder_inputs, labels)
+
+
+def to_text(ids) -> str:
+    """Token ids -> digit string, stopping at EOS; the start and padding tokens are skipped."""
+    out = []
+    for token in torch.as_tensor(ids).tolist():
+        if token == EOS:
+            break
+        if token >= FIRST_DIGIT:
+            out.append(str(token - FIRST_DIGIT))
+    return "".join(out)
+
+
+_RULES = [
+    (r"^shared\.weight$", "shared.weight"),
+    (r"^(encoder|decoder)\.(\d+)\.self_attention\.relative_bias\.relative_attention_bias\.weight$",
+     r"\1.block.\2.layer.0.SelfAttention.relative_attention_bias.weight"),
+    (r"^(encoder|decoder)\.(\d+)\.self_attention\.([qkvo])\.weight$", r"\1.block.\2.layer.0.SelfAttention.\3.weight"),
+    (r"^(encoder|decoder)\.(\d+)\.norm_self\.weight$", r"\1.block.\2.layer.0.layer_norm.weight"),
+    (r"^decoder\.(\d+)\.cross\.([qkvo])\.weight$", r"decoder.block.\1.layer.1.EncDecAttention.\2.weight"),
+    (r"^decoder\.(\d+)\.norm_cross\.weight$", r"decoder.block.\1.layer.1.layer_norm.weight"),
+    (r"^encoder\.(\d+)\.ff\.(wi|wo)\.weight$", r"encoder.block.\1.layer.1.DenseReluDense.\2.weight"),
+    (r"^encoder\.(\d+)\.norm_ff\.weight$", r"encoder.block.\1.layer.1.layer_norm.weight"),
+    (r"^decoder\.(\d+)\.ff\.(wi|wo)\.weight$", r"decoder.block.\1.layer.2.DenseReluDense.\2.weight"),
+    (r"^decoder\.(\d+)\.norm_ff\.weight$", r"decoder.block.\1.layer.2.layer_norm.weight"),
+    (r"^(encoder|decoder)_norm\.weight$", r"\1.final_layer_norm.weight"),
+]
+
+
+def transformers_name(name: str) -> str:
+    """Our parameter name -> the name of the same parameter in T5ForConditionalGeneration."""
+    for pattern, replacement in _RULES:
+        if re.match(pattern, name):
+            return re.sub(pattern, replacement, name)
+    raise ArgumentError(f"no transformers parameter for {name!r}: the lesson's TinyT5 names its parts "
+                        "shared, encoder.<i>.self_attention/norm_self/ff/norm_ff, decoder.<i>.cross/norm_cross, "
+                        "encoder_norm, decoder_norm")
+
+
+def to_transformers(model, config=CONFIG):
+    """A transformers T5ForConditionalGeneration (eval mode) with the very weights of `model`.
+
+    Every one of transformers' parameters must be filled: a name left over on either side is an error.
+    """
+    from transformers import T5ForConditionalGeneration
+
+    reference = T5ForConditionalGeneration(t5_config(config)).eval()
+    state = {transformers_name(name): value.detach().clone() for name, value in model.state_dict().items()}
+    wanted = set(reference.state_dict())
+    tied = {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight"}
+    missing = sorted(wanted - set(state) - tied)
+    extra = sorted(set(state) - wanted)
+    if missing or extra:
+        raise ArgumentError(f"the model's parameters do not match transformers': missing {missing[:4]}, "
+                            f"extra {extra[:4]}")
+    reference.load_state_dict(state, strict=False)
+    if reference.lm_head.weight.data_ptr() != reference.shared.weight.data_ptr():  # tied, as in T5
+        raise ArgumentError("transformers' lm_head is not tied to the shared embedding")
+    return reference
+
+
+def tables_of(model, source: str) -> BiasTables:
+    """The encoder's and the decoder's bias tables of `model` (our names), as BiasTables."""
+    state, config = model.state_dict(), model.c
+    stacks = []
+    for stack, bidirectional in (("encoder", True), ("decoder", False)):
+        table = state[f"{stack}.0.self_attention.relative_bias.relative_attention_bias.weight"]
+        stacks.append(StackTables(stack, (table.detach().float().numpy().copy(),), (0,), config["num_buckets"],
+                                  config["max_distance"], bidirectional))
+    return BiasTables(source, "t5", *stacks)
+
+
+# The loss of a run, told as the first milestone step by which it fell below a level. For the
+# lesson's run (300 steps) the loss first fell below 1.0 at steps 84 to 87 and below 0.1 at
+# steps 191 to 194, in the plain run and under 1e-6 nudges of its starting weights
+# (T5LESSON_PERTURB_SEED 0, 1, 2): far from the milestones 150 and 300.
+LOSS_MILESTONES = (150, 300)
+LOSS_LEVELS = (1.0, 0.1)
+
+
+def loss_milestones(losses, levels=LOSS_LEVELS, milestones=LOSS_MILESTONES) -> str:
+    """Lines 'loss below 0.3 by step 200', one per level, from the per-step losses of a run."""
+    losses = np.asarray(losses, dtype=float)
+    if losses.ndim != 1 or not len(losses):
+        raise ArgumentError("losses must be a non-empty list of per-step losses")
+    lines = []
+    for level in levels:
+        below = np.nonzero(losses < level)[0]
+        if not len(below):
+            lines.append(f"loss below {level:g}: not in {len(losses)} steps")
+            continue
+        by = next((m for m in milestones if below[0] < m), None)
+        lines.append(f"loss below {level:g}: by step {by}" if by else
+                     f"loss below {level:g}: after step {milestones[-1]}")
+    return "\n".join(lines)
+
+
+# Wide bands with edges far from what the lesson's run measured, plain and nudged (seeds 0-2):
+# whole answers at the trained length 0.865-0.915, at 2x and 4x 0; answer tokens 5 on at 2x and
+# 4x 0.096-0.171 (chance: 0.10).
+ACCURACY_BANDS = ((0.02, "under 2%"), (0.5, "2% to 50%"), (0.7, "50% to 70%"), (0.97, "70% to 97%"),
+                  (math.inf, "97% or more"))
+
+
+def accuracy_band(accuracy: float) -> str:
+    """A fraction told as one of a few wide bands, so the printed line survives a nudge of the run."""
+    accuracy = float(accuracy)
+    if not 0.0 <= accuracy <= 1.0:
+        raise ArgumentError(f"accuracy must be a fraction in [0, 1], got {accuracy}")
+    return next(label for edge, label in ACCURACY_BANDS if accuracy < edge)
+
+
+@styled
+def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, max_offset=None):
+    """Each head's bias against the offset j - i, encoder and decoder, trained (solid) over start (dashed).
+
+    Bucket edges as in lesson 4: the exact region shaded green, thin grey lines between log
+    buckets, an orange dashed line where the last bucket starts.
+    """
+    if not isinstance(trained, BiasTables) or (start is not None and not isinstance(start, BiasTables)):
+        raise ArgumentError("trained and start must be BiasTables (from tables_of or load_bias_tables)")
+    stacks = trained.stacks()
+    heads = stacks[0].heads
+    if max_offset is None:
+        max_offset = max(s.max_distance for s in stacks) + 8
+    max_offset = check_int("max_offset", max_offset, minimum=2)
+    from matplotlib import colormaps
+
+    colours = colormaps["tab10" if heads <= 10 else "tab20"]
+    fig = new_figure(WIDTH, 3.9)
+    axes = fig.subplots(1, len(stacks), sharey=True, squeeze=False)[0]
+    before = {s.stack: s for s in start.stacks()} if start is not None else {}
+    for ax, stack in zip(axes, stacks, strict=True):
+        offsets = np.arange(-max_offset, max_offset + 1) if stack.bidirectional else np.arange(-max_offset, 1)
+        width = len(offsets)
+
+        def curve(table, stack=stack, width=width):
+            row = relative_bias(table, 1, 2 * max_offset + 1, bidirectional=stack.bidirectional,
+                                max_distance=stack.max_distance, query_offset=max_offset)
+            return np.asarray(row)[:, 0, :width]
+
+        edges, max_exact, last = _bucket_edges(stack)
+        ax.axvspan(-max_exact + 0.5, (max_exact - 0.5) if stack.bidirectional else 0.5, color="tab:green",
+                   alpha=0.08, lw=0, zorder=0)
+        for edge in edges:
+            if abs(edge) <= max_offset:
+                ax.axvline(edge, color="0.8", lw=0.6, zorder=0)
+        for edge in ([-last + 0.5, last - 0.5] if stack.bidirectional else [-last + 0.5]):
+            ax.axvline(edge, color="tab:orange", lw=1.2, ls="--", zorder=1)
+        values = curve(stack.layer(0))
+        old = curve(before[stack.stack].layer(0)) if stack.stack in before else None
+        for h in range(heads):
+            if old is not None:
+                ax.plot(offsets, old[h], drawstyle="steps-mid", lw=0.9, ls=":", color=colours(h % colours.N))
+            ax.plot(offsets, values[h], drawstyle="steps-mid", lw=1.5, color=colours(h % colours.N),
+                    label=f"head {h}")
+        ax.axhline(0, color="0.6", lw=0.6)
+        ax.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
+        side = "bidirectional" if stack.bidirectional else "causal: keys on the left only"
+        ax.set_title(f"{stack.stack} ({side})\nlast bucket from |j − i| = {last} (orange)", fontsize=SMALL + 1)
+        ax.set_xlabel("offset j − i")
+    axes[0].set_ylabel("bias (logit units)")
+    handles, labels = axes[-1].get_legend_handles_labels()
+    if start is not None:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color="0.3", ls=":", lw=0.9))
+        labels.append("at the start")
+    axes[-1].legend(handles, labels, fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"relative-position bias per head: {trained.source}", fontsize=SMALL + 2)
+    what = "dotted lines are the same heads at the start, " if start is not None else ""
+    return describe(fig, f"Each head's learned bias against the offset j − i, encoder (left) and decoder (right), "
+                         f"with bucket edges marked; {what}each curve is flat within a bucket and "
+                         f"constant beyond the orange line, where the last bucket starts.")
+
+

@@ -1,0 +1,109 @@
+"""A tiny T5 configuration and a transformers T5 behind lesson 7's encode/decode interface.
+
+Shared by lesson 7 (`t5lesson.lessons.tiny_t5`) and exercise 7's decoding question (its grader
+and the driver that runs in the learner's kernel), so it sits in the core, which both may import.
+
+    CONFIG, PAD, EOS                      the tiny T5's configuration and special tokens
+    from_text("1234"), padded([...])      digit strings -> token ids (and an attention mask)
+    t5_config(config)                     the matching transformers `T5Config`
+    random_model(seed, eos_scale)         a seeded, untrained T5ForConditionalGeneration
+    StepModel(model)                      that model behind encode/decode, with a call log
+
+transformers is imported only when a model is built.
+"""
+from __future__ import annotations
+
+import torch
+
+from ._validate import ArgumentError, check_int
+
+__all__ = ["PAD", "EOS", "FIRST_DIGIT", "CONFIG", "from_text", "padded", "t5_config", "random_model", "StepModel"]
+
+PAD, EOS, FIRST_DIGIT = 0, 1, 2
+CONFIG = {"vocab_size": 12, "d_model": 32, "num_heads": 4, "d_kv": 8, "d_ff": 64, "layers": 2,
+          "num_buckets": 16, "max_distance": 24}
+# 16 buckets and max_distance 24: a bucketing with no ties (offsets where the float32 log lands
+# exactly on a bucket edge), in the encoder and the decoder, so our bias equals transformers'
+# on every CPU (see t5lesson.buckets).
+
+
+def from_text(digits: str) -> torch.Tensor:
+    """'3141' -> tensor [1, 5]: the digits as token ids, then EOS."""
+    if not isinstance(digits, str) or not digits or not digits.isdigit() or not digits.isascii():
+        raise ArgumentError(f"digits must be a non-empty string of the digits 0-9, got {digits!r}")
+    return torch.tensor([[FIRST_DIGIT + int(c) for c in digits] + [EOS]])
+
+
+def t5_config(config=CONFIG):
+    """transformers' T5Config for our configuration: ReLU feed-forward (the original T5), no dropout."""
+    from transformers import T5Config
+
+    return T5Config(vocab_size=config["vocab_size"], d_model=config["d_model"], d_kv=config["d_kv"],
+                    d_ff=config["d_ff"], num_layers=config["layers"], num_decoder_layers=config["layers"],
+                    num_heads=config["num_heads"], relative_attention_num_buckets=config["num_buckets"],
+                    relative_attention_max_distance=config["max_distance"], dropout_rate=0.0,
+                    feed_forward_proj="relu", layer_norm_epsilon=1e-6, pad_token_id=PAD, eos_token_id=EOS,
+                    decoder_start_token_id=PAD, attn_implementation="eager")
+
+
+def padded(strings) -> tuple[torch.Tensor, torch.Tensor]:
+    """Digit strings -> (input_ids [n, longest + 1], attention_mask): each string, EOS, then padding."""
+    if isinstance(strings, str) or not strings:
+        raise ArgumentError(f"strings must be a non-empty list of digit strings, got {strings!r}")
+    rows = [from_text(s)[0] for s in strings]
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), PAD)
+    for n, row in enumerate(rows):
+        ids[n, :len(row)] = row
+    return ids, (ids != PAD).long()
+
+
+def random_model(seed, eos_scale=1.0, config=CONFIG):
+    """transformers' T5ForConditionalGeneration for `config`, its weights drawn as transformers
+    initialises them from `torch.manual_seed(seed)` (the global random state is left as it was).
+
+    Two rows of the tied embedding are then changed, so that an untrained model writes something
+    worth comparing: the start/padding token's row is set to zero (otherwise the model, whose
+    output layer is its input embedding, keeps writing the start token back), and the end
+    token's row is multiplied by `eos_scale` (a negative scale, -3 or -6, makes some or all rows
+    end at the first step).
+    """
+    from transformers import T5ForConditionalGeneration
+
+    seed = check_int("seed", seed, minimum=0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = T5ForConditionalGeneration(t5_config(config)).eval()
+    with torch.no_grad():
+        model.shared.weight[PAD] = 0.0
+        model.shared.weight[EOS] *= float(eos_scale)
+    return model
+
+
+class StepModel:
+    """A transformers T5 behind lesson 7's interface, for exercise 7's decoding question.
+
+        encoder_out = model.encode(input_ids, attention_mask)
+        logits, cache = model.decode(decoder_ids, encoder_out, attention_mask, cache=None)
+
+    `decode` returns the logits of every position fed [batch, fed, vocab] and the cache to pass to
+    the next call (transformers' EncoderDecoderCache: self-attention keys and values, which
+    grow by the tokens fed, and cross-attention keys and values, computed once). `calls` lists,
+    for each decode call, (the decoder ids fed, whether a cache was passed).
+    """
+
+    def __init__(self, model):
+        self._model = model.eval()
+        self.calls: list[tuple[torch.Tensor, bool]] = []
+
+    @torch.no_grad()
+    def encode(self, input_ids, attention_mask):
+        return self._model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    @torch.no_grad()
+    def decode(self, decoder_ids, encoder_out, attention_mask, cache=None):
+        self.calls.append((torch.as_tensor(decoder_ids).clone(), cache is not None))
+        out = self._model.decoder(input_ids=decoder_ids, encoder_hidden_states=encoder_out,
+                                  encoder_attention_mask=attention_mask, cache=cache, use_cache=True)
+        hidden = out.last_hidden_state * self._model.model_dim ** -0.5  # T5's rescaling before the tied head
+        return self._model.lm_head(hidden), out.cache
