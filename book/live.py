@@ -287,9 +287,11 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
     (lite / "overrides.json").write_text(json.dumps(OVERRIDES, indent=1) + "\n")
     config = {"jupyter-lite-schema-version": 0, "jupyter-config-data": {
         "appName": "T5 attention, live",
+        "exposeAppInBrowser": True,  # window.jupyterapp, for tests/live_site.py
         "disabledExtensions": ["@jupyterlab/apputils-extension:announcements"],
         "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": {
-            "disablePyPIFallback": True, "loadPyodideOptions": {"packages": []}}},
+            "pyodideUrl": "./static/pyodide/pyodide.js", "disablePyPIFallback": True,
+            "loadPyodideOptions": {"packages": []}}},
     }}
     (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=1) + "\n")
     return lock
@@ -327,6 +329,8 @@ def build(html: Path, work: Path) -> dict:
     notebooks = contents(files)
     if out.exists():
         shutil.rmtree(out)
+    for state in work.glob(".jupyterlite.doit.db*"):  # a fresh build every time: no stale doit tasks
+        state.unlink()
     jupyter = Path(sys.executable).parent / "jupyter"
     env = dict(os.environ, JUPYTERLITE_NO_JUPYTERLAB_SERVER="1")
     cmd = [str(jupyter), "lite", "build", "--lite-dir", str(lite), "--output-dir", str(out),
