@@ -54,8 +54,13 @@ ROOTS = ["ssl", "sqlite3", "jedi", "ipython", "micropip", "packaging", "numpy", 
 CORE = ["pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip"]
 # Our lock entries on top of the official ones: name -> lock dependencies.
 EXTRA = {"comm": ["traitlets"], "ipywidgets": ["comm", "ipython", "traitlets"],
-         "t5lesson": ["numpy", "matplotlib", "pillow", "ipywidgets"]}
+         "t5lesson": ["numpy", "matplotlib", "pillow", "ipywidgets", "t5live-mplcache"]}
 EXERCISES = ["01_unscaled_scores.ipynb", "03_relative_position_buckets.ipynb"]
+# matplotlib's font list, built once for the lock's matplotlib (`live.py fontcache`), so its first import
+# in the browser does not spend seconds building it. It ships as a small wheel of its own, and
+# MPLCONFIGDIR points there.
+FONTLIST = LIVE / "matplotlib-fontlist.json"
+FONTCACHE = "t5live_mplcache"
 OVERRIDES = {  # JupyterLab 4.4 moves between cells on ArrowLeft/Right; a focused slider needs them.
     "@jupyterlab/shortcuts-extension:shortcuts": {"shortcuts": [
         {"command": command, "keys": [key], "selector": ".jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite) :focus",
@@ -124,6 +129,21 @@ def expected_files(m: dict) -> dict[str, str]:
     files = dict(m["core"])
     files.update({p["file_name"]: p["sha256"] for p in m["packages"].values()})
     return files
+
+
+# Left out of `pins`: Pyodide's own builds (no CPython twin) and the kernel's IPython stack (pip resolves it).
+NOT_PINNED = {"matplotlib-pyodide", "openssl", "ssl", "sqlite3", "micropip", "jedi", "parso", "pygments",
+               "prompt-toolkit", "ipython", "asttokens", "executing", "pure-eval", "stack-data", "wcwidth",
+               "decorator", "matplotlib-inline"}
+
+
+def cpython_pins() -> list[str]:
+    """Requirement lines for a CPython venv with the Pyodide lock's versions of what the explorers use
+    (numpy 2.0.2, matplotlib 3.8.4, ...), to test the course's code on them; plus the kernel's wheels."""
+    m = manifest()
+    pins = [f"{p['name']}=={p['version']}" for name, p in m["packages"].items() if name not in NOT_PINNED]
+    wheels = [line.split()[0] for line in KERNEL_WHEELS.read_text().splitlines() if line and not line.startswith("#")]
+    return sorted(pins + [w for w in wheels if not w.startswith("jupyterlab")])
 
 
 def verified_dir(m: dict) -> Path:
@@ -234,23 +254,27 @@ def kernel_wheels() -> list[Path]:
 def t5lesson_wheel(dest: Path) -> Path:
     """A reproducible py3-none-any wheel of the checkout's t5lesson (modules and package data)."""
     version = re.search(r'^__version__ = "([^"]+)"', (ROOT / "t5lesson" / "__init__.py").read_text(), re.M)[1]
-    dist = f"t5lesson-{version}.dist-info"
-    entries = []
-    for path in sorted((ROOT / "t5lesson").rglob("*")):
-        if path.is_file() and path.suffix in (".py", ".json") and "__pycache__" not in path.parts:
-            entries.append((path.relative_to(ROOT).as_posix(), path.read_bytes()))
-    entries += [(f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: t5lesson\nVersion: {version}\n"
-                                     "Requires-Dist: numpy\n".encode()),
-                (f"{dist}/WHEEL", b"Wheel-Version: 1.0\nGenerator: book/live.py\nRoot-Is-Purelib: true\n"
-                                  b"Tag: py3-none-any\n"),
-                (f"{dist}/top_level.txt", b"t5lesson\n")]
-    record = [f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
-              f"{len(data)}" for name, data in entries] + [f"{dist}/RECORD,,"]
+    files = [(path.relative_to(ROOT).as_posix(), path.read_bytes()) for path in sorted((ROOT / "t5lesson").rglob("*"))
+             if path.is_file() and path.suffix in (".py", ".json") and "__pycache__" not in path.parts]
+    return _wheel(dest, "t5lesson", version, files, requires=["numpy"])
+
+
+def _wheel(dest: Path, name: str, version: str, files: list[tuple[str, bytes]], requires=()) -> Path:
+    """A reproducible py3-none-any wheel holding `files` (path in the wheel, bytes)."""
+    dist = f"{name}-{version}.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
+        f"Requires-Dist: {r}\n" for r in requires)
+    entries = list(files) + [
+        (f"{dist}/METADATA", metadata.encode()),
+        (f"{dist}/WHEEL", b"Wheel-Version: 1.0\nGenerator: book/live.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
+        (f"{dist}/top_level.txt", f"{name}\n".encode())]
+    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
+              f"{len(data)}" for path, data in entries] + [f"{dist}/RECORD,,"]
     entries.append((f"{dist}/RECORD", ("\n".join(record) + "\n").encode()))
-    wheel = dest / f"t5lesson-{version}-py3-none-any.whl"
+    wheel = dest / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, data in entries:
-            info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+        for path, data in entries:
+            info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             z.writestr(info, data, zipfile.ZIP_DEFLATED)
     return wheel
@@ -261,6 +285,49 @@ def lock_entry(wheel: Path, depends: list[str]) -> dict:
     return {"name": norm(name), "version": version, "file_name": wheel.name, "install_dir": "site",
             "sha256": sha256(wheel.read_bytes()), "package_type": "package", "imports": [name.lower()],
             "depends": depends, "unvendored_tests": False, "shared_library": False}
+
+
+def write_fontlist() -> None:
+    """Maintainers: book/live/matplotlib-fontlist.json, from this Python's matplotlib (it must be the
+    lock's version), listing only the fonts matplotlib ships (paths relative to its mpl-data)."""
+    import matplotlib
+    import matplotlib.font_manager as fm
+
+    want = manifest()["packages"]["matplotlib"]["version"]
+    if matplotlib.__version__ != want:
+        fail(f"run this with matplotlib {want} (the Pyodide lock's), not {matplotlib.__version__}")
+    system = fm.findSystemFonts
+    fm.findSystemFonts = lambda fontpaths=None, fontext="ttf": system(fontpaths, fontext) if fontpaths else []
+    with tempfile.TemporaryDirectory() as tmp:
+        fm.json_dump(fm.FontManager(), Path(tmp) / "fontlist.json")
+        data = json.loads((Path(tmp) / "fontlist.json").read_text())
+    data["_t5live_for_matplotlib"] = want
+    FONTLIST.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"{FONTLIST.relative_to(ROOT)}: {len(data['ttflist'])} TrueType and {len(data['afmlist'])} AFM fonts")
+
+
+def fontcache_wheel(dest: Path, m: dict, pyodide: Path) -> Path:
+    """The font list as a wheel (folder t5live_mplcache/), checked against the lock's matplotlib wheel."""
+    data = json.loads(FONTLIST.read_text())
+    matplotlib = m["packages"]["matplotlib"]
+    if data.get("_t5live_for_matplotlib") != matplotlib["version"]:
+        fail(f"{FONTLIST.name} is for matplotlib {data.get('_t5live_for_matplotlib')}, the lock has "
+             f"{matplotlib['version']}: run `python book/live.py fontcache` with that matplotlib")
+    with zipfile.ZipFile(pyodide / matplotlib["file_name"]) as z:
+        names = set(z.namelist())
+    missing = [f["fname"] for f in data["ttflist"] + data["afmlist"]
+               if f"matplotlib/mpl-data/{f['fname']}" not in names]
+    if missing:
+        fail(f"{FONTLIST.name} lists fonts the lock's matplotlib does not have: {missing[:5]}")
+    version = matplotlib["version"]
+    font_version = data["_version"]
+    return _wheel(dest, FONTCACHE, version, [(f"{FONTCACHE}/fontlist-v{font_version}.json",
+                                              FONTLIST.read_bytes()), (f"{FONTCACHE}/__init__.py", b"")])
+
+
+def mplconfigdir(m: dict) -> str:
+    major, minor = m["lock_info"]["python"].split(".")[:2]
+    return f"/lib/python{major}.{minor}/site-packages/{FONTCACHE}"
 
 
 # The JupyterLite build ----------------------------------------------------------------------------
@@ -275,7 +342,9 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
     lock = {"info": m["lock_info"], "packages": dict(m["packages"])}
     by_name = {norm(w.name.split("-")[0]): w for w in wheels}
     by_name["t5lesson"] = t5lesson_wheel(static)
-    for name, depends in EXTRA.items():
+    by_name["t5live-mplcache"] = fontcache_wheel(static, m, pyodide)
+    EXTRA_ALL = {**EXTRA, "t5live-mplcache": []}
+    for name, depends in EXTRA_ALL.items():
         if by_name[name].parent != static:
             shutil.copy(by_name[name], static / by_name[name].name)
         lock["packages"][name] = lock_entry(static / by_name[name].name, depends)
@@ -291,7 +360,7 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
         "disabledExtensions": ["@jupyterlab/apputils-extension:announcements"],
         "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": {
             "pyodideUrl": "./static/pyodide/pyodide.js", "disablePyPIFallback": True,
-            "loadPyodideOptions": {"packages": []}}},
+            "loadPyodideOptions": {"packages": [], "env": {"MPLCONFIGDIR": mplconfigdir(m)}}}},
     }}
     (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=1) + "\n")
     return lock
@@ -351,11 +420,17 @@ def build(html: Path, work: Path) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["fetch", "manifest"])
+    parser.add_argument("command", choices=["fetch", "manifest", "fontcache", "pins"])
     parser.add_argument("--version", default=None, help="Pyodide version for `manifest` (default: the manifest's)")
     args = parser.parse_args(argv)
     if args.command == "manifest":
         refresh_manifest(args.version or manifest()["version"])
+        return 0
+    if args.command == "fontcache":
+        write_fontlist()
+        return 0
+    if args.command == "pins":
+        print("\n".join(cpython_pins()))
         return 0
     folder = fetch()
     wheels = kernel_wheels()
