@@ -211,7 +211,7 @@ def _pip_download(lines: list[str], dest: Path) -> list[Path]:
             raise OSError(f"pip download failed:\n{result.stderr[-2000:]}")
     found = present()
     if None in found:
-        fail(f"no wheel with the pinned hash for {[w[0] for w, f in zip(wanted, found) if f is None]}")
+        fail(f"no wheel with the pinned hash for {[w[0] for w, f in zip(wanted, found, strict=True) if f is None]}")
     return found
 
 

@@ -74,6 +74,10 @@ def explorer_calls(source: str, names: dict[str, str]) -> list[ast.Call]:
             and n.func.id in names and names[n.func.id] != EXPLORERS and n.func.id[:1].isupper()]
 
 
+def imported_by(source: str) -> set[str]:
+    return {a.asname or a.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom) for a in n.names}
+
+
 def literal_arguments(call: ast.Call) -> bool:
     try:
         for arg in [*call.args, *(k.value for k in call.keywords)]:
@@ -188,13 +192,15 @@ def live_notebook(path: Path) -> dict:
             if torch_users:
                 sys.exit(f"{path.name}: {module} imports {sorted(torch_users)}; it cannot run in the browser "
                          f"(drop lesson {path.name[:2]} from LIVE_LESSONS in book/live_notebooks.py)")
-            used.setdefault(module, set()).add(call.func.id)
+            if call.func.id not in imported_by(source):
+                used.setdefault(module, set()).add(call.func.id)
         body.append(cell("markdown", lead_text("".join(before["source"])) if before else "", f"live-{k}-text"))
         body.append(cell("code", source.strip(), f"live-{k}-explorer"))
-    if not used:
+    if not any(c and c["id"].endswith("-explorer") for c in body):
         sys.exit(f"{path.name}: no explorer cells found (calls of classes imported from {EXPLORERS})")
-    imports = "\n".join(f"from {module} import {', '.join(sorted(classes))}" for module, classes in sorted(used.items()))
-    cells.append(cell("code", imports, "live-imports"))
+    if used:  # the classes the explorer cells use without importing them
+        imports = [f"from {module} import {', '.join(sorted(names))}" for module, names in sorted(used.items())]
+        cells.append(cell("code", "\n".join(imports), "live-imports"))
     cells += [c for c in body if c is not None]
     return {"cells": cells, "metadata": KERNEL, "nbformat": 4, "nbformat_minor": 5}
 
@@ -214,11 +220,14 @@ def rendered() -> dict[Path, str]:
     return {OUT / p.name: json.dumps(live_notebook(p), indent=1, ensure_ascii=False) + "\n" for p in lessons()}
 
 
+def _shown(p: Path) -> str:
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+
+
 def stale() -> list[str]:
     want = rendered()
-    problems = [f"{p.relative_to(ROOT)} is out of date" for p, text in want.items()
-                if not p.exists() or p.read_text() != text]
-    problems += [f"{p.relative_to(ROOT)} has no lesson in LIVE_LESSONS" for p in OUT.glob("*.ipynb") if p not in want]
+    problems = [f"{_shown(p)} is out of date" for p, text in want.items() if not p.exists() or p.read_text() != text]
+    problems += [f"{_shown(p)} has no lesson in LIVE_LESSONS" for p in OUT.glob("*.ipynb") if p not in want]
     return problems
 
 
@@ -238,7 +247,7 @@ def main(argv=None) -> int:
             p.unlink()
     for p, text in want.items():
         p.write_text(text)
-        print(f"wrote {p.relative_to(ROOT)}")
+        print(f"wrote {_shown(p)}")
     return 0
 
 

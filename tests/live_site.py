@@ -244,7 +244,7 @@ def run(site: Path) -> dict:
                 page = context.new_page()
                 page.on("request", lambda r: not r.url.startswith(local) and external.append(r.url))
                 page_errors = []
-                page.on("pageerror", lambda e: page_errors.append(str(e)))
+                page.on("pageerror", lambda e, errors=page_errors: errors.append(str(e)))
                 mark, t0 = len(server.sent), time.monotonic()
                 if name.startswith("exercises/"):
                     facts = live_exercise(page, server.base, name.split("/", 1)[1], t0)
