@@ -166,8 +166,9 @@ def live_notebook(path: Path) -> dict:
         "and the text that introduces each). They run in your browser, with nothing installed: "
         "**Run ▸ Run All Cells**, wait for the first figure, then drag a slider or click it and use "
         "the arrow keys.\n\n"
-        f"The first visit downloads Python, NumPy and matplotlib ({FIRST_VISIT} here); later visits "
-        "use the browser's cache. Changes you make are kept in this browser only."), "live-title")]
+        f"The first visit downloads Python, NumPy and matplotlib ({FIRST_VISIT} before the first "
+        "slider works); later visits use the browser's cache. Changes you make are kept in this browser only."),
+        "live-title")]
     used, body = {}, []
     for i, c in enumerate(nb["cells"]):
         if c["cell_type"] != "code":

@@ -10,7 +10,8 @@ is aborted by a route handler (and recorded) and, as a second wall, sent to a de
 every live notebook, in a fresh browser context (an empty cache, as on a first visit): open it,
 Run All, and for every explorer press an arrow key on each slider and click each slider's track,
 timing key press (or click) to new image; screenshots of each explorer go to artifacts/live/.
-On exercises 1 and 3: one answer right and one wrong, both through check(), verdicts read back.
+On exercises 1 and 3: one answer right and one wrong, both through check(), and hint() for the
+wrong one; the outputs read back.
 """
 from __future__ import annotations
 
@@ -187,7 +188,7 @@ def live_notebook(page, base: str, name: str, t0: float) -> dict:
             facts["sliders"].append({"explorer": index, "slider": label, "key": key, "values":
                                      [before, after_key, readout.inner_text().strip()],
                                      "key_ms": key_ms, "click_ms": click_ms})
-        page.evaluate(SCROLL_TO, [index])
+        box.evaluate("b => b.closest('.jp-Cell').scrollIntoView({block: 'start'})")
         page.wait_for_timeout(300)
         shot = ARTIFACTS / f"{stem}-{index}.png"
         page.screenshot(path=str(shot))
@@ -207,6 +208,7 @@ def live_exercise(page, base: str, name: str, t0: float) -> dict:
     where = {c["meta"]["cell"]: i for i, c in enumerate(cells) if c["meta"] and "cell" in c["meta"]}
     page.evaluate(SET_SOURCE, [where[f"{right_q}-answer"], answer])
     page.evaluate(SET_SOURCE, [where[f"{wrong_q}-answer"], wrong])
+    page.evaluate(SET_SOURCE, [where[f"{wrong_q}-check"], f'check("{wrong_q}")\nhint("{wrong_q}")'])
     _run_all(page)
     cells = page.evaluate(CELLS)
     verdicts = {q: cells[where[f"{q}-check"]]["output"].strip() for q in (right_q, wrong_q)}

@@ -224,6 +224,7 @@ def test_exercise_checks_answers_in_the_browser(browsed, name):
     assert right.startswith(f"{f['right']}: Correct"), right
     assert right.split("\n")[0].startswith(f"{f['right']}: Correct") and "Incorrect" not in right
     assert wrong.startswith(f"{f['wrong']}: Incorrect"), wrong
+    assert f"{f['wrong']} hint 1/" in wrong, "hint() prints the first hint"
     assert all(p.exists() for p in f["shots"])
 
 
