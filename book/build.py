@@ -124,14 +124,26 @@ def insert_under_title(nb: dict, text: str) -> None:
     nb["cells"].insert(0, markdown_cell(text, "t5book-header"))
 
 
+def live_href(path: str) -> str | None:
+    """The live site's address (relative to the page) of a published notebook, if it has a live version:
+    a lesson with a live notebook (book/live/notebooks/), or a live exercise (live.EXERCISES)."""
+    folder, name = posixpath.split(path)
+    if folder == "notebooks" and (BOOK / "live" / "notebooks" / name).exists():
+        return f"../live/lab/index.html?path={name}"
+    if folder == "exercises" and name in live.EXERCISES:
+        return f"../live/lab/index.html?path=exercises/{name}"
+    return None
+
+
 def live_link(path: str) -> str:
-    """The line of a lesson page that opens its live notebook (book/live/notebooks/), or ''."""
-    name = posixpath.basename(path)
-    if not (BOOK / "live" / "notebooks" / name).exists():
+    """The launch box's line that opens the page's live notebook, or ''."""
+    href = live_href(path)
+    if href is None:
         return ""
     # Raw HTML: the target is a file of the live site (built after the book), not a page Sphinx knows.
-    href = f"../live/lab/index.html?path={name}"
-    return (f"\n\n**No install:** <a class=\"t5-live-link\" href=\"{href}\">move the sliders live in your browser</a> "
+    what = "move the sliders live in your browser" if path.startswith("notebooks/") else \
+        "answer it live in your browser, with check() and hint()"
+    return (f"\n\n**No install:** <a class=\"t5-live-link\" href=\"{href}\">{what}</a> "
             f"(JupyterLite; the first visit downloads {FIRST_VISIT}, later ones use the browser's cache).")
 
 
@@ -165,7 +177,9 @@ def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict,
             if WIDGET_MIME in data:
                 del data[WIDGET_MIME]
                 explorers += 1
-                cells.append(markdown_cell(f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}\n```",
+                live_note = (f' Or <a class="t5-live-link" href="{live_href(path)}">move the sliders live in your '
+                             'browser</a>, with nothing installed.') if live_href(path) else ""
+                cells.append(markdown_cell(f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}{live_note}\n```",
                                            f"t5book-explorer-{explorers}"))
     nb["cells"] = cells
     insert_under_title(nb, header)

@@ -234,4 +234,7 @@ def test_lesson_pages_link_to_their_live_notebooks(browsed):
         html = (site / "notebooks" / f"{path.stem}.html").read_text()
         assert f'href="../live/lab/index.html?path={path.name}"' in html, path.name
         assert "move the sliders live in your browser" in html and live_notebooks.FIRST_VISIT in html
+    for name in live.EXERCISES:
+        html = (site / "exercises" / name.replace(".ipynb", ".html")).read_text()
+        assert f'href="../live/lab/index.html?path=exercises/{name}"' in html, name
     assert (site / "live" / "lab" / "index.html").exists()
