@@ -133,14 +133,14 @@ def _timed(page, index, action) -> float:
 
 def _open(page, url: str, t0: float) -> dict:
     page.goto(url)
-    page.wait_for_function(APP_READY, timeout=120_000, polling=200)
-    page.wait_for_function(KERNEL_IDLE, timeout=180_000, polling=200)
+    page.wait_for_function(APP_READY, timeout=600_000, polling=500)
+    page.wait_for_function(KERNEL_IDLE, timeout=600_000, polling=500)
     return {"kernel_ready_s": time.monotonic() - t0}
 
 
-def _run_all(page, timeout_s=300):
+def _run_all(page, timeout_s=600):
     page.evaluate(RUN_ALL)
-    page.wait_for_function(ALL_DONE, timeout=timeout_s * 1000, polling=200)
+    page.wait_for_function(ALL_DONE, timeout=timeout_s * 1000, polling=500)
     page.wait_for_timeout(300)
 
 
