@@ -15,6 +15,9 @@
    solutions/ is never read. Relative links to repository files that are not pages become links
    to the repository (repository.url in book/_config.yml, the one setting for all of these).
 2. Run Jupyter Book on OUT/src with warnings as errors; the site is OUT/html.
+3. Build the live part into OUT/html/live (book/live.py: JupyterLite with the pinned, hash-checked
+   Pyodide, the live notebooks of book/live/notebooks/ and exercises 1 and 3). Each lesson page with
+   a live notebook links to it. --no-live skips this step.
 
 Exits non-zero (with Sphinx's message) on any warning, so the build is either clean or failed.
 """
@@ -32,6 +35,10 @@ import time
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import live  # noqa: E402 (book/live.py, beside this file)
+from live_notebooks import FIRST_VISIT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -117,11 +124,34 @@ def insert_under_title(nb: dict, text: str) -> None:
     nb["cells"].insert(0, markdown_cell(text, "t5book-header"))
 
 
+def live_href(path: str) -> str | None:
+    """The live site's address (relative to the page) of a published notebook, if it has a live version:
+    a lesson with a live notebook (book/live/notebooks/), or a live exercise (live.EXERCISES)."""
+    folder, name = posixpath.split(path)
+    if folder == "notebooks" and (BOOK / "live" / "notebooks" / name).exists():
+        return f"../live/lab/index.html?path={name}"
+    if folder == "exercises" and name in live.EXERCISES:
+        return f"../live/lab/index.html?path=exercises/{name}"
+    return None
+
+
+def live_link(path: str) -> str:
+    """The launch box's line that opens the page's live notebook, or ''."""
+    href = live_href(path)
+    if href is None:
+        return ""
+    # Raw HTML: the target is a file of the live site (built after the book), not a page Sphinx knows.
+    what = "move the sliders live in your browser" if path.startswith("notebooks/") else \
+        "answer it live in your browser, with check() and hint()"
+    return (f"\n\n**No install:** <a class=\"t5-live-link\" href=\"{href}\">{what}</a> "
+            f"(JupyterLite; the first visit downloads {FIRST_VISIT}, later ones use the browser's cache).")
+
+
 def launch_box(cfg: dict, path: str, what: str) -> str:
     colab, binder = launch_links(cfg, path)
     return (f"```{{container}} t5-launch\n**Run this {what}:** [open in Colab]({colab}) · [launch Binder]({binder}). "
             f"This page shows its stored outputs; sliders and `check()` work in the running notebook. "
-            f"In Colab, run [the setup cell](../instructor.md#colab-and-binder) first.\n```")
+            f"In Colab, run [the setup cell](../instructor.md#colab-and-binder) first.{live_link(path)}\n```")
 
 
 def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict, header: str,
@@ -147,7 +177,9 @@ def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict,
             if WIDGET_MIME in data:
                 del data[WIDGET_MIME]
                 explorers += 1
-                cells.append(markdown_cell(f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}\n```",
+                live_note = (f' Or <a class="t5-live-link" href="{live_href(path)}">move the sliders live in your '
+                             'browser</a>, with nothing installed.') if live_href(path) else ""
+                cells.append(markdown_cell(f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}{live_note}\n```",
                                            f"t5book-explorer-{explorers}"))
     nb["cells"] = cells
     insert_under_title(nb, header)
@@ -217,6 +249,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "book",
                         help="output folder: OUT/src is the staged book, OUT/html the site (default: build/book)")
+    parser.add_argument("--no-live", action="store_true", help="build the book only, without its live part")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     cfg = config()
@@ -238,6 +271,12 @@ def main(argv=None) -> int:
     explorers = sum(c["explorers"] for c in counts.values())
     print(f"book: {len(counts)} notebooks ({explorers} explorers as static images) + instructor page; "
           f"staged in {staged - start:.1f} s, built in {time.monotonic() - staged:.1f} s -> {html}/index.html")
+    if args.no_live:
+        return 0
+    facts = live.build(html, out / "live-work")
+    print(f"live: {facts['notebooks']} live notebooks + {facts['exercises']} exercises, {facts['packages']} "
+          f"packages in the Pyodide lock (Pyodide from {facts['source']}); {facts['mb']:.0f} MB in {facts['files']} "
+          f"files, built in {facts['seconds']:.1f} s -> {html}/live/lab/index.html")
     return 0
 
 

@@ -237,10 +237,18 @@ def broken_internal_links(site: Path) -> list[str]:
     return broken
 
 
+# JupyterLite's own files in the live part (its app, extensions, Pyodide): not course text. What the
+# course adds there (live/files, live/api: the notebooks) is read like every page.
+LITE_OWN = ("build", "extensions", "static", "pypi")
+
+
 def site_texts(site: Path):
     """(relative path, text) of every text file of the site; HTML as its visible text."""
     for path in sorted(site.rglob("*")):
         if not path.is_file() or path.suffix in (".png", ".jpg", ".gif", ".woff", ".woff2", ".ttf", ".inv", ".ico"):
+            continue
+        parts = path.relative_to(site).parts
+        if len(parts) > 2 and parts[0] == "live" and parts[1] in LITE_OWN:
             continue
         raw = path.read_text(errors="replace")
         if path.suffix == ".html":

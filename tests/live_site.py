@@ -1,0 +1,302 @@
+"""Drive the live part of the built site (JupyterLite + Pyodide) in headless Chromium, offline.
+
+Used by tests/test_live.py. Kept apart from the test so it can also be run by hand:
+
+    python tests/live_site.py [SITE]   # builds the site if no SITE (build/book/html) is given; prints a report
+
+The site is served on 127.0.0.1 by a small HTTP server in this process, which also counts the
+bytes it sends (the first visit's download). Chromium reaches it directly; every other request
+is aborted by a route handler (and recorded) and, as a second wall, sent to a dead proxy. For
+every live notebook, in a fresh browser context (an empty cache, as on a first visit): open it,
+Run All, and for every explorer press an arrow key on each slider and click each slider's track,
+timing key press (or click) to new image; screenshots of each explorer go to artifacts/live/.
+On exercises 1 and 3: one answer right and one wrong, both through check(), and hint() for the
+wrong one; the outputs read back.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import re
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+from browser import CHROMIUM, CHROMIUM_ARGS, percentile
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts" / "live"
+LIVE_NOTEBOOKS = ROOT / "book" / "live" / "notebooks"
+OFFLINE_ARGS = CHROMIUM_ARGS + ["--proxy-server=http://127.0.0.1:9", "--dns-prefetch-disable"]
+VIEWPORT = {"width": 1400, "height": 900}
+# One right answer (the solution's code for the first question) and one wrong, per live exercise.
+EXERCISES = {"01_unscaled_scores.ipynb": ("q1", "q2", 'answer_q2 = ["C"]'),
+             "03_relative_position_buckets.ipynb": ("q1", "q2", "n = 20\nanswer_q2 = 0")}
+
+
+class _CountingHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
+                      ".mjs": "text/javascript", ".js": "text/javascript", ".json": "application/json"}
+    sent = None  # a shared list of (path, bytes)
+
+    def log_message(self, *args):
+        pass
+
+    def copyfile(self, source, outputfile):
+        data = source.read()
+        outputfile.write(data)
+        self.sent.append((self.path, len(data)))
+
+
+class LiveServer:
+    """The built site over HTTP on 127.0.0.1, counting bytes sent; a context manager."""
+
+    def __init__(self, site: Path):
+        self.sent = []
+        handler = functools.partial(type("H", (_CountingHandler,), {"sent": self.sent}), directory=str(site))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def bytes_since(self, mark: int) -> int:
+        return sum(n for _, n in self.sent[mark:])
+
+
+APP_READY = ("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
+             "&& window.jupyterapp.shell.currentWidget.sessionContext "
+             "&& window.jupyterapp.shell.currentWidget.sessionContext.session "
+             "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel")
+KERNEL_IDLE = ("() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
+               " return k && k.status === 'idle'; }")
+RUN_ALL = "async () => { await window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
+ALL_DONE = """() => {
+  const nb = window.jupyterapp.shell.currentWidget;
+  const kernel = nb.sessionContext.session && nb.sessionContext.session.kernel;
+  if (!kernel || kernel.status !== 'idle') return false;
+  const cells = nb.content.widgets.filter(c => c.model.type === 'code' && c.model.sharedModel.getSource().trim());
+  return cells.length > 0 && cells.every(c => c.model.executionCount !== null);
+}"""
+ERRORS = """() => Array.from(document.querySelectorAll(
+  '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], ' +
+  '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]'
+)).map(e => e.innerText.slice(0, 500))"""
+EXPLORER_CALLS = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .filter(c => c.model.type === 'code' && /^[A-Z]\\w*\\(|\\n[a-z_]+$/.test(c.model.sharedModel.getSource().trim()))
+  .length"""
+SCROLL_TO = """async ([index]) => {
+  const box = document.querySelectorAll('.t5lesson-explorer')[index];
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  const cell = nb.widgets.findIndex(w => w.node === box.closest('.jp-Cell'));
+  nb.activeCellIndex = cell;
+  await nb.scrollToItem(cell, 'start');
+}"""
+IMAGE_LOADED = """([index]) => {
+  const img = document.querySelectorAll('.t5lesson-explorer')[index].querySelector('.t5lesson-figure');
+  return !!img && img.complete && img.naturalWidth > 0;
+}"""
+WATCH = """([index]) => {
+  const box = document.querySelectorAll('.t5lesson-explorer')[index];
+  const img = box.querySelector('.t5lesson-figure');
+  window.__t5 = {changed: null, input: null, start: performance.now()};
+  const input = () => { if (window.__t5.input === null) window.__t5.input = performance.now(); };
+  box.addEventListener('keydown', input, {capture: true, once: true});
+  box.addEventListener('mousedown', input, {capture: true, once: true});
+  new MutationObserver((m, obs) => { window.__t5.changed = performance.now(); obs.disconnect(); })
+    .observe(img, {attributes: true, attributeFilter: ['src']});
+}"""
+SET_SOURCE = """([index, source]) => {
+  window.jupyterapp.shell.currentWidget.content.widgets[index].model.sharedModel.setSource(source);
+}"""
+CELLS = """() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => ({
+  type: c.model.type, source: c.model.sharedModel.getSource(),
+  meta: (c.model.getMetadata && c.model.getMetadata('t5lesson')) || null,
+  output: c.model.type === 'code' ? c.node.querySelector('.jp-OutputArea') ?.innerText || '' : ''}))"""
+LINKS = "() => Array.from(document.querySelectorAll('.jp-RenderedMarkdown a[href]')).map(a => a.href)"
+
+
+def _timed(page, index, action) -> float:
+    page.evaluate(WATCH, [index])
+    action()
+    page.wait_for_function("() => window.__t5.changed !== null", timeout=30_000)
+    return page.evaluate("() => window.__t5.changed - (window.__t5.input ?? window.__t5.start)")
+
+
+def _open(page, url: str, t0: float) -> dict:
+    page.goto(url)
+    page.wait_for_function(APP_READY, timeout=600_000, polling=500)
+    page.wait_for_function(KERNEL_IDLE, timeout=600_000, polling=500)
+    return {"kernel_ready_s": time.monotonic() - t0}
+
+
+def _run_all(page, timeout_s=600):
+    page.evaluate(RUN_ALL)
+    page.wait_for_function(ALL_DONE, timeout=timeout_s * 1000, polling=500)
+    page.wait_for_timeout(300)
+
+
+def live_notebook(page, base: str, name: str, t0: float) -> dict:
+    """Open one live notebook, Run All, key and click every slider of every explorer; a dict of facts."""
+    facts = _open(page, f"{base}live/lab/index.html?path={name}", t0)
+    _run_all(page)
+    facts["run_all_s"] = time.monotonic() - t0
+    facts.update(errors=page.evaluate(ERRORS), links=page.evaluate(LINKS), sliders=[], shots=[])
+    count = page.locator(".t5lesson-explorer").count()
+    facts["explorers"] = count
+    stem = Path(name).stem
+    for index in range(count):
+        box = page.locator(".t5lesson-explorer").nth(index)
+        page.evaluate(SCROLL_TO, [index])
+        page.wait_for_function(IMAGE_LOADED, arg=[index], timeout=60_000)
+        for s in range(box.locator(".widget-slider").count()):
+            slider = box.locator(".widget-slider").nth(s)
+            label = slider.locator(".widget-label").first.inner_text().strip()
+            readout = slider.locator(".widget-readout").first
+            before = readout.inner_text().strip()
+            handle = slider.locator(".noUi-handle").first
+            key = "ArrowLeft" if handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax") \
+                else "ArrowRight"
+
+            def press(handle=handle, key=key):
+                handle.focus()
+                page.keyboard.press(key)
+
+            key_ms = _timed(page, index, press)
+            if "first_slider_s" not in facts:
+                facts["first_slider_s"] = time.monotonic() - t0
+            after_key = readout.inner_text().strip()
+            track = slider.locator(".noUi-target").first
+            bounds = track.bounding_box()
+            handle_box = handle.bounding_box()
+            # Click the track away from the handle: the quarter of the track farther from it.
+            far_left = handle_box["x"] + handle_box["width"] / 2 > bounds["x"] + bounds["width"] / 2
+            x = bounds["width"] * (0.2 if far_left else 0.8)
+
+            def click(track=track, x=x, bounds=bounds):
+                track.click(position={"x": x, "y": bounds["height"] / 2})
+
+            click_ms = _timed(page, index, click)
+            facts["sliders"].append({"explorer": index, "slider": label, "key": key, "values":
+                                     [before, after_key, readout.inner_text().strip()],
+                                     "key_ms": key_ms, "click_ms": click_ms})
+        box.evaluate("b => b.closest('.jp-Cell').scrollIntoView({block: 'start'})")
+        page.wait_for_timeout(300)
+        shot = ARTIFACTS / f"{stem}-{index}.png"
+        page.screenshot(path=str(shot))
+        facts["shots"].append(shot)
+    return facts
+
+
+def live_exercise(page, base: str, name: str, t0: float) -> dict:
+    """Exercise `name` in the live site: one answer right, one wrong, through check(); the verdicts."""
+    right_q, wrong_q, wrong = EXERCISES[name]
+    solution = json.loads((ROOT / "solutions" / name).read_text())
+    answer = next("".join(c["source"]) for c in solution["cells"]
+                  if c.get("metadata", {}).get("t5lesson", {}).get("cell") == f"{right_q}-answer")
+    answer = re.sub(r"### (BEGIN|END) SOLUTION\n?", "", answer)
+    facts = _open(page, f"{base}live/lab/index.html?path=exercises/{name}", t0)
+    cells = page.evaluate(CELLS)
+    where = {c["meta"]["cell"]: i for i, c in enumerate(cells) if c["meta"] and "cell" in c["meta"]}
+    page.evaluate(SET_SOURCE, [where[f"{right_q}-answer"], answer])
+    page.evaluate(SET_SOURCE, [where[f"{wrong_q}-answer"], wrong])
+    page.evaluate(SET_SOURCE, [where[f"{wrong_q}-check"], f'check("{wrong_q}")\nhint("{wrong_q}")'])
+    _run_all(page)
+    cells = page.evaluate(CELLS)
+    verdicts = {q: cells[where[f"{q}-check"]]["output"].strip() for q in (right_q, wrong_q)}
+    page.evaluate("async ([i]) => { const nb = window.jupyterapp.shell.currentWidget.content;"
+                  " nb.activeCellIndex = i; await nb.scrollToItem(i, 'start'); }", [where[f"{right_q}-answer"]])
+    page.wait_for_timeout(300)
+    shot = ARTIFACTS / f"exercise-{Path(name).stem}.png"
+    page.screenshot(path=str(shot))
+    facts.update(right=right_q, wrong=wrong_q, verdicts=verdicts, shots=[shot], errors=page.evaluate(ERRORS))
+    return facts
+
+
+def run(site: Path) -> dict:
+    """Every live notebook and exercise, each in a fresh browser context; {name: facts} plus 'external'."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    out, external = {}, []
+    names = [p.name for p in sorted(LIVE_NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
+    with LiveServer(site) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=OFFLINE_ARGS, headless=True)
+        local = (server.base, "data:", "blob:", "about:")
+        try:
+            for name in names + [f"exercises/{n}" for n in EXERCISES]:
+                context = browser.new_context(viewport=VIEWPORT)  # empty cache and storage: a first visit
+
+                def route(r):
+                    if r.request.url.startswith(local):
+                        r.continue_()
+                    else:
+                        external.append(r.request.url)
+                        r.abort("blockedbyclient")
+
+                context.route("**/*", route)
+                page = context.new_page()
+                page.on("request", lambda r: not r.url.startswith(local) and external.append(r.url))
+                page_errors = []
+                page.on("pageerror", lambda e, errors=page_errors: errors.append(str(e)))
+                mark, t0 = len(server.sent), time.monotonic()
+                if name.startswith("exercises/"):
+                    facts = live_exercise(page, server.base, name.split("/", 1)[1], t0)
+                else:
+                    facts = live_notebook(page, server.base, name, t0)
+                facts.update(downloaded_mb=server.bytes_since(mark) / 1e6, page_errors=page_errors)
+                out[name] = facts
+                context.close()
+        finally:
+            browser.close()
+    out["external"] = sorted(set(external))
+    return out
+
+
+def latencies(out: dict, kind: str) -> list[float]:
+    return [s[kind] for name, f in out.items() if name != "external" for s in f.get("sliders", [])]
+
+
+def report(out: dict, site: Path) -> str:
+    files = [p for p in (site / "live").rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files) / 1e6
+    lines = [f"live site: {size:.1f} MB in {len(files)} files (site/live)", "",
+             f"{'page':<44} {'MB':>5} {'kernel s':>8} {'run all s':>9} {'1st slider s':>12} {'explorers':>9}"]
+    for name, f in out.items():
+        if name == "external":
+            continue
+        lines.append(f"{name:<44} {f['downloaded_mb']:>5.1f} {f['kernel_ready_s']:>8.1f} "
+                     f"{f.get('run_all_s', float('nan')):>9.1f} {f.get('first_slider_s', float('nan')):>12.1f} "
+                     f"{f.get('explorers', 0):>9}")
+    for name, f in out.items():
+        for s in (f.get("sliders", []) if name != "external" else []):
+            lines.append(f"  {name} explorer {s['explorer']} {s['slider']!r}: key {s['key']} {s['key_ms']:.0f} ms, "
+                         f"click {s['click_ms']:.0f} ms, values {' -> '.join(s['values'])}")
+        if name != "external" and "verdicts" in f:
+            lines += [f"  {name} {q}: {v}" for q, v in f["verdicts"].items()]
+    keys, clicks = latencies(out, "key_ms"), latencies(out, "click_ms")
+    both = keys + clicks
+    lines.append(f"key press to new image over {len(keys)} presses: median {statistics.median(keys):.0f} ms, "
+                 f"p95 {percentile(keys, 95):.0f} ms; with {len(clicks)} track clicks: median "
+                 f"{statistics.median(both):.0f} ms, p95 {percentile(both, 95):.0f} ms")
+    lines.append(f"requests leaving the machine (all blocked): {out['external'] or 'none'}")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    site = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build" / "book" / "html"
+    result = run(site)
+    text = report(result, site)
+    (ARTIFACTS / "report.txt").write_text(text)
+    print(text)
+    for name, f in result.items():
+        if name != "external" and (f.get("errors") or f.get("page_errors")):
+            print(name, "errors:", f.get("errors"), f.get("page_errors"))

