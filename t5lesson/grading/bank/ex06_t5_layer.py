@@ -1,13 +1,14 @@
-"""Exercise 06: build T5 self-attention as a PyTorch module; cross-attention, the cached bias, padding.
+"""Exercise 06: build T5 attention as a PyTorch module: self-attention and cross-attention, the cached bias, padding.
 
 Notebook: solutions/06_t5_layer.ipynb (source), exercises/06_t5_layer.ipynb (generated).
 Keys are salted hashes; recompute one with `python -m t5lesson.grading.questions hash QUESTION ANSWER`.
 
 Question 4 grades a class, `MyT5Attention`, with `ModuleCode`
 (`t5lesson.grading.module_code`): the learner's module is built and run inside their kernel on
-the hidden cases of `t5_layer_cases` (encoder, right and left padding, cached decoding, a
-second layer reusing layer 0's bias, large logits, the initialisation) and only the arrays it
-returns come out; the grader compares them with transformers' `T5Attention`, loaded with the
+the hidden cases of `t5_layer_cases` (encoder, right and left padding, a long decoder, cached
+decoding, a second layer reusing layer 0's bias, large logits, the initialisation, and
+cross-attention over encoder states, which lesson 6 does not build: half of the credit) and
+only the arrays it returns come out; the grader compares them with transformers' `T5Attention`, loaded with the
 same weights, in its own process, and names the classic mistakes it recognises.
 """
 from __future__ import annotations
@@ -20,10 +21,18 @@ from . import t5_layer_cases as layer_cases
 __all__ = ["EXERCISE"]
 
 _CASES = f"{layer_cases.__name__}"
+# transformers' T5 attention and every model that copies it (all of each module: the layers, the bucket
+# function, the attention functions), and the course's own layer, bias and reference code.
+_T5_COPIES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "udop", "pop2piano", "pix2struct")
+_BLOCKED = (
+    *(f"transformers.models.{name}.modeling_{name}:*" for name in _T5_COPIES),
+    "t5lesson.layer:*", "t5lesson.bias:*", "t5lesson.reference:*", "t5lesson.lessons.layer_build:*",
+    "t5lesson.scores:attention", "t5lesson.scores:attention_scores", f"{_CASES}:*",
+)
 
 EXERCISE = Exercise(
     id=id_of_module(__name__),
-    title="Exercise 6: a T5 self-attention layer in PyTorch",
+    title="Exercise 6: a T5 attention layer in PyTorch",
     questions=(
         MultipleChoice(
             id="q1", points=2, objectives=(7,), name="answer_q1",
@@ -74,18 +83,17 @@ EXERCISE = Exercise(
             name="MyT5Attention",
             reference=f"{_CASES}:reference_case", diagnose=f"{_CASES}:diagnose", shows=f"{_CASES}:shows",
             what="transformers' T5Attention", cases=layer_cases.cases(), case_timeout=5.0,
-            blocked=("t5lesson.layer:T5SelfAttention.forward", "t5lesson.layer:RelativePositionBias.forward",
-                     "t5lesson.bias:relative_bias", "t5lesson.scores:attention", "t5lesson.scores:attention_scores",
-                     "t5lesson.reference:t5_attention", "t5lesson.reference:reference_attention",
-                     f"{_CASES}:reference_case", f"{_CASES}:simulate", f"{_CASES}:_forward",
-                     "transformers.models.t5.modeling_t5:T5Attention.compute_bias",
-                     "transformers.models.t5.modeling_t5:eager_attention_forward"),
+            case_weights=layer_cases.case_weights(), supporting=layer_cases.SUPPORTING,
+            blocked=_BLOCKED,
             hints=(
-                "run the step-by-step check below the class: the first step that differs is where to look.",
+                "run the step-by-step check below the class: the first step that differs is where to look (it "
+                "checks self-attention; for cross-attention, ask where its keys come from and which masks apply).",
                 "scores = q @ k^T with no 1/sqrt(d_kv); the bias is table[bucket(key - query)], with the queries at "
                 "positions query_offset, query_offset + 1, ...; a decoder uses bidirectional=False.",
                 "a key is allowed when it passes the causal mask (decoder) AND its attention_mask is 1; with a cache, "
-                "query_offset is the number of cached keys, and the new keys go after the cached ones.",
+                "query_offset is the number of cached keys, and the new keys go after the cached ones. With "
+                "key_value_states, k and v are projections of those states: no bias, no causal mask, the encoder's "
+                "attention_mask, and a cache that holds them as they are.",
             ),
         ),
         FreeText(
