@@ -129,6 +129,8 @@ class T5Layer(nn.Module):
             else:
                 k, v = torch.cat([k, past_key_value[0]], dim=2), torch.cat([v, past_key_value[1]], dim=2)
         q_len, k_len = q.shape[2], k.shape[2]
+        if not self.CACHE and attention_mask is not None and not cross:  # the mask of the keys it has
+            attention_mask = attention_mask[:, -k_len:]
         if position_bias is None or not self.SHARED_BIAS:
             if self.has_relative_bias and not cross:
                 position_bias = self.compute_bias(q_len, k_len, past_len if self.QUERY_OFFSET else 0)
