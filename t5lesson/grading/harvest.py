@@ -205,6 +205,8 @@ def _functions(obj, seen):
 def _members(module, path):
     """What a target names: "Class.method" one attribute, "Class.*" every function of a class,
     "*" every function and class defined in the module."""
+    if path == "*" and isinstance(module, type):
+        return list(vars(module).items())
     if path == "*":
         return [(name, value) for name, value in vars(module).items()
                 if getattr(value, "__module__", None) == module.__name__]
