@@ -3,6 +3,9 @@
     python benchmarks/grade_class.py                  # 100 submissions (a few minutes on 2 cores)
     python benchmarks/grade_class.py --count 1000     # the same at 1,000 (about ten times longer)
     python benchmarks/grade_class.py --shards 4       # also grade as 4 shards in turn, then merge
+    python benchmarks/grade_class.py --exercise 06 --count 30 --against OLD_CHECKOUT
+        # exercise 6 (the module question), graded by this checkout and by OLD_CHECKOUT's grader
+        # (e.g. `git archive REV | tar -x -C OLD_CHECKOUT`) in one run, the same submissions
 
 The submissions are the exercise-01 solution, a partly right one and a blank one, in turn
 (tests/grading/synthetic_class.py makes them). The grader runs exactly as an instructor runs
@@ -30,13 +33,30 @@ sys.path.insert(0, str(ROOT / "tests" / "grading"))
 from synthetic_class import copies  # noqa: E402
 
 
-def _grade(args: list[str], isolation: str) -> float:
+def _grade(args: list[str], isolation: str, root: Path = ROOT) -> float:
     start = time.monotonic()
     command = [sys.executable, "-m", "t5lesson.grading.grade", *args, "--quiet", "--isolation", isolation]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    env = dict(os.environ, PYTHONPATH=str(root))  # the grader (and its kernels' t5lesson) of that checkout
+    result = subprocess.run(command, cwd=root, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         raise SystemExit(f"the grader failed:\n{result.stderr}")
     return time.monotonic() - start
+
+
+def exercise6_copies(folder: Path, count: int) -> None:
+    """`count` submissions of exercise 6: the solution, one with the padding mask left out, and the blank
+    exercise, in turn."""
+    import nbformat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    solution = nbformat.read(ROOT / "solutions" / "06_t5_layer.ipynb", as_version=4)
+    partial = nbformat.read(ROOT / "solutions" / "06_t5_layer.ipynb", as_version=4)
+    [cell] = [c for c in partial.cells if c.metadata.get("t5lesson", {}).get("cell") == "q4-answer"]
+    cell.source = cell.source.replace("allowed = allowed & attention_mask.bool()",
+                                      "allowed = allowed | attention_mask.bool()")  # padding not masked
+    blank = nbformat.read(ROOT / "exercises" / "06_t5_layer.ipynb", as_version=4)
+    for i in range(count):
+        nbformat.write((solution, partial, blank)[i % 3], folder / f"student{i:03d}.ipynb")
 
 
 def _hours(seconds: float) -> str:
@@ -62,13 +82,25 @@ def main(argv=None) -> int:
                         help="as the grader's option (auto refuses where kernels cannot be isolated)")
     parser.add_argument("--target", type=float, default=25.0,
                         help="submissions per minute; exit 1 when slower (default 25: 50 in two minutes)")
+    parser.add_argument("--exercise", choices=("03", "06"), default="03",
+                        help="03: the synthetic class of exercise 3; 06: exercise 6's module question")
+    parser.add_argument("--against", type=Path, help="another checkout whose grader grades the same submissions, "
+                                                     "right after this one's")
     args = parser.parse_args(argv)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.TemporaryDirectory() as tmp:
         folder, out = Path(tmp) / "submissions", Path(tmp) / "report"
-        copies(folder, args.count)
+        if args.exercise == "06":
+            exercise6_copies(folder, args.count)
+        else:
+            copies(folder, args.count)
         seconds = _grade([str(folder), "--out", str(out)], args.isolation)
+        against = None
+        if args.against:
+            other = Path(tmp) / "against"
+            against = _grade([str(folder), "--out", str(other)], args.isolation, root=args.against.resolve())
+            old_rows = list(csv.DictReader(io.StringIO((other / "gradebook.csv").read_text())))
         rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
         isolation = next(line for line in (out / "summary.md").read_text().splitlines() if "isolation" in line)
         shard_lines = []
@@ -91,6 +123,11 @@ def main(argv=None) -> int:
     print(f"graded {len(rows)} submissions in {seconds:.1f} s on {cores} cores (load average at start {load:.1f}): "
           f"{rate:.1f} submissions per minute, {seconds / len(rows):.2f} s each (wall, start-up included); "
           f"totals {totals}; status {statuses}; {isolation.strip('- ')}")
+    if against is not None:
+        old_rate = len(old_rows) * 60 / against
+        old_totals = sorted({r["total"] for r in old_rows})
+        print(f"{args.against}: {len(old_rows)} submissions in {against:.1f} s: {old_rate:.1f} per minute; "
+              f"this checkout is {rate / old_rate:.2f} times as fast (totals there {old_totals})")
     for line in shard_lines + projection(rate, args.class_size):
         print(line)
     ok = len(rows) == args.count and statuses == ["graded"] and rate >= args.target

@@ -79,8 +79,8 @@ def points_without(cases):
 
 @pytest.mark.parametrize("flags, cases, words", [
     ({"sqrt_d": True}, {4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15}, "divided by sqrt(d_kv)"),
-    ({"bias_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, "the bias is subtracted"),
-    ({"offset_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, "query − key"),
+    ({"bias_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "the bias is subtracted"),
+    ({"offset_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "query − key"),
     ({"padding": False}, {5, 7, 13, 14, 15}, "with left padding, row 0 attends to a padded key"),
     ({"query_offset": False}, {9, 10}, "as if the new token were at position 0"),
 ], ids=["sqrt_d", "bias_sign", "offset_sign", "padding", "query_offset"])
@@ -277,15 +277,15 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
                                                  jobs=2)}
     outcomes = {student: {o.question: o for o in g.outcomes} for student, g in graded.items()}
     q4 = {student: o["q4"] for student, o in outcomes.items()}
-    assert q4["no_padding"].points == pytest.approx(points_without({5, 7, 13, 14, 15}), abs=0.01)
+    assert q4["no_padding"].points == pytest.approx(points_without({5, 7}), abs=0.01)  # self-attention's mask
     assert q4["no_offset"].points == pytest.approx(points_without({9, 10}), abs=0.01)
     assert "with left padding, row 0 attends to a padded key" in q4["no_padding"].message
     assert "as if the new token were at position 0" in q4["no_offset"].message
     feedback = (tmp_path / "report" / "feedback" / "no_padding.md").read_text()
-    assert "q4: Partly correct: 11 of 16 cases right." in feedback
+    assert "q4: Partly correct: 14 of 16 cases right." in feedback
     assert sum(outcomes["hangs"][q].points for q in ("q1", "q2", "q3")) == 4, graded["hangs"]
     assert q4["hangs"].points == 0
-    assert q4["cheat"].points == pytest.approx(3.0, abs=0.01)  # only the cross-attention half: no bias there
+    assert q4["cheat"].points == pytest.approx(points_without(set(range(2, 13))), abs=0.01)  # no bias: cross only
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "## The blocked reference was called" in summary
     assert "- `cheat`, q4: t5lesson.reference:reference_bucket" in summary and "no_padding" not in summary
