@@ -98,6 +98,7 @@ def main(argv=None) -> int:
         seconds = _grade([str(folder), "--out", str(out)], args.isolation)
         against = None
         if args.against:
+            print(f"this checkout: {args.count} submissions in {seconds:.1f} s", flush=True)
             other = Path(tmp) / "against"
             against = _grade([str(folder), "--out", str(other)], args.isolation, root=args.against.resolve())
             old_rows = list(csv.DictReader(io.StringIO((other / "gradebook.csv").read_text())))
