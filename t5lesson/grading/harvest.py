@@ -139,7 +139,7 @@ def call_cases(function, cases, timeout):
                 value = function(*args, **kwargs)
                 hits = getattr(sys, HITS_ATTRIBUTE, [])[before:]
                 if hits:  # the reference was called (and the refusal caught): no credit for this case
-                    raise RuntimeError(f"the reference implementation ({hits[0]}) {BLOCKED_MESSAGE}")
+                    raise RuntimeError(f"the reference implementation {BLOCKED_MESSAGE} ({hits[0]})")
                 results.append({"ok": to_plain(value)})
             finally:
                 if use_alarm:
@@ -166,7 +166,7 @@ def _refusing_code(target, freevars=()):
     """A code object that notes the call (in `sys`, the one place every module's code can reach)
     and raises; with as many free variables as `freevars`, so that it can also replace the code
     of a closure, such as the wrapper a decorator returns."""
-    message = f"the reference implementation ({target}) {BLOCKED_MESSAGE}"
+    message = f"the reference implementation {BLOCKED_MESSAGE} ({target})"
     names = [f"_free{i}" for i in range(len(freevars))]
     lines = [f"__import__('sys').__dict__.setdefault({HITS_ATTRIBUTE!r}, []).append({target!r})",
              f"raise RuntimeError({message!r})"]
@@ -219,6 +219,16 @@ def _members(module, path):
     return [(parts[-1], (vars(obj).get(parts[-1]) if isinstance(obj, type) else None) or getattr(obj, parts[-1], None))]
 
 
+def target_functions(module, path, seen=None):
+    """The Python functions a target "module:path" blocks (see `_members`), classes method by method."""
+    seen = set() if seen is None else seen
+    found = []
+    for _, member in _members(module, path):
+        members = _members(member, "*") if isinstance(member, type) and path == "*" else []
+        found += _functions(member, seen) + [f for _, m in members for f in _functions(m, seen)]
+    return found
+
+
 def blocking(targets):
     """Make the reference implementations unusable; return a function that undoes it.
 
@@ -238,13 +248,11 @@ def blocking(targets):
         module = sys.modules[module_name]
         if module is None or not path:
             continue
-        for name, member in _members(module, path):
-            members = _members(member, "*") if isinstance(member, type) and path == "*" else []
-            for function in _functions(member, seen) + [f for _, m in members for f in _functions(m, seen)]:
-                code = function.__code__
-                where = f"{module_name}:{getattr(function, '__qualname__', name)}"
-                function.__code__ = _refusing_code(where, code.co_freevars)
-                undo.append(lambda f=function, c=code: setattr(f, "__code__", c))
+        for function in target_functions(module, path, seen):
+            code = function.__code__
+            where = f"{module_name}:{getattr(function, '__qualname__', '?')}"
+            function.__code__ = _refusing_code(where, code.co_freevars)
+            undo.append(lambda f=function, c=code: setattr(f, "__code__", c))
 
     def restore():
         for step in reversed(undo):

@@ -127,7 +127,7 @@ def reference_hits(graded: list[Graded]) -> list[tuple[str, str, str]]:
     """(student, question, what) for every answer that called a blocked reference implementation."""
     from .harvest import BLOCKED_MESSAGE
 
-    found = re.compile(r"the reference implementation \(([^()]{1,200})\) " + re.escape(BLOCKED_MESSAGE))
+    found = re.compile(r"the reference implementation " + re.escape(BLOCKED_MESSAGE) + r" \(([^()]{1,200})\)")
     return [(g.student, o.question, ", ".join(sorted(set(found.findall(o.message)))))
             for g in sorted(graded, key=lambda g: g.student) for o in g.outcomes if found.search(o.message)]
 

@@ -115,7 +115,8 @@ def test_transformers_layer_behind_a_decorator_is_blocked_and_flagged():
 
     outcome = score(Cheat)
     assert outcome.points == 0, outcome.message
-    assert f"modeling_t5:T5Attention._relative_position_bucket) {harvest.BLOCKED_MESSAGE}" in outcome.message
+    assert f"{harvest.BLOCKED_MESSAGE} (transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket)" \
+        in outcome.message
     rel = torch.arange(3)[None, :] - torch.arange(3)[:, None]
     assert modeling_t5.T5Attention._relative_position_bucket(rel).shape == (3, 3)  # restored afterwards
 
