@@ -1,13 +1,14 @@
-"""Exercise 06: build T5 self-attention as a PyTorch module; cross-attention, the cached bias, padding.
+"""Exercise 06: build T5 attention as a PyTorch module: self-attention and cross-attention, the cached bias, padding.
 
 Notebook: solutions/06_t5_layer.ipynb (source), exercises/06_t5_layer.ipynb (generated).
 Keys are salted hashes; recompute one with `t5grade hash QUESTION ANSWER`.
 
 Question 4 grades a class, `MyT5Attention`, with `ModuleCode`
 (`t5lesson.grading.questions.module`): the learner's module is built and run inside their kernel on
-the hidden cases of `t5_layer_cases` (encoder, right and left padding, cached decoding, a
-second layer reusing layer 0's bias, large logits, the initialisation) and only the arrays it
-returns come out; the grader compares them with transformers' `T5Attention`, loaded with the
+the hidden cases of `t5_layer_cases` (encoder, right and left padding, a long decoder, cached
+decoding, a second layer reusing layer 0's bias, large logits, the initialisation, and
+cross-attention over encoder states, which lesson 6 does not build: half of the credit) and
+only the arrays it returns come out; the grader compares them with transformers' `T5Attention`, loaded with the
 same weights, in its own process, and names the classic mistakes it recognises.
 """
 from __future__ import annotations
@@ -20,53 +21,61 @@ from . import t5_layer_cases as layer_cases
 __all__ = ["EXERCISE"]
 
 _CASES = f"{layer_cases.__name__}"
+# transformers' T5 attention and every model that copies it (all of each module: the layers, the bucket
+# function, the attention functions), and the course's own layer, bias and reference code.
+_T5_COPIES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "udop", "pop2piano", "pix2struct")
+_BLOCKED = (
+    *(f"transformers.models.{name}.modeling_{name}:*" for name in _T5_COPIES),
+    "t5lesson.layer:*", "t5lesson.bias:*", "t5lesson.reference:*", "t5lesson.lessons.layer_build:*",
+    "t5lesson.scores:attention", "t5lesson.scores:attention_scores", f"{_CASES}:*",
+)
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__),
-    title="Exercise 6: a T5 self-attention layer in PyTorch",
+    id=id_of_module(__name__), salted=True,
+    title="Exercise 6: a T5 attention layer in PyTorch",
     questions=(
         MultipleChoice(
             id="q1", points=2, objectives=(7,), name="answer_q1",
-            options="ABCDE", multiple=True, key="084c05066638b479285aa2bb",
+            options="ABCDE", multiple=True, key="092493a21c7aa0bc45296fb2",
             hints=(
                 "for each statement, ask where the queries and the keys of cross-attention come from.",
                 "in cross-attention the queries and the keys live in two different sequences: "
                 "is there a distance between them?",
             ),
             feedback={
-                "f35de2d608ca9d2db8528725": "true, but not the whole answer: which position bias does it add?",
-                "b7f8b30f9b0fa302b983b427": "true, but not the whole answer: where do its queries and its keys "
+                "67f391152ee385196d164eea": "true, but not the whole answer: which position bias does it add?",
+                "37842dad79924e988ab21dfc": "true, but not the whole answer: where do its queries and its keys "
                                             "come from?",
-                "20b759a70dab975b88e0567e": "no bias table takes part in cross-attention, not even the encoder's.",
-                "6c24c952ca93d15e9b3e4f33": "a decoder token may look at every encoder token: no causal mask here.",
+                "b70c312ad1cdae93050d8d5d": "no bias table takes part in cross-attention, not even the encoder's.",
+                "0747c17d4158ca67e065a813": "a decoder token may look at every encoder token: no causal mask here.",
             },
         ),
         Numeric(
             id="q2", points=1, objectives=(7,), name="answer_q2",
-            key="34635087729c14db379af38c",
+            key="aea2aea721a9c5d8cefa22c3",
             hints=(
                 "the bias tensor has shape [1, heads, q_len, k_len].",
                 "with a cache, q_len counts only the new tokens, k_len counts the cached ones and the new ones.",
             ),
             feedback={
-                "fd0ea6f2047d3d9d22cfd188": "the new token is a key too: it attends to itself.",
-                "59698da90560a33863a80c70": "with a cache only the new token is a query; "
+                "aed83cc9b6683b36041d0f94": "the new token is a key too: it attends to itself.",
+                "1a026cc2cede809037d2a650": "with a cache only the new token is a query; "
                                             "the old rows were computed before.",
-                "7bfadd21c9c8d150d58ee668": "each head has its own bias values.",
+                "45972b96d98c75a572b26ae2": "each head has its own bias values.",
             },
         ),
         Numeric(
             id="q3", points=1, objectives=(7,), name="answer_q3",
-            key="dcb82fa6722a6e28876e0aca",
+            key="427252d91e6252ef9c7c57a2",
             hints=(
                 "two masks apply in a decoder: the causal mask and the padding mask; a key must pass both.",
                 "list the key positions 0..6 and strike out the future ones, then the padded ones.",
             ),
             feedback={
-                "cff0f7d1bbee3649147ad6e4": "the padding mask is missing: the first three keys are padding.",
-                "770ee72ce39a03eafe6c8c4b": "the causal mask is missing: position 6 is after the query.",
-                "e8a1435279c98ec203dd7061": "both masks apply here, the causal one and the padding one.",
-                "8c37e12fdd036087a25c589b": "a query may attend to its own position.",
+                "2a1c2da34329f248bd3e2d94": "the padding mask is missing: the first three keys are padding.",
+                "8c4be0cb3264cae7c9a0f060": "the causal mask is missing: position 6 is after the query.",
+                "94d6b33156812e0e603c0d92": "both masks apply here, the causal one and the padding one.",
+                "205095f468b93cd3d228d5e9": "a query may attend to its own position.",
             },
         ),
         ModuleCode(
@@ -74,18 +83,17 @@ EXERCISE = Exercise(
             name="MyT5Attention",
             reference=f"{_CASES}:reference_case", diagnose=f"{_CASES}:diagnose", shows=f"{_CASES}:shows",
             what="transformers' T5Attention", cases=layer_cases.cases(), case_timeout=5.0,
-            blocked=("t5lesson.layer:T5SelfAttention.forward", "t5lesson.layer:RelativePositionBias.forward",
-                     "t5lesson.bias:relative_bias", "t5lesson.scores:attention", "t5lesson.scores:attention_scores",
-                     "t5lesson.reference:t5_attention", "t5lesson.reference:reference_attention",
-                     f"{_CASES}:reference_case", f"{_CASES}:simulate", f"{_CASES}:_forward",
-                     "transformers.models.t5.modeling_t5:T5Attention.compute_bias",
-                     "transformers.models.t5.modeling_t5:eager_attention_forward"),
+            case_weights=layer_cases.case_weights(), supporting=layer_cases.SUPPORTING,
+            blocked=_BLOCKED,
             hints=(
-                "run the step-by-step check below the class: the first step that differs is where to look.",
+                "run the step-by-step check below the class: the first step that differs is where to look (it "
+                "checks self-attention; for cross-attention, ask where its keys come from and which masks apply).",
                 "scores = q @ k^T with no 1/sqrt(d_kv); the bias is table[bucket(key - query)], with the queries at "
                 "positions query_offset, query_offset + 1, ...; a decoder uses bidirectional=False.",
                 "a key is allowed when it passes the causal mask (decoder) AND its attention_mask is 1; with a cache, "
-                "query_offset is the number of cached keys, and the new keys go after the cached ones.",
+                "query_offset is the number of cached keys, and the new keys go after the cached ones. With "
+                "key_value_states, k and v are projections of those states: no bias, no causal mask, the encoder's "
+                "attention_mask, and a cache that holds them as they are.",
             ),
         ),
         FreeText(

@@ -17,19 +17,23 @@ transformers on every case, and that each mistake changes the cases it is meant 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 
 import numpy as np
 
 from ..grading.questions.kinds import Case
-from ..grading.questions.module import Expected, compare
+from ..grading.questions.module import Expected, LayerCase, closeness, compare
 
 __all__ = ["cases", "reference_case", "simulate", "diagnose", "shows", "MISTAKES", "PROJECTIONS_STD"]
 
-SMALL = {"d_model": 16, "num_heads": 2, "d_kv": 4, "num_buckets": 32, "max_distance": 128}
+# small, so that the record of all cases stays far below the harvest limits
+SMALL = {"d_model": 8, "num_heads": 2, "d_kv": 4, "num_buckets": 32, "max_distance": 128}
+FEW = {**SMALL, "num_buckets": 8, "max_distance": 16}  # a long decoder reaches the log buckets and the clamp
 INIT = {"d_model": 256, "num_heads": 4, "d_kv": 32, "num_buckets": 32, "max_distance": 128}
 LENGTH = 6
+CROSS = "cross-attention"  # the topic prefix of the cases where the layer attends to the encoder's states
 
 
 def _nested(array: np.ndarray):
@@ -63,33 +67,60 @@ def _mask(pads: dict[int, str], batch: int = 2, length: int = LENGTH, count: int
     return tuple(rows)
 
 
-def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False):
+def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False, length=LENGTH, base=SMALL,
+          encoder=0):
+    """One hidden case; `encoder` > 0: a cross-attention case (a decoder layer without a table, its keys
+    and values from `encoder` encoder states, the mask the encoder's padding)."""
     rng = np.random.default_rng(seed)
-    config = _config(causal)
-    kwargs = {"plan": plan, "config": config, "weights": _weights(rng, config, table=True),
-              "hidden": _nested(np.round(rng.normal(scale=scale, size=(2, LENGTH, SMALL["d_model"])), 3)),
-              "mask": _mask(pads or {})}
+    config = _config(causal, has_relative_bias=not encoder, base=base)
+    kwargs = {"plan": plan, "config": config, "weights": _weights(rng, config, table=not encoder),
+              "hidden": _nested(np.round(rng.normal(scale=scale, size=(2, length, base["d_model"])), 3)),
+              "mask": _mask(pads or {}, length=encoder or length)}
+    if encoder:
+        kwargs["encoder"] = _nested(np.round(rng.normal(scale=scale, size=(2, encoder, base["d_model"])), 3))
     if two_layers:
         kwargs["config1"] = _config(causal, has_relative_bias=False)
         kwargs["weights1"] = _weights(rng, kwargs["config1"], table=False)
-        kwargs["hidden1"] = _nested(np.round(rng.normal(size=(2, LENGTH, SMALL["d_model"])), 3))
-    return Case((), tuple(kwargs.items()), topic)
+        kwargs["hidden1"] = _nested(np.round(rng.normal(size=(2, length, SMALL["d_model"])), 3))
+    return LayerCase((), tuple(kwargs.items()), topic)
+
+
+# (case, weight): the weights say what each case is worth. Self-attention (what lesson 6 builds) is half
+# of the question, cross-attention (what it leaves for the learner) the other half; the initialisation
+# earns its share only beside a case that computes something (see `SUPPORTING`).
+_WEIGHTED = (
+    (LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))), "T5's initialisation of the projections"),
+     2),
+    (_case(1, "bias", "the encoder's position_bias", causal=False), 4),
+    (_case(11, "bias", "the decoder's position_bias, 10 tokens", causal=True, length=10), 4),
+    (_case(2, "full", "encoder, no padding", causal=False), 4),
+    (_case(3, "full", "encoder, row 1 padded on the right", causal=False, pads={1: "right"}), 4),
+    (_case(4, "full", "decoder, row 1 padded on the right", causal=True, pads={1: "right"}), 3),
+    (_case(5, "full", "decoder, row 0 padded on the left", causal=True, pads={0: "left"}), 4),
+    (_case(12, "full", "decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24, base=FEW), 5),
+    (_case(6, "steps_bias", "the position_bias of the 6th token, 5 in the cache", causal=True), 4),
+    (_case(7, "steps", "decoding token by token with the cache, against one full pass", causal=True), 6),
+    (_case(8, "two_layers", "a second layer reusing layer 0's bias", causal=True, two_layers=True), 5),
+    (_case(9, "full", "large logits (about a thousand)", causal=False, scale=30.0), 5),
+    (_case(13, "full", f"{CROSS}, 5 decoder tokens, 7 encoder tokens, row 1 padded on the right", causal=True,
+           length=5, encoder=7, pads={1: "right"}), 15),
+    (_case(14, "full", f"{CROSS}, 8 decoder tokens, 6 encoder tokens, row 0 padded on the left", causal=True,
+           length=8, encoder=6, pads={0: "left"}), 12),
+    (_case(15, "cross_steps", f"{CROSS} while decoding token by token with the cache", causal=True, length=5,
+           encoder=7, pads={0: "left"}), 13),
+    (_case(16, "full", f"{CROSS} with large logits", causal=True, length=4, encoder=6, scale=30.0), 10),
+)
+SUPPORTING = (0,)  # the initialisation: it earns nothing on its own
 
 
 def cases() -> tuple[Case, ...]:
     """The hidden cases of exercise 6's module question, in the order the feedback numbers them."""
-    return (
-        Case((), (("plan", "init"), ("config", _config(False, base=INIT))), "T5's initialisation of the projections"),
-        _case(1, "bias", "the encoder's position_bias", causal=False),
-        _case(2, "full", "encoder, no padding", causal=False),
-        _case(3, "full", "encoder, row 1 padded on the right", causal=False, pads={1: "right"}),
-        _case(4, "full", "decoder, row 1 padded on the right", causal=True, pads={1: "right"}),
-        _case(5, "full", "decoder, row 0 padded on the left", causal=True, pads={0: "left"}),
-        _case(6, "steps_bias", "the position_bias of the 6th token, 5 in the cache", causal=True),
-        _case(7, "steps", "decoding token by token with the cache, against one full pass", causal=True),
-        _case(8, "two_layers", "a second layer reusing layer 0's bias", causal=True, two_layers=True),
-        _case(9, "full", "large logits (about a thousand)", causal=False, scale=30.0),
-    )
+    return tuple(case for case, _ in _WEIGHTED)
+
+
+def case_weights() -> tuple[int, ...]:
+    """What each case is worth, in the order of `cases()`."""
+    return tuple(weight for _, weight in _WEIGHTED)
 
 
 # --- transformers, in the grader's process ---------------------------------------------------
@@ -98,6 +129,20 @@ PROJECTIONS_STD = {
     "q": lambda c: (c["d_model"] * c["d_kv"]) ** -0.5, "k": lambda c: c["d_model"] ** -0.5,
     "v": lambda c: c["d_model"] ** -0.5, "o": lambda c: (c["num_heads"] * c["d_kv"]) ** -0.5,
 }
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """Torch on one thread: these tensors are tiny, and on a busy machine a thread pool makes each
+    call some twenty times slower (and the grader runs kernels beside it)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _allowed(mask, q_len, k_len, causal, query_offset=0):
@@ -119,8 +164,13 @@ def _unpadded_rows(output, mask):
 
 
 def reference_case(plan, config, weights=None, hidden=None, mask=None, config1=None, weights1=None,
-                   hidden1=None) -> Expected:
+                   hidden1=None, encoder=None) -> Expected:
     """What transformers' T5Attention gives for one case (see the module doc)."""
+    with _one_thread():
+        return _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder)
+
+
+def _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder) -> Expected:
     if plan == "init":
         return Expected(np.array([PROJECTIONS_STD[n](config) for n in "qkvo"]), rtol=0.1, atol=0.0)
     import torch
@@ -131,6 +181,11 @@ def reference_case(plan, config, weights=None, hidden=None, mask=None, config1=N
         layer = t5_attention(config, weights)
         x = torch.tensor(hidden, dtype=torch.float32)
         n = x.shape[1]
+        if encoder is not None:  # cross-attention: every decoder token may see every real encoder token
+            states = torch.tensor(encoder, dtype=torch.float32)
+            additive = reference_mask(_allowed(mask, n, states.shape[1], causal=False))
+            output, _, _ = layer(x, mask=additive, key_value_states=states)
+            return Expected(output.numpy().astype(float))  # plan "cross_steps" too: one query at a time
         additive = reference_mask(_allowed(mask, n, n, config["causal"]))
         if plan == "bias":
             return Expected(layer.compute_bias(n, n).numpy().astype(float))
@@ -154,7 +209,8 @@ def _sentence_padding(kwargs):
     if not sides:
         return "the padding mask is applied where there is no padding."
     b, side = sides[0]
-    return (f"with {side} padding, row {b} attends to a padded key: give every key whose attention_mask is 0 "
+    keys = "an encoder state that is padding" if kwargs.get("encoder") is not None else "a padded key"
+    return (f"with {side} padding, row {b} attends to {keys}: give every key whose attention_mask is 0 "
             "the most negative score.")
 
 
@@ -167,7 +223,11 @@ MISTAKES = {
     "no_bias": lambda kw: "no position bias is added to the scores.",
     "bidirectional_decoder": lambda kw: "the decoder buckets offsets as the encoder does; a causal layer uses "
                                         "bidirectional=False.",
+    "default_buckets": lambda kw: "the bias buckets offsets up to distance 128 whatever the layer is built with; "
+                                  "use the max_distance it is given.",
     "no_padding": _sentence_padding,
+    "mask_zero": lambda kw: "masked scores are set to 0 instead of a very negative number, so masked keys keep "
+                            "some weight.",
     "no_causal": lambda kw: "a decoder query attends to later keys: apply the causal mask.",
     "query_offset": lambda kw: "during cached decoding the bias is computed as if the new token were at position "
                                "0; pass query_offset = the number of cached tokens.",
@@ -175,17 +235,30 @@ MISTAKES = {
                                     "position 0; both need query_offset = the number of cached tokens.",
     "no_cache": lambda kw: "the cached keys and values are not used: put past_key_value's keys and values in "
                            "front of the new ones.",
+    "cache_order": lambda kw: "the new keys and values are put in front of the cached ones; the cached ones come "
+                              "first (they are the earlier positions).",
+    "split_no_transpose": lambda kw: "the heads are split with a reshape alone: view as [batch, n, heads, d_kv], "
+                                     "then swap n and heads.",
+    "merge_no_transpose": lambda kw: "the heads are merged with a reshape alone: swap heads and n back before "
+                                     "reshaping to [batch, n, heads * d_kv].",
     "ignores_shared_bias": lambda kw: "layer 1 ignored the position_bias handed to it; a layer without a table "
                                       "adds the bias it receives.",
+    "cross_causal": lambda kw: "cross-attention applies the causal mask; a decoder token may see every encoder "
+                               "state (only the encoder's padding is masked).",
+    "cross_self_keys": lambda kw: "in cross-attention the keys and values come from hidden_states; they come from "
+                                  "key_value_states, the encoder's output.",
 }
 
+_SELF_ONLY = ("sqrt_d_all", "bias_negated", "offset_sign", "no_bias", "bidirectional_decoder", "default_buckets",
+              "no_causal", "query_offset", "query_offset_mask", "no_cache", "cache_order", "ignores_shared_bias")
 _PLANS_OF = {  # which mistakes can show in which plan (the others give the right answer there)
-    "bias": ("bias_negated", "offset_sign", "no_bias", "bidirectional_decoder"),
-    "steps_bias": ("bias_negated", "offset_sign", "no_bias", "bidirectional_decoder", "query_offset"),
+    "bias": ("bias_negated", "offset_sign", "no_bias", "bidirectional_decoder", "default_buckets"),
+    "steps_bias": ("bias_negated", "offset_sign", "no_bias", "bidirectional_decoder", "default_buckets",
+                   "query_offset"),
 }
 
 
-def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=frozenset()):
+def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=frozenset(), encoder=None):
     """One call of the layer in float64, possibly with mistakes: (output, position_bias, (keys, values))."""
     import torch
 
@@ -194,15 +267,26 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
     w = {name: torch.tensor(values, dtype=torch.float64) for name, values in weights.items()}
     heads, d_kv = config["num_heads"], config["d_kv"]
     b, q_len, _ = x.shape
+    cross = encoder is not None
 
     def split(t):
+        if "split_no_transpose" in mistakes:
+            return t.reshape(b, heads, -1, d_kv)
         return t.view(b, -1, heads, d_kv).transpose(1, 2)
 
-    q, k, v = (split(x @ w[f"{name}.weight"].T) for name in "qkv")
+    q = split(x @ w["q.weight"].T)
+    source = x if (not cross or "cross_self_keys" in mistakes) else encoder
+    if cross and past is not None:  # the encoder's keys and values, computed at the first step
+        k, v = past
+    else:
+        k, v = (split(source @ w[f"{name}.weight"].T) for name in "kv")
     past_len = 0
-    if past is not None and "no_cache" not in mistakes:
+    if past is not None and not cross and "no_cache" not in mistakes:
         past_len = past[0].shape[2]
-        k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        if "cache_order" in mistakes:
+            k, v = torch.cat([k, past[0]], dim=2), torch.cat([v, past[1]], dim=2)
+        else:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
     k_len = k.shape[2]
     offset = 0 if mistakes & {"query_offset", "query_offset_mask"} else past_len
     if position_bias is None:
@@ -211,7 +295,8 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
             if "offset_sign" in mistakes:
                 rel = -rel
             bidirectional = not config["causal"] or "bidirectional_decoder" in mistakes
-            buckets = relative_position_bucket(rel, bidirectional, config["num_buckets"], config["max_distance"])
+            distance = 128 if "default_buckets" in mistakes else config["max_distance"]
+            buckets = relative_position_bucket(rel, bidirectional, config["num_buckets"], distance)
             position_bias = w["relative_attention_bias.weight"][buckets].permute(2, 0, 1)[None]
             if "bias_negated" in mistakes:
                 position_bias = -position_bias
@@ -227,19 +312,36 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
     if "sqrt_d_all" in mistakes:
         scores = scores / math.sqrt(d_kv)
     allowed = torch.ones(b, 1, q_len, k_len, dtype=torch.bool)
-    if config["causal"] and "no_causal" not in mistakes:
+    if config["causal"] and "no_causal" not in mistakes and (not cross or "cross_causal" in mistakes):
         mask_offset = 0 if "query_offset_mask" in mistakes else past_len
         allowed = allowed & (torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None] + mask_offset)
     if mask is not None and "no_padding" not in mistakes:
         allowed = allowed & torch.tensor(mask, dtype=torch.bool)[:, None, None, -k_len:]
-    scores = scores.masked_fill(~allowed, torch.finfo(torch.float64).min)
+    scores = scores.masked_fill(~allowed, 0.0 if "mask_zero" in mistakes else torch.finfo(torch.float64).min)
     weights_ = torch.softmax(scores, dim=-1)
-    out = (weights_ @ v).transpose(1, 2).reshape(b, q_len, heads * d_kv) @ w["o.weight"].T
-    return out, position_bias, (k, v)
+    context = weights_ @ v
+    if "merge_no_transpose" in mistakes:
+        merged = context.reshape(b, q_len, heads * d_kv)
+    else:
+        merged = context.transpose(1, 2).reshape(b, q_len, heads * d_kv)
+    return merged @ w["o.weight"].T, position_bias, (k, v)
+
+
+def _steps(config, weights, x, mask, mistakes, encoder=None):
+    """Token-by-token decoding with the cache: (the outputs concatenated, the last step's position_bias)."""
+    import torch
+
+    past, outputs, bias = None, [], None
+    for t in range(x.shape[1]):
+        step_mask = mask if encoder is not None else ([row[: t + 1] for row in mask] if mask is not None else None)
+        out, bias, past = _forward(config, weights, x[:, t:t + 1], step_mask, past=past, mistakes=mistakes,
+                                   encoder=encoder)
+        outputs.append(out)
+    return torch.cat(outputs, dim=1), bias
 
 
 def simulate(mistakes=frozenset(), *, plan, config, weights=None, hidden=None, mask=None, config1=None,
-             weights1=None, hidden1=None) -> np.ndarray:
+             weights1=None, hidden1=None, encoder=None) -> np.ndarray:
     """The case's result as our float64 layer computes it, with the given mistakes made on purpose."""
     import torch
 
@@ -247,14 +349,11 @@ def simulate(mistakes=frozenset(), *, plan, config, weights=None, hidden=None, m
     if plan == "init":
         return np.array([PROJECTIONS_STD[n](config) for n in "qkvo"])
     x = torch.tensor(hidden, dtype=torch.float64)
-    if plan in ("steps", "steps_bias"):
-        past, outputs, bias = None, [], None
-        for t in range(x.shape[1]):
-            step_mask = [row[: t + 1] for row in mask] if mask is not None else None
-            out, bias, past = _forward(config, weights, x[:, t:t + 1], step_mask, past=past, mistakes=mistakes)
-            outputs.append(out)
-        return (torch.cat(outputs, dim=1) if plan == "steps" else bias).numpy()
-    out, bias, _ = _forward(config, weights, x, mask, mistakes=mistakes - {"ignores_shared_bias"})
+    states = None if encoder is None else torch.tensor(encoder, dtype=torch.float64)
+    if plan in ("steps", "steps_bias", "cross_steps"):
+        outputs, bias = _steps(config, weights, x, mask, mistakes, encoder=states)
+        return (bias if plan == "steps_bias" else outputs).numpy()
+    out, bias, _ = _forward(config, weights, x, mask, mistakes=mistakes - {"ignores_shared_bias"}, encoder=states)
     if plan == "bias":
         return bias.numpy()
     if plan == "two_layers":
@@ -266,25 +365,77 @@ def simulate(mistakes=frozenset(), *, plan, config, weights=None, hidden=None, m
 def _candidates(kwargs):
     plan = kwargs["plan"]
     names = list(_PLANS_OF.get(plan, MISTAKES))
-    if not kwargs["config"]["causal"]:
+    config = kwargs["config"]
+    if kwargs.get("encoder") is not None:
+        names = [n for n in names if n not in _SELF_ONLY]
+    else:
+        names = [n for n in names if not n.startswith("cross_")]
+    if not config["causal"]:
         names = [n for n in names if n not in ("no_causal", "bidirectional_decoder", "query_offset",
-                                               "query_offset_mask", "no_cache")]
+                                               "query_offset_mask", "no_cache", "cache_order")]
     if plan not in ("steps", "steps_bias"):
-        names = [n for n in names if n not in ("query_offset", "query_offset_mask", "no_cache")]
+        names = [n for n in names if n not in ("query_offset", "query_offset_mask", "no_cache", "cache_order")]
     if plan != "two_layers":
         names = [n for n in names if n != "ignores_shared_bias"]
+    if config.get("max_distance") == 128:
+        names = [n for n in names if n != "default_buckets"]
     if not any(0 in row for row in kwargs.get("mask") or ()):
         names = [n for n in names if n != "no_padding"]
     return names
 
 
-def _variant(kwargs, mistakes, expected: Expected) -> Expected:
+_SIMULATED: dict = {}  # (case, mistakes) -> the simulated result: the same mistakes recur across a class
+
+
+def _case_key(kwargs) -> tuple:
+    return (kwargs["plan"], repr(kwargs.get("hidden"))[:400], repr(kwargs.get("encoder"))[:200],
+            repr(kwargs.get("config")), repr(kwargs.get("mask")))
+
+
+def _variant(kwargs, mistakes, expected: Expected) -> Expected | None:
+    """The case's result with `mistakes` made (None where those mistakes cannot even run on it)."""
+    key = (_case_key(kwargs), tuple(sorted(mistakes)))
+    if key not in _SIMULATED:
+        if len(_SIMULATED) > 20_000:
+            _SIMULATED.clear()
+        try:
+            with _one_thread():
+                _SIMULATED[key] = simulate(mistakes, **kwargs)
+        except RuntimeError:  # e.g. cross-attention keys from hidden_states of another length: shapes clash
+            _SIMULATED[key] = None
+    if _SIMULATED[key] is None:
+        return None
     care = np.isfinite(expected.values)
-    return Expected(np.where(care, simulate(mistakes, **kwargs), np.nan), expected.rtol, expected.atol)
+    return Expected(np.where(care, _SIMULATED[key], np.nan), expected.rtol, expected.atol)
+
+
+def _reproduces(kwargs, combo, expected: Expected, got: np.ndarray) -> bool:
+    variant = _variant(kwargs, combo, expected)
+    return variant is not None and compare(variant, got) is None
 
 
 def _sentence(kwargs, key) -> str:
     return " Also, ".join(MISTAKES[m](kwargs) for m in key)
+
+
+OVERFLOW_SCORE = 80.0  # exp(x) overflows float32 near x = 88.7: only cases with larger scores can give inf
+
+
+def largest_score(kwargs) -> float:
+    """The largest |q·k + bias| of a case: exp of more than about 88 overflows in float32."""
+    import torch
+
+    if kwargs["plan"] in ("init", "bias", "steps_bias"):
+        return 0.0
+    w = {name: torch.tensor(values, dtype=torch.float64) for name, values in kwargs["weights"].items()}
+    x = torch.tensor(kwargs["hidden"], dtype=torch.float64)
+    states = x if kwargs.get("encoder") is None else torch.tensor(kwargs["encoder"], dtype=torch.float64)
+    heads, d_kv = kwargs["config"]["num_heads"], kwargs["config"]["d_kv"]
+    q = (x @ w["q.weight"].T).view(x.shape[0], -1, heads, d_kv).transpose(1, 2)
+    k = (states @ w["k.weight"].T).view(states.shape[0], -1, heads, d_kv).transpose(1, 2)
+    table = w.get("relative_attention_bias.weight")
+    extra = float(table.abs().max()) if table is not None else 0.0
+    return float((q @ k.transpose(-1, -2)).abs().max()) + extra
 
 
 def diagnose(kwargs, got: np.ndarray, expected: Expected) -> list[tuple[tuple, str]]:
@@ -293,12 +444,18 @@ def diagnose(kwargs, got: np.ndarray, expected: Expected) -> list[tuple[tuple, s
     if plan == "init":
         return [(("init",), _diagnose_init(kwargs["config"], got))]
     if not np.isfinite(got[np.isfinite(expected.values)]).all():
-        return [(("overflow",), "the result holds nan or inf: with large scores exp overflows; subtract each "
-                                "row's maximum before exp (torch.softmax does).")]
+        with _one_thread():
+            large = largest_score(kwargs) > OVERFLOW_SCORE
+        if large:
+            return [(("overflow",), "the result holds nan or inf: with scores this large exp overflows; subtract "
+                                    "each row's maximum before exp (torch.softmax does).")]
+        return []
+    if closeness(expected, got) is not None:  # right steps, too little precision: no mistake of the list
+        return []
     names = _candidates(kwargs)
     for size in (1, 2):
         found = [(combo, _sentence(kwargs, combo)) for combo in itertools.combinations(names, size)
-                 if compare(_variant(kwargs, combo, expected), got) is None]
+                 if _reproduces(kwargs, combo, expected, got)]
         if found:
             return found
     return []
@@ -306,11 +463,15 @@ def diagnose(kwargs, got: np.ndarray, expected: Expected) -> list[tuple[tuple, s
 
 def shows(kwargs, key, expected: Expected) -> bool:
     """Would the mistake(s) `key` change this case's result? (Unknown keys: no.)"""
+    if tuple(key) == ("overflow",):
+        with _one_thread():
+            return largest_score(kwargs) > OVERFLOW_SCORE
     if not all(name in MISTAKES for name in key) or kwargs["plan"] == "init":
         return False
     if not set(key) <= set(_candidates(kwargs)):
         return False
-    return compare(expected, _variant(kwargs, key, expected).values) is not None
+    variant = _variant(kwargs, key, expected)
+    return variant is None or compare(expected, variant.values) is not None
 
 
 def _diagnose_init(config, got: np.ndarray) -> str:

@@ -8,7 +8,7 @@ strings): it builds the module, loads the grader's weights, runs one *plan* and 
 torch tensor, which the harvesting code turns into a plain array. Nothing is compared here:
 the grader compares those arrays with transformers' T5Attention in its own process.
 
-The contract the learner's class meets (lesson 6 and exercise 6 state it):
+The contract the learner's class meets (exercise 6 states it; lesson 6 builds its self-attention part):
 
     layer = Cls(d_model=..., num_heads=..., d_kv=..., causal=..., has_relative_bias=...,
                 num_buckets=..., max_distance=...)
@@ -16,12 +16,18 @@ The contract the learner's class meets (lesson 6 and exercise 6 state it):
         (nn.Linear without bias terms) and relative_attention_bias.weight (nn.Embedding) when
         the layer owns the bias table
     output, position_bias, present = layer(hidden_states, attention_mask=None,
-                                           position_bias=None, past_key_value=None, use_cache=False)
+                                           position_bias=None, past_key_value=None, use_cache=False,
+                                           key_value_states=None)
+    with key_value_states (the encoder's output) the layer is cross-attention: keys and values
+    from those states, no position bias, no causal mask, attention_mask the encoder's padding,
+    and with a cache the encoder's keys and values are computed once and handed back as they are
 
 Plans: "init" (the std of each projection right after construction), "full" (output of one
 pass), "bias" (the position_bias a pass returns), "steps" (outputs of token-by-token decoding
 with the cache, concatenated), "steps_bias" (the position_bias of the last cached step) and
-"two_layers" (the output of a layer without a table, handed the bias of layer 0).
+"two_layers" (the output of a layer without a table, handed the bias of layer 0); a case with
+`encoder` states is cross-attention: "full" (one pass) or "cross_steps" (token by token, the
+cache handed back each step).
 
 Self-contained: standard library only at import time (torch is imported when a case runs),
 no relative imports, because it is run with `exec` from its source text.
@@ -91,7 +97,7 @@ def adapt(cls):
     """The function the harvesting code calls for each case of a module question."""
 
     def run(plan, config, weights=None, hidden=None, mask=None, config1=None, weights1=None, hidden1=None,
-            **_ignored):
+            encoder=None, **_ignored):
         import torch
 
         if plan == "init":
@@ -110,6 +116,21 @@ def adapt(cls):
             dtype = next(module.parameters()).dtype
             x = _tensor(torch, hidden, dtype)
             attention_mask = None if mask is None else torch.tensor(mask, dtype=torch.long)
+            if encoder is not None:  # cross-attention: keys and values from the encoder's states
+                states = _tensor(torch, encoder, dtype)
+                if plan == "full":
+                    output, _, _ = _parts(_cross(module, x, states, attention_mask), torch)
+                    return _need(output, "output", torch)
+                if plan == "cross_steps":
+                    past, outputs = None, []
+                    for t in range(x.shape[1]):
+                        output, _, past = _parts(_cross(module, x[:, t:t + 1], states, attention_mask,
+                                                        past_key_value=past, use_cache=True), torch)
+                        outputs.append(_need(output, "output", torch))
+                        if past is None:
+                            raise GradingSetupError("with use_cache=True, forward should return the cache "
+                                                    "(keys, values) as its third value")
+                    return torch.cat(outputs, dim=1)
             if plan in ("full", "bias"):
                 output, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
                 return _need(output, "output", torch) if plan == "full" else _need(bias, "position_bias", torch)
@@ -134,3 +155,18 @@ def adapt(cls):
         raise GradingSetupError(f"unknown plan {plan!r} (a bug in the grader)")
 
     return run
+
+
+def _cross(module, x, states, attention_mask, **kwargs):
+    """One cross-attention call; a forward without key_value_states is told so, not a TypeError wall."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        parameters = {}
+    takes = "key_value_states" in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+    if parameters and not takes:
+        raise GradingSetupError("forward has no key_value_states parameter, so it cannot do cross-attention "
+                                "(keys and values from the encoder's states)")
+    return module(x, key_value_states=states, attention_mask=attention_mask, **kwargs)

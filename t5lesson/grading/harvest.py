@@ -135,7 +135,12 @@ def call_cases(function, cases, timeout):
                 previous = signal.signal(signal.SIGALRM, _alarm)
                 signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
-                results.append({"ok": to_plain(function(*args, **kwargs))})
+                before = len(getattr(sys, HITS_ATTRIBUTE, ()))
+                value = function(*args, **kwargs)
+                hits = getattr(sys, HITS_ATTRIBUTE, [])[before:]
+                if hits:  # the reference was called (and the refusal caught): no credit for this case
+                    raise RuntimeError(f"the reference implementation {BLOCKED_MESSAGE} ({hits[0]})")
+                results.append({"ok": to_plain(value)})
             finally:
                 if use_alarm:
                     signal.setitimer(signal.ITIMER_REAL, 0)
@@ -153,37 +158,111 @@ def call_cases(function, cases, timeout):
     return results
 
 
-def _refuse(*args, **kwargs):
-    raise RuntimeError("the reference implementation is not available while your function is graded")
+BLOCKED_MESSAGE = "is not available while your answer is graded"  # in every refusal (reports look for it)
+HITS_ATTRIBUTE = "_t5lesson_blocked_hits"  # sys.<this>: the blocked targets called so far, in order
+
+
+def _refusing_code(target, freevars=()):
+    """A code object that notes the call (in `sys`, the one place every module's code can reach)
+    and raises; with as many free variables as `freevars`, so that it can also replace the code
+    of a closure, such as the wrapper a decorator returns."""
+    message = f"the reference implementation {BLOCKED_MESSAGE} ({target})"
+    names = [f"_free{i}" for i in range(len(freevars))]
+    lines = [f"__import__('sys').__dict__.setdefault({HITS_ATTRIBUTE!r}, []).append({target!r})",
+             f"raise RuntimeError({message!r})"]
+    if names:
+        lines.insert(0, f"({', '.join(names)},)")
+    source = ("def _outer():\n" + (f"    {' = '.join(names)} = None\n" if names else "")
+              + "    def _refuse(*args, **kwargs):\n" + "".join(f"        {line}\n" for line in lines)
+              + "    return _refuse\n")
+    scope = {}
+    exec(compile(source, "<t5lesson-blocked>", "exec"), scope)
+    code = scope["_outer"]().__code__
+    return code.replace(co_freevars=tuple(freevars)) if freevars else code
+
+
+def _functions(obj, seen):
+    """The Python functions behind `obj`: a function, a method, a static or class method, a
+    property, and whatever a decorator wraps (`__wrapped__`), all of them."""
+    todo, found = [obj], []
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, (staticmethod, classmethod)):
+            todo.append(item.__func__)
+        elif isinstance(item, property):
+            todo += [item.fget, item.fset, item.fdel]
+        elif hasattr(item, "__func__"):
+            todo.append(item.__func__)
+        elif getattr(item, "__code__", None) is not None:
+            found.append(item)
+        todo.append(getattr(item, "__wrapped__", None))
+    return found
+
+
+def _members(module, path):
+    """What a target names: "Class.method" one attribute, "Class.*" every function of a class,
+    "*" every function and class defined in the module."""
+    if path == "*" and isinstance(module, type):
+        return list(vars(module).items())
+    if path == "*":
+        return [(name, value) for name, value in vars(module).items()
+                if getattr(value, "__module__", None) == module.__name__]
+    obj = module
+    parts = path.split(".")
+    for part in parts[:-1]:
+        obj = getattr(obj, part, None)
+    if parts[-1] == "*":
+        return list(vars(obj).items()) if isinstance(obj, type) else []
+    return [(parts[-1], (vars(obj).get(parts[-1]) if isinstance(obj, type) else None) or getattr(obj, parts[-1], None))]
+
+
+def target_functions(module, path, seen=None):
+    """The Python functions a target "module:path" blocks (see `_members`), classes method by method."""
+    seen = set() if seen is None else seen
+    found = []
+    for _, member in _members(module, path):
+        members = _members(member, "*") if isinstance(member, type) and path == "*" else []
+        found += _functions(member, seen) + [f for _, m in members for f in _functions(m, seen)]
+    return found
 
 
 def blocking(targets):
     """Make the reference implementations unusable; return a function that undoes it.
 
-    A loaded function gets `_refuse`'s code object (so every name bound to it, anywhere, now
-    raises); a module not loaded yet cannot be imported ("module:" targets). Deterrence: a
-    learner who copied the code object beforehand gets around it, and that is no accident.
+    A loaded function gets a refusing code object (so every name bound to it, anywhere, now
+    raises, and the call is noted in `sys.<HITS_ATTRIBUTE>`); decorated functions are blocked
+    inside and out, classes (in "Class.*" and "*" targets) method by method. A module not
+    loaded yet cannot be imported. Deterrence: a learner who copied a code object beforehand
+    gets around it, and that is no accident.
     """
-    undo = []
+    undo, seen = [], set()
     for target in targets:
         module_name, _, path = target.partition(":")
         if module_name not in sys.modules:
             sys.modules[module_name] = None
             undo.append(lambda name=module_name: sys.modules.pop(name, None))
             continue
-        obj = sys.modules[module_name]
-        for part in filter(None, path.split(".")):
-            obj = getattr(obj, part, None)
-        function = getattr(obj, "__func__", obj) if path else None
-        code = getattr(function, "__code__", None)
-        if code is not None and not code.co_freevars:
-            function.__code__ = _refuse.__code__
+        module = sys.modules[module_name]
+        if module is None or not path:
+            continue
+        for function in target_functions(module, path, seen):
+            code = function.__code__
+            where = f"{module_name}:{getattr(function, '__qualname__', '?')}"
+            function.__code__ = _refusing_code(where, code.co_freevars)
             undo.append(lambda f=function, c=code: setattr(f, "__code__", c))
 
     def restore():
         for step in reversed(undo):
             step()
     return restore
+
+
+def blocked_calls() -> list:
+    """The blocked targets called so far in this process (see `blocking`), in order."""
+    return list(getattr(sys, HITS_ATTRIBUTE, []))
 
 
 def collect(spec, namespace):

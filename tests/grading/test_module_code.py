@@ -1,8 +1,9 @@
 """Exercise 6's module question: a learner's nn.Module against transformers' T5Attention, case by case.
 
-The four classic mistakes (dividing by sqrt(d_kv), flipping the bias sign, forgetting the
-padding mask, the wrong query_offset while decoding with a cache) each get partial credit and
-a sentence that names the mistake. The answers are in t5_layer_answers.py.
+The classic mistakes (dividing by sqrt(d_kv), flipping the bias sign, forgetting the padding
+mask, the wrong query_offset while decoding with a cache) each get partial credit, weighted by
+what the failed cases test, and a sentence that names the mistake. The answers are in
+t5_layer_answers.py; test_module_variants.py grades many more mistakes.
 """
 from __future__ import annotations
 
@@ -57,10 +58,11 @@ def test_each_mistake_shows_where_it_should():
         return {n for n, kwargs in enumerate(CASES, 1) if kwargs["plan"] != "init"
                 and layer_cases.shows(kwargs, (mistake,), layer_cases.reference_case(**kwargs))}
 
-    assert changed("no_padding") == {4, 6}  # right padding in a decoder: the causal mask hides it already
-    assert changed("query_offset") == {7, 8}
-    assert changed("sqrt_d") == {3, 4, 5, 6, 8, 9, 10}
-    assert changed("ignores_shared_bias") == {9}
+    assert changed("no_padding") == {5, 7, 13, 14, 15}  # right padding in a decoder: the causal mask hides it
+    assert changed("query_offset") == {9, 10}
+    assert changed("bidirectional_decoder") == {3, 8}  # the 6-token decoder cases cannot tell the two rules apart
+    assert changed("ignores_shared_bias") == {11}
+    assert changed("cross_causal") == {13, 14, 15, 16}
     assert 2 in changed("offset_sign") and 2 in changed("bias_negated")
 
 
@@ -69,29 +71,66 @@ def test_the_right_module_gets_full_marks():
     assert (outcome.status, outcome.points) == (CORRECT, QUESTION.points), outcome.message
 
 
+def points_without(cases):
+    """What a layer earns when exactly `cases` (numbered from 1) fail."""
+    weights = QUESTION.case_weights
+    return QUESTION.points * (sum(weights) - sum(weights[n - 1] for n in cases)) / sum(weights)
+
+
 @pytest.mark.parametrize("flags, cases, words", [
-    ({"sqrt_d": True}, {3, 4, 5, 6, 8, 9, 10}, "divided by sqrt(d_kv)"),
-    ({"bias_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9}, "the bias is subtracted"),
-    ({"offset_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9}, "query − key"),
-    ({"padding": False}, {4, 6}, "with left padding, row 0 attends to a padded key"),
-    ({"query_offset": False}, {7, 8}, "as if the new token were at position 0"),
+    ({"sqrt_d": True}, {4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15}, "divided by sqrt(d_kv)"),
+    ({"bias_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "the bias is subtracted"),
+    ({"offset_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "query − key"),
+    ({"padding": False}, {5, 7, 13, 14, 15}, "with left padding, row 0 attends to a padded key"),
+    ({"query_offset": False}, {9, 10}, "as if the new token were at position 0"),
 ], ids=["sqrt_d", "bias_sign", "offset_sign", "padding", "query_offset"])
 def test_classic_mistakes_get_partial_credit_and_are_named(flags, cases, words):
     outcome = score(variant(**flags))
     assert outcome.status == PARTIAL and 0 < outcome.points < QUESTION.points, outcome.message
     assert failed_cases(outcome) == cases, outcome.message
-    assert outcome.points == pytest.approx(QUESTION.points * (10 - len(cases)) / 10)
+    assert outcome.points == pytest.approx(points_without(cases))
     assert words in outcome.message
     assert "one of these mistakes" not in outcome.message  # the other cases settle which mistake it is
+
+
+def test_credit_follows_what_a_case_tests():
+    """Missing the head merge breaks every output: it costs more than ignoring the cache, which breaks two cases."""
+    merge, cache = score(variant(merge=False)), score(variant(cache=False))
+    assert merge.points < cache.points < QUESTION.points
+    assert score(variant(t5_init=False)).points > cache.points  # the initialisation is worth little
 
 
 def test_other_mistakes_are_named():
     init = score(variant(t5_init=False))
     assert failed_cases(init) == {1} and "T5's initialisation" in init.message
     overflow = score(variant(naive_softmax=True))
-    assert failed_cases(overflow) == {10} and "subtract each row's maximum" in overflow.message
+    assert failed_cases(overflow) == {12, 16} and "subtract each row's maximum" in overflow.message
     both = score(variant(sqrt_d=True, padding=False))
     assert "sqrt(d_kv)" in both.message and "Also, with left padding" in both.message
+
+
+def test_nan_is_blamed_on_exp_only_where_exp_can_overflow():
+    outcome = score(variant(nan=True))
+    assert "exp overflows" not in outcome.message and "nan or inf where the reference is finite" in outcome.message
+    assert all(layer_cases.largest_score(CASES[n - 1]) < layer_cases.OVERFLOW_SCORE for n in (4, 13))
+    assert all(layer_cases.largest_score(CASES[n - 1]) > layer_cases.OVERFLOW_SCORE for n in (12, 16))
+
+
+def test_a_layer_that_computes_nothing_is_incorrect():
+    class Zeros(T5Layer):
+        def forward(self, hidden_states, *args, **kwargs):
+            zeros = torch.zeros_like(hidden_states)
+            n = hidden_states.shape[1]
+            return zeros, torch.zeros(1, self.num_heads, n, n), (zeros, zeros)
+
+    outcome = score(Zeros)
+    assert (outcome.status, outcome.points) == (INCORRECT, 0), outcome.message
+
+
+def test_close_results_say_how_close():
+    outcome = score(variant(softmax_dtype=torch.float16))
+    assert "within about 0.001 of it everywhere" in outcome.message
+    assert "Right: cases 1, 2, 3, 9" in outcome.message  # the bias cases pass: the outputs do not
 
 
 def test_right_padding_message_names_the_row():
@@ -161,8 +200,8 @@ def test_the_package_layer_is_refused():
             return out.output, out.position_bias, out.past_key_value
 
     outcome = score(Wrapper)
-    assert outcome.points <= QUESTION.points / 10  # the initialisation case only
-    assert "reference implementation is not available" in outcome.message
+    assert outcome.points == 0 and outcome.status in (INCORRECT, ERROR)
+    assert "is not available while your answer is graded (t5lesson.layer:T5SelfAttention.__init__)" in outcome.message
     assert t5lesson.T5SelfAttention(8, 2, 4)(torch.zeros(1, 3, 8)).output.shape == (1, 3, 8)  # restored
 
 
@@ -201,38 +240,56 @@ def test_step_checks(capsys):
 
 
 def test_expected_marks_padded_queries_as_not_compared():
-    left = CASES[5]  # decoder, row 0 padded on the left
+    left = CASES[6]  # decoder, row 0 padded on the left
     values = layer_cases.reference_case(**left).values
     assert np.isnan(values[0, :2]).all() and np.isfinite(values[0, 2:]).all() and np.isfinite(values[1]).all()
     assert compare(Expected(values), np.where(np.isnan(values), 123.0, values)) is None
 
 
 def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tmp_path):
-    """Solution 06 with one classic mistake each, graded by the class grader: partial credit, named."""
+    """Solution 06 with one mistake each, graded by the class grader: partial credit, named; a layer
+    that hangs keeps q1-q3 (the step check is not run by the grader); a call of the blocked reference
+    is listed in summary.md and report.html."""
     import nbformat
 
     from t5lesson.grade import Limits, grade_folder
 
     root = Path(__file__).resolve().parents[2]
     mistakes = {
-        "no_padding": ("        if attention_mask is not None:\n            allowed = allowed & attention_mask",
-                       "        if False:\n            allowed = allowed & attention_mask"),
+        "no_padding": ("            allowed = allowed & attention_mask.bool()[:, None, None, :]\n"
+                       "        return allowed", "            pass\n        return allowed"),
         "no_offset": ("position_bias = self.compute_bias(q_len, k_len, query_offset=past_len)",
                       "position_bias = self.compute_bias(q_len, k_len, query_offset=0)"),
+        "hangs": ("        return q @ k.transpose(-1, -2)", "        while True:\n            pass"),
+        "cheat": ("        query_position = torch.arange(q_len)[:, None] + query_offset",
+                  "        from t5lesson.reference import reference_bucket\n        reference_bucket([0])\n"
+                  "        query_position = torch.arange(q_len)[:, None] + query_offset"),
     }
     folder = tmp_path / "class"
     folder.mkdir()
     for student, (old, new) in mistakes.items():
         nb = nbformat.read(root / "solutions" / "06_t5_layer.ipynb", as_version=4)
         [cell] = [c for c in nb.cells if c.metadata["t5lesson"].get("cell") == "q4-answer"]
-        assert old in cell.source
+        assert old in cell.source, student
         cell.source = cell.source.replace(old, new)
         nbformat.write(nb, folder / f"{student}.ipynb")
     graded = {g.student: g for g in grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=60),
                                                  jobs=2)}
-    q4 = {student: {o.question: o for o in g.outcomes}["q4"] for student, g in graded.items()}
-    assert q4["no_padding"].points == pytest.approx(4.8) and q4["no_offset"].points == pytest.approx(4.8)
+    outcomes = {student: {o.question: o for o in g.outcomes} for student, g in graded.items()}
+    q4 = {student: o["q4"] for student, o in outcomes.items()}
+    assert q4["no_padding"].points == pytest.approx(points_without({5, 7}), abs=0.01)  # self-attention's mask
+    assert q4["no_offset"].points == pytest.approx(points_without({9, 10}), abs=0.01)
     assert "with left padding, row 0 attends to a padded key" in q4["no_padding"].message
     assert "as if the new token were at position 0" in q4["no_offset"].message
     feedback = (tmp_path / "report" / "feedback" / "no_padding.md").read_text()
-    assert "q4: Partly correct: 8 of 10 cases right." in feedback
+    assert "q4: Partly correct: 14 of 16 cases right." in feedback
+    assert sum(outcomes["hangs"][q].points for q in ("q1", "q2", "q3")) == 4, graded["hangs"]
+    assert q4["hangs"].points == 0
+    assert q4["cheat"].points == pytest.approx(points_without(set(range(2, 13))), abs=0.01)  # no bias: cross only
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "## The blocked reference was called" in summary
+    assert "- `cheat`, q4: t5lesson.reference:reference_bucket" in summary and "no_padding" not in summary
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert 'id="reference-hits"' in html and "t5lesson.reference:reference_bucket" in html
+    calls = (tmp_path / "report" / "class_report" / "code_cases.csv").read_text()
+    assert len(calls) < 5000 and "MyT5Attention, plan" in calls

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from t5lesson import exercises as bank
-from t5lesson.grading import protocol
+from t5lesson.grading import harvest, protocol
 from t5lesson.grading.protocol import (
     RUNNER_MODULE,
     SANDBOX_MODULE,
@@ -41,6 +41,10 @@ def test_references_and_blocked_targets_resolve(exercise, question):
         module, _, path = target.partition(":")
         if not module.startswith("t5lesson"):
             continue  # third-party targets: blocked as whole modules, or only when loaded
+        if path.endswith("*"):  # a whole module or class: it must hold functions to block
+            owner = importlib.import_module(module) if path == "*" else resolve(f"{module}:{path[:-2]}")
+            assert harvest.target_functions(owner, "*"), target
+            continue
         obj = resolve(target)
         # harvest.blocking swaps the code object; a target without one would silently stay usable
         assert inspect.isfunction(getattr(obj, "__func__", obj)), target

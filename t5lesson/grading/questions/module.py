@@ -31,9 +31,10 @@ from ..protocol import resolve
 from .kinds import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Case, Code, Outcome, _describe
 from .structured import _plain_numbers
 
-__all__ = ["Expected", "ModuleCode", "compare", "first_difference"]
+__all__ = ["Expected", "LayerCase", "ModuleCode", "compare", "first_difference", "closeness"]
 
 SETUP_ERROR = "GradingSetupError: "
+NONFINITE = "the result holds nan or inf where the reference is finite (no mistake we know gives that here)."
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,31 @@ def compare(expected: Expected, got: np.ndarray) -> str | None:
     return None if close[care].all() else "values"
 
 
+def closeness(expected: Expected, got: np.ndarray) -> str | None:
+    """How close a wrong result is, in words, when it is close at all: "within about 1e-3"."""
+    want = expected.values
+    if got.size != want.size:
+        return None
+    got = got.reshape(want.shape)
+    care = np.isfinite(want) & np.isfinite(got)
+    if not care.any():
+        return None
+    worst = float(np.max(np.abs(got[care] - want[care]) / (1.0 + np.abs(want[care]))))
+    for bound in (1e-3, 1e-2):
+        if worst <= bound:
+            return f"within about {bound:g} of it everywhere"
+    return None
+
+
+@dataclass(frozen=True)
+class LayerCase(Case):
+    """A case of a module question: in reports it reads as its topic (its weights are data, not text)."""
+
+    def call_text(self, function: str) -> str:
+        plan = dict(self.kwargs).get("plan", "?")
+        return f"{function}, plan {plan}: {self.topic}" if self.topic else f"{function}, plan {plan}"
+
+
 def first_difference(expected: Expected, got: np.ndarray) -> tuple[int, ...]:
     """The index of the first compared entry that is out of tolerance (or not finite)."""
     want = expected.values
@@ -82,11 +108,16 @@ class ModuleCode(Code):
     shows: "module:function"(kwargs, key, expected) -> whether mistake `key` changes that case's result;
       it lets the other cases decide between several candidates (see `_pick`).
     what: how messages name the real thing the answer is compared with.
+    case_weights: the credit of each case (a case that tests more is worth more); supporting:
+      cases that count only when some other case is right, so that a layer that computes nothing
+      useful is "Incorrect" with 0 points, however well it is initialised.
     Unlike a function question, every failed case gets its sentence in the message (cases with
-    the same sentence are named together).
+    the same sentence are named together), and the message ends with the cases that passed.
     """
 
     driver: str = "t5lesson.exercises.t5_layer_driver"
+    case_weights: tuple[float, ...] = ()  # what each case is worth (empty: all alike)
+    supporting: tuple[int, ...] = ()  # cases (0-based) that earn their weight only beside another right case
     diagnose: str = ""
     shows: str = ""
     what: str = "the reference"
@@ -119,19 +150,32 @@ class ModuleCode(Code):
         array = _plain_numbers(got.get("ok"))
         return "numbers" if array is None else compare(want, array)
 
+    def _weight(self, index: int) -> Fraction:
+        return Fraction(self.case_weights[index]).limit_denominator(1000) if self.case_weights else Fraction(1)
+
     def _verdict(self, right: int, total: int, failed: list) -> Outcome:
         problems = {id(case): self._sentence(case, want, got) for case, want, got in failed}
         grouped: dict[str, list[str]] = {}
+        passed = []
         for number, case in enumerate(self.cases, 1):
+            name = f"{number} ({case.topic})" if case.topic else str(number)
             if id(case) in problems:
                 problem = problems[id(case)]
                 sentence = problem if isinstance(problem, str) else self._pick(problem, problems)
-                grouped.setdefault(sentence, []).append(f"{number} ({case.topic})" if case.topic else str(number))
+                grouped.setdefault(sentence, []).append(name)
+            else:
+                passed.append(number - 1)
         raised = sum(isinstance(got, dict) and ("error" in got or "timeout" in got) for _, _, got in failed)
-        status = PARTIAL if right else (ERROR if raised == total else INCORRECT)
+        useful = [i for i in passed if i not in self.supporting]
+        earned = sum((self._weight(i) for i in passed), Fraction(0)) if useful else Fraction(0)
+        fraction = earned / sum((self._weight(i) for i in range(total)), Fraction(0))
+        status = PARTIAL if useful else (ERROR if raised == total else INCORRECT)
         sentences = [f"{'Case' if len(names) == 1 else 'Cases'} {', '.join(names)}: {sentence}"
                      for sentence, names in grouped.items()]
-        return self.outcome(status, Fraction(right, total), f"{right} of {total} cases right. " + " ".join(sentences))
+        if passed:
+            sentences.append(f"Right: case{'s' if len(passed) > 1 else ''} {', '.join(str(i + 1) for i in passed)}"
+                             + ("" if useful else " (the initialisation alone earns nothing)") + ".")
+        return self.outcome(status, fraction, f"{right} of {total} cases right. " + " ".join(sentences))
 
     def _pick(self, candidates: list, problems: dict) -> str:
         """One sentence from a failed case's candidate mistakes, using what the other cases show.
@@ -145,6 +189,13 @@ class ModuleCode(Code):
         passed = [(c, w) for c, w in zip(self.cases, self.expected, strict=True) if id(c) not in problems]
         kept = [(key, text) for key, text in candidates
                 if shows is None or not any(shows(dict(c.kwargs), key, w) for c, w in passed)] or candidates
+        # nan or inf where the mistake cannot give it: the mistake is not the likely cause
+        unexplained = [(c, w) for c, w in zip(self.cases, self.expected, strict=True)
+                       if problems.get(id(c)) == NONFINITE]
+        if shows is not None and unexplained:
+            kept = [(key, text) for key, text in kept if all(shows(dict(c.kwargs), key, w) for c, w in unexplained)]
+            if not kept:
+                return NONFINITE
         if len(kept) > 1:
             sure = {p[0][0] for p in problems.values() if isinstance(p, list) and len(p) == 1}
             kept = [(key, text) for key, text in kept if key in sure] or kept
@@ -169,9 +220,12 @@ class ModuleCode(Code):
             if candidates:
                 return list(candidates)
         if verdict == "nonfinite":
-            return "the result holds nan or inf."
+            return NONFINITE
         index = first_difference(want, array)
-        return f"differs from {self.what} by more than {want.atol:g} at [{', '.join(map(str, index))}]."
+        close = closeness(want, array.reshape(want.values.shape))
+        how = (f"; it is {close}, so the steps are right and the precision is not (a float16 step?)" if close
+               else "")
+        return (f"differs from {self.what} by more than {want.atol:g} at [{', '.join(map(str, index))}]{how}.")
 
     def _failure(self, got) -> str | None:
         """The sentence for a case that produced no value, else None (the run failures of `Code`,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from ..protocol import Status
 from ..questions.kinds import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Code, format_points
-from .gradebook import csv_cell
+from .gradebook import csv_cell, reference_hits
 
 __all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files", "csv_text"]
 
@@ -117,6 +117,7 @@ class ClassStats:
     attempted: dict[str, int]  # code question -> graded submissions whose function ran
     statuses: dict[str, list[str]]  # status -> students, sorted
     objectives: list[ObjectiveStats]
+    reference_hits: list = field(default_factory=list)  # (student, question, what): see report.reference_hits
 
 
 def _category(outcome) -> str:
@@ -239,7 +240,8 @@ def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
                   for key, v in sorted(objective_points.items(), key=lambda item: _objective_key(item[0]))]
 
     return ClassStats(exercise, [g.total for g in graded], [g.total for g in ok], _bins(exercise, graded), order,
-                      wrong, cases, topics, {q: attempted[q] for q in cases}, statuses, objectives)
+                      wrong, cases, topics, {q: attempted[q] for q in cases}, statuses, objectives,
+                      reference_hits(graded))
 
 
 # --------------------------------------------------------------------------- CSV
@@ -590,6 +592,12 @@ def _status_section(stats: ClassStats) -> str:
     out.append(_html_table(["status", "submissions", "who"], rows, numeric=(1,)))
     if not any(status != str(Status.GRADED) for status in stats.statuses):
         out.append("<p>Every notebook ran to the end.</p>")
+    if stats.reference_hits:
+        out.append('<h3 id="reference-hits">The blocked reference was called</h3><p>These answers called an '
+                   "implementation that is switched off while answers are graded; the cases that called it earned "
+                   "nothing.</p>")
+        out.append(_html_table(["student", "question", "what was called"],
+                               [[_esc(s), _esc(q), _esc(w)] for s, q, w in stats.reference_hits]))
     return "\n".join(out)
 
 

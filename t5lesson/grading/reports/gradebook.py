@@ -123,6 +123,15 @@ def feedback_text(exercise: Exercise, g: Graded) -> str:
     return "\n".join(lines) + "\n"
 
 
+def reference_hits(graded: list[Graded]) -> list[tuple[str, str, str]]:
+    """(student, question, what) for every answer that called a blocked reference implementation."""
+    from .harvest import BLOCKED_MESSAGE
+
+    found = re.compile(r"the reference implementation " + re.escape(BLOCKED_MESSAGE) + r" \(([^()]{1,200})\)")
+    return [(g.student, o.question, ", ".join(sorted(set(found.findall(o.message)))))
+            for g in sorted(graded, key=lambda g: g.student) for o in g.outcomes if found.search(o.message)]
+
+
 def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipped=(), failed=()) -> str:
     """Counts, files without a row, grader errors, and the settings; the first line warns when
     the kernels ran without isolation."""
@@ -144,6 +153,11 @@ def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipp
         lines += ["", "## Grader errors", "", "Each of these got the status `grader error`; the rest of the "
                   "class was graded. Please report them with the notebook.", ""]
         lines += [f"- `{g.student}`: {g.error}" for g in errors]
+    hits = reference_hits(graded)
+    if hits:
+        lines += ["", "## The blocked reference was called", "", "These answers called an implementation that is "
+                  "switched off while answers are graded; the cases that called it earned nothing.", ""]
+        lines += [f"- `{student}`, {question}: {what}" for student, question, what in hits]
     if failed:
         lines += ["", "## Reports not written", ""] + [f"- {f}" for f in failed]
     lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in sorted(settings.items())]

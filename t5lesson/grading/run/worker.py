@@ -80,9 +80,10 @@ def _content_size(content: dict) -> int:
 class CappedClient(NotebookClient):
     """nbclient with an output cap: output beyond the cap is counted, then dropped."""
 
-    def __init__(self, *args, cell_cap: int, total_cap: int, **kwargs):
+    def __init__(self, *args, cell_cap: int, total_cap: int, harvest_cap: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.cell_cap, self.total_cap = cell_cap, total_cap
+        self.harvest_cap = cell_cap if harvest_cap is None else harvest_cap  # a record has a limit of its own
         self.bytes_seen: dict[int, int] = {}
         self.truncated: set[int] = set()
         self.student_total = 0
@@ -104,7 +105,8 @@ class CappedClient(NotebookClient):
             self.bytes_seen[cell_index] = seen
             if not harvest:
                 self.student_total += size
-            if seen > self.cell_cap or (not harvest and self.student_total > self.total_cap):
+            if seen > (self.harvest_cap if harvest else self.cell_cap) or (
+                    not harvest and self.student_total > self.total_cap):
                 self.truncated.add(cell_index)
                 return None
         return super().process_message(msg, cell, cell_index)
@@ -187,6 +189,7 @@ async def run(job: Job) -> dict:
         error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
         allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
         shutdown_kernel="immediate", cell_cap=int(limits.output_limit), total_cap=int(limits.total_output_limit),
+        harvest_cap=int(limits.harvest_limit),
         resources={"metadata": {"path": job.sandbox["home"]}},
     )
     result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
