@@ -12,7 +12,8 @@ import pytest
 from isolation_helpers import ISOLATION_ARGS
 
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
-from t5lesson.grading.integrations.shards import parse_shard, select
+from t5lesson.grading.batch import shard_of as select
+from t5lesson.grading.integrations.shards import parse_shard
 from t5lesson.grading.questions.kinds import format_points
 
 
