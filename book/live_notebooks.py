@@ -28,7 +28,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "live" / "notebooks"
 # Lessons with a live notebook. Lesson 5 joins once its explorer needs no torch: add "05".
-LIVE_LESSONS = ("00", "01", "02", "03", "04")
+LIVE_LESSONS = ("00", "01", "02", "03", "04", "05b")
 EXPLORERS = "t5lesson.explorers"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 FIRST_VISIT = "about 40 MB and about 30 s"  # measured by tests/test_live.py; README, "The live site"
@@ -157,7 +157,7 @@ def live_notebook(path: Path) -> dict:
     """The live notebook of one lesson (see the module docstring)."""
     nb = json.loads(path.read_text())
     names = explorer_imports(nb)
-    number = int(path.name[:2])
+    number = path.name.split("_")[0].lstrip("0") or "0"  # "05b" stays "5b"
     page = f"{site_url()}notebooks/{path.stem}.html"
     title = lesson_title(nb)
     cells = [cell("markdown", (
@@ -192,7 +192,7 @@ def live_notebook(path: Path) -> dict:
             torch_users = {"torch", "transformers"} & module_imports(module)
             if torch_users:
                 sys.exit(f"{path.name}: {module} imports {sorted(torch_users)}; it cannot run in the browser "
-                         f"(drop lesson {path.name[:2]} from LIVE_LESSONS in book/live_notebooks.py)")
+                         f"(drop lesson {path.name.split('_')[0]} from LIVE_LESSONS in book/live_notebooks.py)")
             if call.func.id not in imported_by(source):
                 used.setdefault(module, set()).add(call.func.id)
         body.append(cell("markdown", lead_text("".join(before["source"])) if before else "", f"live-{k}-text"))

