@@ -125,7 +125,7 @@ def feedback_text(exercise: Exercise, g: Graded) -> str:
 
 def reference_hits(graded: list[Graded]) -> list[tuple[str, str, str]]:
     """(student, question, what) for every answer that called a blocked reference implementation."""
-    from .harvest import BLOCKED_MESSAGE
+    from ..harvest import BLOCKED_MESSAGE
 
     found = re.compile(r"the reference implementation " + re.escape(BLOCKED_MESSAGE) + r" \(([^()]{1,200})\)")
     return [(g.student, o.question, ", ".join(sorted(set(found.findall(o.message)))))
