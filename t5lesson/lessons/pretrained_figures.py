@@ -52,7 +52,7 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
 
     The offset axis is symmetric-log (linear in the exact region, shaded green, where every
     offset has its own bucket; logarithmic beyond, like the buckets themselves); thin grey lines
-    separate the logarithmic buckets, orange dashed lines mark where the last bucket starts.
+    separate the logarithmic buckets, black dotted lines mark where the last bucket starts.
     layer: which layer's table to draw when a stack has one per layer (UMT5).
     max_offset: how far to draw (default: twice max_distance).
     """
@@ -89,7 +89,7 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
             if abs(edge) <= max_offset:
                 ax.axvline(edge, color="0.8", lw=0.6, zorder=0)
         for edge in ([-last + 0.5, last - 0.5] if stack.bidirectional else [-last + 0.5]):
-            ax.axvline(edge, color=COLORS["orange"], lw=1.2, ls="--", zorder=1)
+            ax.axvline(edge, color=COLORS["black"], lw=1.0, ls=(0, (1, 1.5)), zorder=1)
         for h in range(heads):
             ax.plot(offsets, values[h], drawstyle="steps-mid", lw=1.3, label=head_names[h],
                     **{**series_style(h), "marker": None})
@@ -101,7 +101,8 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
         ax.minorticks_off()
         which = f", layer {layer}" if stack.per_layer else ""
         side = "bidirectional" if stack.bidirectional else "causal: keys on the left only"
-        ax.set_title(f"{stack.stack}{which} ({side})\nlast bucket from |j − i| = {last} (orange)", fontsize=SMALL + 1)
+        ax.set_title(f"{stack.stack}{which} ({side})\nlast bucket from |j − i| = {last} (black dots)",
+                     fontsize=SMALL + 1)
         ax.set_xlabel("offset j − i (symmetric log scale)")
     axes[0].set_ylabel("bias (logit units)")
     axes[-1].legend(fontsize=SMALL, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 if heads <= 12 else 2)

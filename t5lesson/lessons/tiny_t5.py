@@ -44,7 +44,7 @@ from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
 from ..pretrained import BiasTables, StackTables
 from ..seq2seq import CONFIG, EOS, FIRST_DIGIT, PAD, StepModel, from_text, padded, random_model, t5_config
-from .figures import SMALL, WIDTH, describe, new_figure, styled
+from .figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
 from .pretrained_figures import _bucket_edges
 
 __all__ = ["PAD", "EOS", "CONFIG", "Batch", "reverse_batch", "to_text", "from_text", "t5_config",
@@ -201,7 +201,7 @@ def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, 
     """Each head's bias against the offset j - i, encoder and decoder, trained (solid) over start (dashed).
 
     Bucket edges as in lesson 4: the exact region shaded green, thin grey lines between log
-    buckets, an orange dashed line where the last bucket starts.
+    buckets, a black dotted line where the last bucket starts.
     """
     if not isinstance(trained, BiasTables) or (start is not None and not isinstance(start, BiasTables)):
         raise ArgumentError("trained and start must be BiasTables (from tables_of or load_bias_tables)")
@@ -210,9 +210,6 @@ def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, 
     if max_offset is None:
         max_offset = max(s.max_distance for s in stacks) + 8
     max_offset = check_int("max_offset", max_offset, minimum=2)
-    from matplotlib import colormaps
-
-    colours = colormaps["tab10" if heads <= 10 else "tab20"]
     fig = new_figure(WIDTH, 3.9)
     axes = fig.subplots(1, len(stacks), sharey=True, squeeze=False)[0]
     before = {s.stack: s for s in start.stacks()} if start is not None else {}
@@ -226,24 +223,24 @@ def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, 
             return np.asarray(row)[:, 0, :width]
 
         edges, max_exact, last = _bucket_edges(stack)
-        ax.axvspan(-max_exact + 0.5, (max_exact - 0.5) if stack.bidirectional else 0.5, color="tab:green",
+        ax.axvspan(-max_exact + 0.5, (max_exact - 0.5) if stack.bidirectional else 0.5, color=COLORS["green"],
                    alpha=0.08, lw=0, zorder=0)
         for edge in edges:
             if abs(edge) <= max_offset:
                 ax.axvline(edge, color="0.8", lw=0.6, zorder=0)
         for edge in ([-last + 0.5, last - 0.5] if stack.bidirectional else [-last + 0.5]):
-            ax.axvline(edge, color="tab:orange", lw=1.2, ls="--", zorder=1)
+            ax.axvline(edge, color=COLORS["black"], lw=1.0, ls=(0, (1, 1.5)), zorder=1)
         values = curve(stack.layer(0))
         old = curve(before[stack.stack].layer(0)) if stack.stack in before else None
         for h in range(heads):
             if old is not None:
-                ax.plot(offsets, old[h], drawstyle="steps-mid", lw=0.9, ls=":", color=colours(h % colours.N))
-            ax.plot(offsets, values[h], drawstyle="steps-mid", lw=1.5, color=colours(h % colours.N),
-                    label=f"head {h}")
+                ax.plot(offsets, old[h], drawstyle="steps-mid", lw=0.9, ls=":", color=series_style(h)["color"])
+            ax.plot(offsets, values[h], drawstyle="steps-mid", lw=1.5, label=f"head {h}",
+                    **{**series_style(h), "marker": None})
         ax.axhline(0, color="0.6", lw=0.6)
         ax.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
         side = "bidirectional" if stack.bidirectional else "causal: keys on the left only"
-        ax.set_title(f"{stack.stack} ({side})\nlast bucket from |j − i| = {last} (orange)", fontsize=SMALL + 1)
+        ax.set_title(f"{stack.stack} ({side})\nlast bucket from |j − i| = {last} (black dots)", fontsize=SMALL + 1)
         ax.set_xlabel("offset j − i")
     axes[0].set_ylabel("bias (logit units)")
     handles, labels = axes[-1].get_legend_handles_labels()
@@ -257,6 +254,6 @@ def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, 
     what = "dotted lines are the same heads at the start, " if start is not None else ""
     return describe(fig, f"Each head's learned bias against the offset j − i, encoder (left) and decoder (right), "
                          f"with bucket edges marked; {what}each curve is flat within a bucket and "
-                         f"constant beyond the orange line, where the last bucket starts.")
+                         f"constant beyond the black dotted line, where the last bucket starts.")
 
 
