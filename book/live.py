@@ -57,10 +57,14 @@ EXTRA = {"comm": ["traitlets"], "ipywidgets": ["comm", "ipython", "traitlets"],
          "t5lesson": ["numpy", "matplotlib", "pillow", "ipywidgets", "t5live-mplcache"]}
 EXERCISES = ["01_unscaled_scores.ipynb", "03_relative_position_buckets.ipynb"]
 # matplotlib's font list, built once for the lock's matplotlib (`live.py fontcache`), so its first import
-# in the browser does not spend seconds building it. It ships as a small wheel of its own, and
-# MPLCONFIGDIR points there.
+# in the browser does not spend seconds building it. Pyodide's matplotlib is patched to read its font
+# list from matplotlib/fontlist.json next to font_manager.py (never from MPLCONFIGDIR), and the file
+# its 3.8.4 wheel ships is stamped _version 390 where its FontManager wants 330, so it is rejected and
+# rebuilt on every first import. Our small wheel puts a matching list in that place: it depends on
+# matplotlib, so Pyodide installs it after matplotlib and its file replaces the stale one.
 FONTLIST = LIVE / "matplotlib-fontlist.json"
 FONTCACHE = "t5live_mplcache"
+FONTLIST_READ = 'Path(__file__).parent.joinpath("fontlist.json")'  # how Pyodide's font_manager finds it
 OVERRIDES = {  # JupyterLab 4.4 moves between cells on ArrowLeft/Right; a focused slider needs them.
     "@jupyterlab/shortcuts-extension:shortcuts": {"shortcuts": [
         {"command": command, "keys": [key], "selector": ".jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite) :focus",
@@ -315,19 +319,20 @@ def fontcache_wheel(dest: Path, m: dict, pyodide: Path) -> Path:
              f"{matplotlib['version']}: run `python book/live.py fontcache` with that matplotlib")
     with zipfile.ZipFile(pyodide / matplotlib["file_name"]) as z:
         names = set(z.namelist())
+        source = z.read("matplotlib/font_manager.py").decode()
     missing = [f["fname"] for f in data["ttflist"] + data["afmlist"]
                if f"matplotlib/mpl-data/{f['fname']}" not in names]
     if missing:
         fail(f"{FONTLIST.name} lists fonts the lock's matplotlib does not have: {missing[:5]}")
-    version = matplotlib["version"]
-    font_version = data["_version"]
-    return _wheel(dest, FONTCACHE, version, [(f"{FONTCACHE}/fontlist-v{font_version}.json",
-                                              FONTLIST.read_bytes()), (f"{FONTCACHE}/__init__.py", b"")])
-
-
-def mplconfigdir(m: dict) -> str:
-    major, minor = m["lock_info"]["python"].split(".")[:2]
-    return f"/lib/python{major}.{minor}/site-packages/{FONTCACHE}"
+    if FONTLIST_READ not in source:
+        fail(f"the lock's matplotlib no longer reads its font list from matplotlib/fontlist.json "
+             f"({FONTLIST_READ!r} not in its font_manager.py): see where it reads it and ship it there")
+    wanted = re.search(r"^    __version__ = (\d+)$", source, re.M)
+    if not wanted or int(wanted.group(1)) != data["_version"]:
+        fail(f"{FONTLIST.name} has _version {data['_version']}, the lock's matplotlib FontManager wants "
+             f"{wanted and wanted.group(1)}: run `python book/live.py fontcache` with that matplotlib")
+    return _wheel(dest, FONTCACHE, matplotlib["version"], [("matplotlib/fontlist.json", FONTLIST.read_bytes()),
+                                                          (f"{FONTCACHE}/__init__.py", b"")])
 
 
 # The JupyterLite build ----------------------------------------------------------------------------
@@ -343,7 +348,7 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
     by_name = {norm(w.name.split("-")[0]): w for w in wheels}
     by_name["t5lesson"] = t5lesson_wheel(static)
     by_name["t5live-mplcache"] = fontcache_wheel(static, m, pyodide)
-    EXTRA_ALL = {**EXTRA, "t5live-mplcache": []}
+    EXTRA_ALL = {**EXTRA, "t5live-mplcache": ["matplotlib"]}  # installed after matplotlib
     for name, depends in EXTRA_ALL.items():
         if by_name[name].parent != static:
             shutil.copy(by_name[name], static / by_name[name].name)
@@ -360,7 +365,7 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
         "disabledExtensions": ["@jupyterlab/apputils-extension:announcements"],
         "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": {
             "pyodideUrl": "./static/pyodide/pyodide.js", "disablePyPIFallback": True,
-            "loadPyodideOptions": {"packages": [], "env": {"MPLCONFIGDIR": mplconfigdir(m)}}}},
+            "loadPyodideOptions": {"packages": []}}},
     }}
     (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=1) + "\n")
     return lock
@@ -371,7 +376,7 @@ def contents(folder: Path) -> list[Path]:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    notebooks = sorted((LIVE / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = sorted((LIVE / "notebooks").glob("[0-9][0-9]*_*.ipynb"))  # 05b_... too, as book/build.py
     if not notebooks:
         fail("no live notebooks in book/live/notebooks (python book/live_notebooks.py writes them)")
     for nb in notebooks:

@@ -227,7 +227,7 @@ def run(site: Path) -> dict:
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     out, external = {}, []
-    names = [p.name for p in sorted(LIVE_NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))]
+    names = [p.name for p in sorted(LIVE_NOTEBOOKS.glob("[0-9][0-9]*_*.ipynb"))]  # 05b_... too
     with LiveServer(site) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=OFFLINE_ARGS, headless=True)
         local = (server.base, "data:", "blob:", "about:")
