@@ -224,11 +224,23 @@ def _explorer_name(box, index):
                  if c.startswith("t5lesson-") and c != "t5lesson-explorer"), f"explorer{index}")
 
 
-def _timed(page, index, action):
-    """Run `action` (a key press or a click) and return ms until the figure's <img> changes."""
+def _timed(page, index, action, value=None):
+    """Run `action` (a key press or a click) and return ms until the figure's <img> changes.
+
+    With `value` (the control's readout), a key that leaves the value as it was (a slider already at
+    the end of its range) returns None instead of waiting for a picture that has no reason to change.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    before = value() if value is not None else None
     page.evaluate(WATCH_FIGURE, [index])
     action()
-    page.wait_for_function("() => window.__t5.changed !== null", timeout=30_000)
+    try:
+        page.wait_for_function("() => window.__t5.changed !== null", timeout=10_000 if value else 30_000)
+    except PlaywrightTimeout:
+        if value is None or value() != before:
+            raise  # the value moved (or nothing tells us it did not), yet the picture never changed
+        return None
     return page.evaluate("() => window.__t5.changed - (window.__t5.input ?? window.__t5.start)")
 
 
@@ -310,9 +322,11 @@ def keyboard_pass(page, box, index, name, max_tabs=60):
         if result["tabs"] is None:
             result["tabs"] = tabs
         if focused["kind"] == "handle":
-            for key in ("ArrowRight", "ArrowRight", "ArrowLeft"):
-                result["latencies_ms"].append(_timed(page, index, lambda key=key: page.keyboard.press(key)))
-                result["keys"].append(key)
+            for key in ("ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft"):
+                ms = _timed(page, index, lambda key=key: page.keyboard.press(key), value=result["value"])
+                if ms is not None:  # None: the key met the end of the slider's range
+                    result["latencies_ms"].append(ms)
+                    result["keys"].append(key)
             page.keyboard.press("ArrowRight")  # ends one step up from where it started
             page.wait_for_timeout(300)
             result["value_after"] = result["value"]()
