@@ -330,7 +330,8 @@ def keyboard_pass(page, box, index, name, max_tabs=60):
             page.keyboard.press("ArrowRight")  # ends one step up from where it started
             page.wait_for_timeout(300)
             result["value_after"] = result["value"]()
-        elif focused["kind"] == "button" and not focused["active"]:
+        elif focused["kind"] == "button" and not focused["active"] and not result["keys"]:
+            # one press per toggle: pressing its next button too would, with two, bring back the start
             key = ("Enter", "Space")[toggle_key % 2]
             toggle_key += 1
             result["latencies_ms"].append(_timed(page, index, lambda key=key: page.keyboard.press(key)))
