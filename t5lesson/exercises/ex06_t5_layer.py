@@ -80,7 +80,7 @@ EXERCISE = Exercise(
         ),
         ModuleCode(
             id="q4", points=6, objectives=(7,),
-            name="MyT5Attention",
+            name="MyT5Attention", driver="t5lesson.exercises.t5_layer_driver",
             reference=f"{_CASES}:reference_case", diagnose=f"{_CASES}:diagnose", shows=f"{_CASES}:shows",
             what="transformers' T5Attention", cases=layer_cases.cases(), case_timeout=5.0,
             case_weights=layer_cases.case_weights(), supporting=layer_cases.SUPPORTING,

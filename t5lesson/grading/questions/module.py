@@ -115,7 +115,7 @@ class ModuleCode(Code):
     the same sentence are named together), and the message ends with the cases that passed.
     """
 
-    driver: str = "t5lesson.exercises.t5_layer_driver"
+    driver: str = ""  # the module that builds and runs the learner's module in the kernel (the exercise names it)
     case_weights: tuple[float, ...] = ()  # what each case is worth (empty: all alike)
     supporting: tuple[int, ...] = ()  # cases (0-based) that earn their weight only beside another right case
     diagnose: str = ""
