@@ -53,6 +53,7 @@ from .protocol import (
     CellStatus,
     Job,
     Limits,
+    SandboxPlan,
     Status,
     status_of,
 )
@@ -109,9 +110,9 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None,
               "watch_memory": None if cgroup else memory_bytes}
     if walls is not None:
         (job_dir / "scratch").mkdir(mode=0o700)
-        config["isolation"] = {
-            "uid": uid, "home": str(home), "scratch": str(job_dir / "scratch"), "disk_bytes": limits.disk_mb * 2 ** 20,
-            "hide": walls["hide"], "keep": walls["keep"] + [str(ipc_dir)], "writable_keep": [str(ipc_dir)]}
+        config["isolation"] = SandboxPlan(
+            uid=uid, home=str(home), scratch=str(job_dir / "scratch"), disk_bytes=limits.disk_mb * 2 ** 20,
+            hide=tuple(walls["hide"]), keep=(*walls["keep"], str(ipc_dir)), writable_keep=(str(ipc_dir),)).to_json()
     Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
         limits=limits, sandbox=config).write(job_dir / "job.json")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",

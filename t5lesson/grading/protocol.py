@@ -12,8 +12,9 @@ boundaries is defined here, and nowhere else:
   type of its records (`HARVEST_MIME`, owned by harvest.py, which must stay self-contained);
 - how a run ended (`RunEnd`), how each cell ended (`CellStatus`), and the status a student
   gets in the gradebook (`Status`, `status_of`);
-- the limits of one run (`Limits`) and the job file (`Job`: written with `asdict`, read by
-  one loader).
+- the limits of one run (`Limits`), the walls of one kernel (`SandboxPlan`: made by the class
+  grader, read by the kernel's launcher in another process) and the job file (`Job`: written
+  with `asdict`, read by one loader).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from .harvest import MIME as HARVEST_MIME
 
 __all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "KERNEL_MODULE", "EXIT_ENAME", "HARVEST_MIME", "GRADER_KEY",
            "resolve", "mark_harvest", "harvest_question", "RunEnd", "CellStatus", "Status", "status_of",
-           "Limits", "Job"]
+           "Limits", "SandboxPlan", "Job"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 RUNNER_MODULE = f"{_PACKAGE}.run.worker"  # python -m RUNNER_MODULE JOB.json: one worker per submission
@@ -157,6 +158,35 @@ class Limits:
         interrupt, and a few seconds for the last output.
         """
         return self.startup_timeout + self.notebook_timeout + self.stuck_grace + 10
+
+
+@dataclass(frozen=True)
+class SandboxPlan:
+    """The walls of one isolated kernel (see `t5lesson.grading.sandbox.namespaces`).
+
+    The class grader makes one per submission; it travels in the job file as a plain dict
+    (`to_json`) through the worker to the kernel's launcher, which reads it back (`from_json`)
+    and hands it to `namespaces.enter`.
+    """
+
+    home: str  # the kernel's home folder (bound in from the scratch tmpfs)
+    scratch: str  # an empty folder to mount the kernel's one writable tmpfs on
+    disk_bytes: int  # size of that tmpfs: every file, shared memory and lock of the submission
+    hide: tuple[str, ...] = ()  # folders covered by empty read-only tmpfs mounts
+    keep: tuple[str, ...] = ()  # paths bound back (read-only) where a hidden folder covered them
+    writable_keep: tuple[str, ...] = ()  # paths of `keep` bound back writable (the kernel's socket folder)
+    uid: int | None = None  # as root: the kernel's own user id (its home is chowned to it); else None
+
+    def to_json(self) -> dict:
+        """A plain dict for the job file (lists, not tuples)."""
+        return {name: list(v) if isinstance(v, tuple) else v for name, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> SandboxPlan:
+        """The plan `to_json` wrote; unknown keys are ignored, missing optional ones default."""
+        known = {f.name for f in fields(cls)}
+        given = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        return cls(**given)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ STILL_TO_SPLIT = {
     "integrations/lms.py:export": 34,
     "reports/class_page.py:compute": 32,
     "run/compose.py:prepare": 30,
-    "sandbox/namespaces.py:enter": 28,
     "run/worker.py:run": 24,
     "questions/structured.py:from_plain": 24,
     "batch.py:score": 23,

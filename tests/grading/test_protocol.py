@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import re
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from t5lesson.grading.protocol import (
     Job,
     Limits,
     RunEnd,
+    SandboxPlan,
     Status,
     harvest_question,
     mark_harvest,
@@ -68,6 +70,16 @@ def test_job_file_round_trip(tmp_path: Path):
     job = Job("run.ipynb", "result.json", str(tmp_path), Limits(cell_timeout=3.0, memory_mb=512), {"home": "/x"})
     job.write(tmp_path / "job.json")
     assert Job.read(tmp_path / "job.json") == job
+
+
+def test_sandbox_plan_crosses_the_job_file_as_plain_json(tmp_path: Path):
+    plan = SandboxPlan(home="/w/home", scratch="/w/job/scratch", disk_bytes=256 << 20, hide=("/w/sub", "/w/out"),
+                       keep=("/usr", "/w/ipc"), writable_keep=("/w/ipc",), uid=2_100_000_001)
+    Job("run.ipynb", "result.json", str(tmp_path), sandbox={"isolation": plan.to_json()}).write(tmp_path / "job.json")
+    wire = json.loads((tmp_path / "job.json").read_text())["sandbox"]["isolation"]
+    assert wire["hide"] == ["/w/sub", "/w/out"] and wire["uid"] == 2_100_000_001  # plain JSON on the wire
+    assert SandboxPlan.from_json(Job.read(tmp_path / "job.json").sandbox["isolation"]) == plan
+    assert SandboxPlan.from_json({"home": "/h", "scratch": "/s", "disk_bytes": 1}).uid is None  # as a normal user
 
 
 def test_protocol_names_are_defined_once():

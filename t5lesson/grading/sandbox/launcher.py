@@ -36,7 +36,7 @@ import resource
 import sys
 from pathlib import Path
 
-from ..protocol import KERNEL_MODULE
+from ..protocol import KERNEL_MODULE, SandboxPlan
 from . import namespaces as isolation
 from .namespaces import _private_namespace, expose, needed_paths  # noqa: F401 (the sandbox's own API too)
 
@@ -69,8 +69,8 @@ def launch(config: dict, connection_file: str) -> None:
     if config.get("pid_file"):
         with open(config["pid_file"], "w", encoding="utf-8") as f:
             f.write(str(os.getpid()))
-    plan = config.get("isolation")
-    uid = plan.get("uid") if plan else None
+    plan = SandboxPlan.from_json(config["isolation"]) if config.get("isolation") else None
+    uid = plan.uid if plan else None
     if config.get("cgroup"):  # as root: this process and all it starts count against the submission's cgroup
         from .resources import Cgroup
 

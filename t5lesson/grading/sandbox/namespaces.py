@@ -37,6 +37,7 @@ import signal
 import sys
 
 from ..course import PACKAGE_PARENT
+from ..protocol import SandboxPlan
 
 __all__ = ["probe", "enter", "WRITABLE", "supervise", "die_with_parent", "expose", "needed_paths"]
 
@@ -48,6 +49,9 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 PR_SET_PDEATHSIG = 1
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian
 SPECIAL = ("/proc", "/sys", "/dev")  # left as they are (writes there need privileges or are devices)
+# Sizes of the grader's own tmpfs mounts, not limits of a submission: a cover is empty and read-only
+# to the kernel (or root's, mode 0711), and the probe writes one small file.
+COVER_SIZE, EXPOSE_COVER_SIZE, PROBE_DISK_BYTES = "256k", "64k", 1 << 20
 _FLAG_OF_OPTION = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                    "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 
@@ -144,75 +148,123 @@ def _make_path(path: str, is_dir: bool) -> None:
 
 
 def _cover(folder: str, mode: str = "0755") -> None:
-    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size=256k,mode={mode}", f"cover {folder}")
+    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={COVER_SIZE},mode={mode}", f"cover {folder}")
 
 
-def enter(plan: dict) -> None:
-    """Build the kernel's private world (see module doc). Called as root or as a normal user."""
-    as_root = os.geteuid() == 0
-    hide = [p for p in dict.fromkeys(plan.get("hide", [])) if os.path.isdir(p)]
+def _writable_folders() -> list[str]:
+    """The world-writable folders of WRITABLE that exist here, each once (/var/lock links to /run/lock)."""
     writable = []
-    for path in WRITABLE:  # /var/lock is a link to /run/lock here: one folder each, once
+    for path in WRITABLE:
         real = os.path.realpath(path)
         if os.path.isdir(real) and real not in writable:
             writable.append(real)
+    return writable
 
-    def uncovers(path: str) -> bool:  # binding it back would undo a private folder (/tmp from sys.path)
-        return any(w == path or w.startswith(path.rstrip("/") + "/") for w in writable)
 
-    keep = [p for p in dict.fromkeys(plan.get("keep", [])) if os.path.exists(p) and not uncovers(p)]
-    scratch, home, disk = plan["scratch"], plan["home"], int(plan["disk_bytes"])
+def _uncovers(path: str, writable: list[str]) -> bool:
+    """Binding `path` back would undo a private folder (/tmp, say, where sys.path names it)."""
+    return any(w == path or w.startswith(path.rstrip("/") + "/") for w in writable)
 
-    _unshare(as_root)
-    fds = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in keep}
-    _read_only_everywhere()
 
-    # one tmpfs for everything the kernel may write, mounted on its (hidden) scratch folder
-    _mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={disk},mode=0755", "scratch tmpfs")
+def _hold(path: str) -> int:
+    """A handle on `path` that still reaches it after something is mounted over it."""
+    return os.open(path, os.O_PATH | os.O_CLOEXEC)
+
+
+def _bind(fd: int, target: str, what: str) -> None:
+    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND, None, what)
+
+
+def _private_scratch(plan: SandboxPlan, writable: list[str]) -> dict[str, int]:
+    """One tmpfs for everything the kernel may write, mounted on its (hidden) scratch folder.
+
+    It gets a folder for each world-writable place and one for the home; they are returned held
+    open (place they will serve -> handle), since binding /tmp may hide the scratch folder.
+    """
+    size = int(plan.disk_bytes)
+    _mount("tmpfs", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0755", "scratch tmpfs")
     places = {}
     for i, path in enumerate(writable):
-        places[path] = os.path.join(scratch, f"w{i}")
+        places[path] = os.path.join(plan.scratch, f"w{i}")
         os.mkdir(places[path])
         os.chmod(places[path], 0o1777)
-    own_home = os.path.join(scratch, "home")
+    own_home = os.path.join(plan.scratch, "home")
     os.mkdir(own_home, 0o700)
-    if plan.get("uid") is not None:
-        os.chown(own_home, plan["uid"], plan["uid"])
-    held = {path: os.open(place, os.O_PATH | os.O_CLOEXEC) for path, place in places.items()}
-    held[home] = os.open(own_home, os.O_PATH | os.O_CLOEXEC)  # binding /tmp may hide the scratch folder
-    for path in writable:
-        _mount(f"/proc/self/fd/{held[path]}", path, None, MS_BIND, None, f"private {path}")
+    if plan.uid is not None:
+        os.chown(own_home, plan.uid, plan.uid)
+    held = {path: _hold(place) for path, place in places.items()}
+    held[plan.home] = _hold(own_home)
+    return held
 
+
+def _cover_hidden(hide: list[str]) -> list[str]:
+    """Lay an empty tmpfs over every folder to hide; return those covered."""
     covered = []
     for folder in hide:
         if os.path.isdir(folder):
             _cover(folder)
             covered.append(folder)
-    for path in sorted(fds, key=len):  # what was covered on the way and is needed, bound back read-only
-        if not _same(path, fds[path]) or path in plan.get("writable_keep", ()):
-            is_dir = os.path.isdir(f"/proc/self/fd/{fds[path]}")
-            _make_path(path, is_dir)
-            _mount(f"/proc/self/fd/{fds[path]}", path, None, MS_BIND | MS_REC, None, f"keep {path}")
-            read_only = 0 if path in plan.get("writable_keep", ()) else MS_RDONLY  # a bind copies the source's
+    return covered
+
+
+def _bind_back(kept: dict[str, int], writable_keep) -> None:
+    """What was covered on the way and is needed, bound back read-only (or writable, if so kept).
+
+    Shortest path first, so a path inside another kept one lands on top of it. Every handle is closed.
+    """
+    for path in sorted(kept, key=len):
+        fd = kept[path]
+        if not _same(path, fd) or path in writable_keep:
+            _make_path(path, os.path.isdir(f"/proc/self/fd/{fd}"))
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None, f"keep {path}")
+            read_only = 0 if path in writable_keep else MS_RDONLY  # a bind copies the source's flags
             _mount(None, path, None, MS_REMOUNT | MS_BIND | read_only | _flags_of(path), None, f"keep {path}")
-        os.close(fds[path])
-    if plan.get("uid") is not None:  # as root, for another user id: open closed folders on the way to Python
-        expose(needed_paths() + keep)
-    for folder in hide:  # a hidden folder inside one bound back (solutions/ in the course) is covered again
+        os.close(fd)
+
+
+def _cover_again(hide: list[str], keep: list[str]) -> list[str]:
+    """A hidden folder inside one bound back (solutions/ in the course) is covered again; return those."""
+    covered = []
+    for folder in hide:
         inside_keep = any(k.startswith(folder.rstrip("/") + "/") for k in keep)
         if os.path.isdir(folder) and not inside_keep and os.listdir(folder):
             _cover(folder)
             covered.append(folder)
-    _make_path(home, True)
-    _mount(f"/proc/self/fd/{held[home]}", home, None, MS_BIND, None, "home")
-    for fd in held.values():
-        os.close(fd)
-    for folder in covered:  # the covers themselves read-only now that what they hold is in place
+    return covered
+
+
+def _seal(covered: list[str]) -> None:
+    """The covers themselves read-only, now that what they hold is in place."""
+    for folder in covered:
         try:
             _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None,
                    f"read-only cover {folder}")
         except OSError:
             pass
+
+
+def enter(plan: SandboxPlan) -> None:
+    """Build the kernel's private world (see module doc). Called as root or as a normal user."""
+    writable = _writable_folders()
+    hide = [p for p in dict.fromkeys(plan.hide) if os.path.isdir(p)]
+    keep = [p for p in dict.fromkeys(plan.keep) if os.path.exists(p) and not _uncovers(p, writable)]
+
+    _unshare(os.geteuid() == 0)
+    kept = {path: _hold(path) for path in keep}  # held before anything is laid over them
+    _read_only_everywhere()
+    held = _private_scratch(plan, writable)
+    for path in writable:
+        _bind(held[path], path, f"private {path}")
+    covered = _cover_hidden(hide)
+    _bind_back(kept, plan.writable_keep)
+    if plan.uid is not None:  # as root, for another user id: open closed folders on the way to Python
+        expose(needed_paths() + keep)
+    covered += _cover_again(hide, keep)
+    _make_path(plan.home, True)
+    _bind(held[plan.home], plan.home, "home")
+    for fd in held.values():
+        os.close(fd)
+    _seal(covered)
 
 
 _PARENT_PIPE: list[int] = []
@@ -301,8 +353,8 @@ def expose(paths) -> None:
             return
         for folder, children in groups.items():
             fds = {child: os.open(os.path.join(folder, child), os.O_PATH) for child in children}
-            _check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV, b"size=64k,mode=0711"),
-                   f"cover {folder}")
+            data = f"size={EXPOSE_COVER_SIZE},mode=0711".encode()
+            _check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV, data), f"cover {folder}")
             for child, fd in fds.items():
                 target = os.path.join(folder, child)
                 if os.path.isdir(f"/proc/self/fd/{fd}"):
@@ -333,8 +385,8 @@ def probe(uid: int | None = None) -> str | None:
         os.mkdir(scratch, 0o700)
         os.mkdir(home, 0o700)
         # keep what a kernel needs: the interpreter and this package may live under /tmp, which goes private
-        plan = {"scratch": scratch, "home": home, "disk_bytes": 1 << 20, "hide": [secret], "keep": needed_paths(),
-                "uid": uid}
+        plan = SandboxPlan(home=home, scratch=scratch, disk_bytes=PROBE_DISK_BYTES, hide=(secret,),
+                           keep=tuple(needed_paths()), uid=uid)
         open(os.path.join(secret, "file"), "w").close()
         check = (f"import os, sys; assert not os.path.isdir({secret!r}) or not os.listdir({secret!r}); "
                  f"os.chdir({home!r}); "
