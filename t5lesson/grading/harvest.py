@@ -37,38 +37,57 @@ class _CaseTimeout(BaseException):
 
 def to_plain(x, depth=0):
     """A tagged plain value: {"t": "int", "v": 3}, {"t": "list", "v": [...]}, {"t": "other", ...}."""
-    kind = type(x)
+    kind = type(x)  # compared by identity: a subclass (of int, of list) is not plain data
     if x is None or x is Ellipsis:
         return {"t": "none"}
+    if kind is bool or kind is int or kind is float or kind is str:
+        return _scalar(x, kind)
+    if kind in (list, tuple, set, frozenset):
+        return _sequence(x, kind, depth)
+    numpy = sys.modules.get("numpy")  # looked up, never imported: only a learner who uses it has it
+    plain = _from_numpy(x, numpy) if numpy is not None else None
+    if plain is not None:
+        return plain
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _array(tuple(x.shape), x.numel(), lambda: x.detach().cpu().reshape(-1).tolist(), str(x.dtype))
+    return {"t": "other", "type": str(getattr(kind, "__name__", "unknown"))[:60]}
+
+
+def _scalar(x, kind):
+    """A bool, int, float or str (exactly those types); huge ints, non-finite floats and long text bounded."""
     if kind is bool:
         return {"t": "bool", "v": x}
     if kind is int:
         return {"t": "int", "v": x} if abs(x) < 10 ** 18 else {"t": "other", "type": "huge int"}
     if kind is float:
         return {"t": "float", "v": x if math.isfinite(x) else repr(x)}
-    if kind is str:
-        return {"t": "str", "v": x[:MAX_TEXT]}
-    if kind in (list, tuple, set, frozenset):
-        if depth > 3 or len(x) > MAX_ITEMS:
-            return {"t": "other", "type": f"{kind.__name__} (too large or too deep)"}
-        items = [to_plain(item, depth + 1) for item in x]
-        if kind in (set, frozenset):
-            items.sort(key=lambda item: json.dumps(item, sort_keys=True))
-        return {"t": "list", "v": items}
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(x, numpy.generic):
+    return {"t": "str", "v": x[:MAX_TEXT]}
+
+
+def _sequence(x, kind, depth):
+    """A list, tuple or set as a list of plain values (a set's in a fixed order), if small and shallow."""
+    if depth > 3 or len(x) > MAX_ITEMS:
+        return {"t": "other", "type": f"{kind.__name__} (too large or too deep)"}
+    items = [to_plain(item, depth + 1) for item in x]
+    if kind in (set, frozenset):
+        items.sort(key=lambda item: json.dumps(item, sort_keys=True))
+    return {"t": "list", "v": items}
+
+
+def _from_numpy(x, numpy):
+    """A NumPy scalar or array as plain data; None for anything else (a NumPy string is "other")."""
+    if isinstance(x, numpy.generic):
         if isinstance(x, numpy.bool_):
             return {"t": "bool", "v": bool(x)}
         if isinstance(x, numpy.integer):
             return to_plain(int(x))
         if isinstance(x, numpy.floating):
             return to_plain(float(x))
-    if numpy is not None and isinstance(x, numpy.ndarray):
+        return None
+    if isinstance(x, numpy.ndarray):
         return _array(x.shape, x.size, lambda: x.ravel().tolist(), str(x.dtype))
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return _array(tuple(x.shape), x.numel(), lambda: x.detach().cpu().reshape(-1).tolist(), str(x.dtype))
-    return {"t": "other", "type": str(getattr(kind, "__name__", "unknown"))[:60]}
+    return None
 
 
 def _array(shape, size, flat, dtype):

@@ -14,14 +14,8 @@ import pytest
 ENGINE = Path(__file__).resolve().parents[2] / "t5lesson" / "grading"
 MAX_BRANCHES = 20
 STILL_TO_SPLIT = {
-    "integrations/lms.py:export": 34,
-    "reports/class_page.py:compute": 32,
-    "run/compose.py:prepare": 30,
     "run/worker.py:run": 24,
-    "questions/structured.py:from_plain": 24,
     "batch.py:score": 23,
-    "harvest.py:to_plain": 22,
-    "integrations/shards.py:merge": 21,
 }
 
 

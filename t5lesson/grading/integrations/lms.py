@@ -30,6 +30,8 @@ from __future__ import annotations
 import csv
 import html
 import re
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..questions.kinds import format_points
@@ -160,6 +162,91 @@ def markdown_html(markdown: str, title: str) -> str:
 # --------------------------------------------------------------------------- the export
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """The grade columns of both sheets: the total, and with `per_question` each question's points.
+
+    Free-text questions count (in the total and as columns) once they are marked (`marks` not None).
+    """
+
+    assignment: str
+    auto: list
+    manual: list
+    marks: dict[str, dict[str, float]] | None
+    per_question: bool
+    possible: float  # the points the total is out of
+
+    @classmethod
+    def of(cls, exercise, assignment: str, marks, per_question: bool) -> _Columns:
+        auto = [q for q in exercise.questions if q.auto_scored]
+        manual = [q for q in exercise.questions if not q.auto_scored]
+        possible = exercise.auto_points + (sum(q.points for q in manual) if marks is not None else 0)
+        return cls(assignment, auto, manual, marks, per_question, possible)
+
+    def headers(self) -> list[tuple[str, float]]:
+        """(column name, points possible), the total first."""
+        columns = [(self.assignment, self.possible)]
+        if self.per_question:
+            shown = self.auto + (self.manual if self.marks is not None else [])
+            columns += [(f"{self.assignment} {q.id}", q.points) for q in shown]
+        return columns
+
+    def given(self, student: str) -> dict[str, float]:
+        """The free-text points `student` was given (none before marking)."""
+        return (self.marks or {}).get(student, {})
+
+    def values(self, student: str, row: dict) -> list[str]:
+        """One student's cells under `headers`, from their gradebook row and their free-text marks."""
+        total = row["total"]
+        if self.marks is not None:
+            total = format_points(float(row["total"]) + sum(self.given(student).values()))
+        values = [total]
+        if self.per_question:
+            values += [row[q.id] for q in self.auto]
+            if self.marks is not None:
+                values += [format_points(self.given(student).get(q.id, 0.0)) for q in self.manual]
+        return values
+
+
+def _gradebook_rows(report: Path, graded) -> dict[str, dict]:
+    """{student: gradebook.csv row}, which must list the students grades.json does."""
+    rows = {_uncell(r["student"]): r for r in _read_csv(report / "gradebook.csv")}
+    if set(rows) != {g.student for g in graded}:
+        raise ValueError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
+    return rows
+
+
+class _FeedbackFiles:
+    """feedback/<lms id>.md and .html; two ids that make the same file name get -2, -3, ..."""
+
+    def __init__(self, folder: Path, title: str):
+        self.folder, self.title, self.stems = folder, title, Counter()
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def write(self, lms_id: str, name: str, text: str) -> None:
+        stem = safe_name(lms_id)
+        self.stems[stem] += 1
+        stem = stem if self.stems[stem] == 1 else f"{stem}-{self.stems[stem]}"
+        _atomic_write(self.folder / f"{stem}.md", text)
+        _atomic_write(self.folder / f"{stem}.html", markdown_html(text, f"{self.title}: {name}"))
+
+
+def _identity(student: str, row: dict) -> tuple[str, str, str]:
+    """(LMS id, name, section) of a student's row of the mapping file; the name defaults to the submission's."""
+    name = (row.get("name") or "").strip() or student
+    return row["lms_id"].strip(), name, (row.get("section") or "").strip()
+
+
+def _unmatched(rows: dict, ids: dict) -> tuple[list[str], list[str], str]:
+    """(submissions without an LMS id, LMS-mapped submissions not graded, unmatched.csv's text)."""
+    no_id = [s for s in sorted(rows) if s not in ids]
+    no_submission = [s for s in sorted(ids) if s not in rows]
+    text = csv_text(["what", "submission", "lms_id"],
+                    [("submission without an LMS id", s, "") for s in no_id]
+                    + [("LMS id without a submission", s, ids[s]["lms_id"].strip()) for s in no_submission])
+    return no_id, no_submission, text
+
+
 def export(report: Path, ids_path: Path, out: Path, *, catalogue,
            assignment: str | None = None, per_question: bool = False,
            canvas_id_column: str = "SIS User ID", moodle_id_column: str = "ID number",
@@ -169,69 +256,36 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue,
     if canvas_id_column not in CANVAS_IDENTITY[1:4]:
         raise ValueError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
     run = outputs.read(report, catalogue)
-    exercise, graded = run.exercise, run.graded
-    by_student = {g.student: g for g in graded}
-    rows = {_uncell(r["student"]): r for r in _read_csv(report / "gradebook.csv")}
-    if set(rows) != set(by_student):
-        raise ValueError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
+    exercise = run.exercise
+    by_student = {g.student: g for g in run.graded}
+    rows = _gradebook_rows(report, run.graded)
     ids = read_ids(ids_path)
     marks = _free_text_marks(report, exercise, allow_unmarked)
-    assignment = assignment or exercise.title
+    columns = _Columns.of(exercise, assignment or exercise.title, marks, per_question)
 
-    auto = [q for q in exercise.questions if q.auto_scored]
-    manual = [q for q in exercise.questions if not q.auto_scored]
-    possible = exercise.auto_points + (sum(q.points for q in manual) if marks is not None else 0)
-    columns = [(assignment, possible)]
-    if per_question:
-        shown = auto + (manual if marks is not None else [])
-        columns += [(f"{assignment} {q.id}", q.points) for q in shown]
-
-    def scores(student: str) -> list[str]:
-        row = rows[student]
-        given = (marks or {}).get(student, {})
-        total = row["total"]
-        if marks is not None:
-            total = format_points(float(row["total"]) + sum(given.values()))
-        values = [total]
-        if per_question:
-            values += [row[q.id] for q in auto]
-            if marks is not None:
-                values += [format_points(given.get(q.id, 0.0)) for q in manual]
-        return values
-
+    headers = columns.headers()
+    canvas_rows = [[POINTS_POSSIBLE, "", "", "", "", *[format_points(p) for _, p in headers]]]
+    moodle_rows = []
+    feedback = _FeedbackFiles(out / "feedback", exercise.title)
     matched = [s for s in sorted(rows) if s in ids]
-    canvas_header = list(CANVAS_IDENTITY) + [name for name, _ in columns]
-    canvas_rows = [[POINTS_POSSIBLE, "", "", "", "", *[format_points(p) for _, p in columns]]]
-    moodle_header = [moodle_id_column, "Full name", *[f"{name} (out of {format_points(p)})" for name, p in columns],
-                     "Feedback"]
-    moodle_rows, stems = [], {}
-    (out / "feedback").mkdir(parents=True, exist_ok=True)
     for student in matched:
-        row = ids[student]
-        lms_id = row["lms_id"].strip()
-        name = (row.get("name") or "").strip() or student
-        identity = {"Student": name, "ID": "", "SIS User ID": "", "SIS Login ID": "",
-                    "Section": (row.get("section") or "").strip(), canvas_id_column: lms_id}
-        values = scores(student)
+        lms_id, name, section = _identity(student, ids[student])
+        identity = {"Student": name, "ID": "", "SIS User ID": "", "SIS Login ID": "", "Section": section,
+                    canvas_id_column: lms_id}
+        values = columns.values(student, rows[student])
         canvas_rows.append([identity[c] for c in CANVAS_IDENTITY] + values)
-        text = _feedback(exercise, by_student[student], (marks or {}).get(student), manual)
+        text = _feedback(exercise, by_student[student], (marks or {}).get(student), columns.manual)
         moodle_rows.append([lms_id, name, *values, text])
-        stem = safe_name(lms_id)
-        stems[stem] = stems.get(stem, 0) + 1
-        stem = stem if stems[stem] == 1 else f"{stem}-{stems[stem]}"
-        _atomic_write(out / "feedback" / f"{stem}.md", text)
-        _atomic_write(out / "feedback" / f"{stem}.html", markdown_html(text, f"{exercise.title}: {name}"))
-    _atomic_write(out / "canvas.csv", csv_text(canvas_header, canvas_rows))
+        feedback.write(lms_id, name, text)
+    _atomic_write(out / "canvas.csv", csv_text(list(CANVAS_IDENTITY) + [n for n, _ in headers], canvas_rows))
+    moodle_header = [moodle_id_column, "Full name", *[f"{n} (out of {format_points(p)})" for n, p in headers],
+                     "Feedback"]
     _atomic_write(out / "moodle.csv", csv_text(moodle_header, moodle_rows))
-    no_id = [s for s in sorted(rows) if s not in ids]
-    no_submission = [s for s in sorted(ids) if s not in rows]
-    _atomic_write(out / "unmatched.csv", csv_text(
-        ["what", "submission", "lms_id"],
-        [("submission without an LMS id", s, "") for s in no_id]
-        + [("LMS id without a submission", s, ids[s]["lms_id"].strip()) for s in no_submission]))
+    no_id, no_submission, unmatched = _unmatched(rows, ids)
+    _atomic_write(out / "unmatched.csv", unmatched)
     return {"exported": len(matched), "no_id": no_id, "no_submission": no_submission,
             "free_text": "included" if marks is not None else "not marked yet: automatic points only",
-            "points_possible": possible}
+            "points_possible": columns.possible}
 
 
 def _feedback(exercise, g, marks: dict[str, float] | None, manual) -> str:

@@ -60,6 +60,48 @@ def _check_shards(found: list[tuple[Path, str | None]]) -> None:
                          "with --allow-missing)")
 
 
+def _check_exercise(runs) -> None:
+    """Every folder grades the exercise the first one does."""
+    first_folder, first = runs[0]
+    for folder, run in runs[1:]:
+        if run.exercise.id != first.exercise.id:
+            raise ValueError(f"{folder} grades exercise {run.exercise.id}, {first_folder} grades {first.exercise.id}")
+
+
+def _comparable(settings: dict) -> dict:
+    """The settings that must agree between the shards (all but the machine's and the shard itself)."""
+    return {k: v for k, v in settings.items() if k not in MACHINE_SETTINGS + ("shard",)}
+
+
+def _merged_settings(runs) -> dict:
+    """The settings of the whole class: the shards' common ones, and each machine setting's values joined."""
+    first_folder, first = runs[0]
+    base = _comparable(first.settings)
+    for folder, run in runs[1:]:
+        if _comparable(run.settings) != base:
+            differ = sorted(k for k in set(base) | set(_comparable(run.settings))
+                            if base.get(k) != run.settings.get(k))
+            raise ValueError(f"{folder} was graded with other settings than {first_folder}: {', '.join(differ)}")
+    settings = dict(base)
+    for key in MACHINE_SETTINGS:
+        values = sorted({str(run.settings[key]) for _, run in runs if key in run.settings})
+        if values:
+            settings[key] = "; ".join(values)
+    return settings
+
+
+def _all_graded(runs) -> list:
+    """Every shard's verdicts, in the order of the shards; a student graded twice is an error."""
+    graded, where = [], {}
+    for folder, run in runs:
+        for g in run.graded:
+            if g.student in where:
+                raise ValueError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
+            where[g.student] = folder
+            graded.append(g)
+    return graded
+
+
 def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool = False):
     """Merge report folders of one exercise into `out`; return the merged verdicts."""
     if not report_dirs:
@@ -68,39 +110,15 @@ def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool 
     if any(Path(d).resolve() == out for d in report_dirs):
         raise ValueError("write the merged report to a new folder, not into one of the shards")
     runs = [(Path(d), outputs.read(Path(d), catalogue)) for d in report_dirs]
-    first_folder, first = runs[0]
-    exercise = first.exercise
-    for folder, run in runs[1:]:
-        if run.exercise.id != exercise.id:
-            raise ValueError(f"{folder} grades exercise {run.exercise.id}, {first_folder} grades {exercise.id}")
+    _check_exercise(runs)
     if not allow_missing:
         _check_shards([(folder, run.shard) for folder, run in runs])
-
-    def comparable(settings: dict) -> dict:
-        return {k: v for k, v in settings.items() if k not in MACHINE_SETTINGS + ("shard",)}
-
-    base = comparable(first.settings)
-    for folder, run in runs[1:]:
-        if comparable(run.settings) != base:
-            differ = sorted(k for k in set(base) | set(comparable(run.settings))
-                            if base.get(k) != run.settings.get(k))
-            raise ValueError(f"{folder} was graded with other settings than {first_folder}: {', '.join(differ)}")
-    settings = dict(base)
-    for key in MACHINE_SETTINGS:
-        values = sorted({str(run.settings[key]) for _, run in runs if key in run.settings})
-        if values:
-            settings[key] = "; ".join(values)
+    settings = _merged_settings(runs)
     skipped = sorted({(s.relative, s.reason): s for _, run in runs for s in run.skipped}.values(),
                      key=lambda s: s.relative)
-
-    graded, where = [], {}
-    for folder, run in runs:
-        for g in run.graded:
-            if g.student in where:
-                raise ValueError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
-            where[g.student] = folder
-            graded.append(g)
-    failed = outputs.write_all(out, exercise, graded, settings, skipped=skipped, titles=first.titles)
+    graded = _all_graded(runs)
+    first = runs[0][1]
+    failed = outputs.write_all(out, first.exercise, graded, settings, skipped=skipped, titles=first.titles)
     if failed:
         raise ValueError("some reports could not be written: " + "; ".join(failed[:5]))
     return graded

@@ -54,6 +54,53 @@ def to_python(value):
     raise TypeError(f"a reference result must be plain data, got {type(value).__name__}")
 
 
+def _from_none(value, v, bools):
+    return None
+
+
+def _from_bool(value, v, bools):
+    return (int(v) if bools else _BAD) if isinstance(v, bool) else _BAD
+
+
+def _from_int(value, v, bools):
+    return v if type(v) is int else _BAD
+
+
+def _from_float(value, v, bools):
+    if isinstance(v, str):  # non-finite floats arrive as their repr: "inf", "-inf", "nan"
+        return float(v) if v in ("inf", "-inf", "nan") else _BAD
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _BAD
+
+
+def _items(v, bools):
+    """The items of a harvested list, or _BAD if it is too long or any item is not plain data."""
+    if not isinstance(v, list) or len(v) > MAX_ITEMS:
+        return _BAD
+    items = [from_plain(item, bools) for item in v]
+    return _BAD if any(item is _BAD for item in items) else items
+
+
+def _from_list(value, v, bools):
+    return _items(v, bools)
+
+
+def _from_array(value, v, bools):
+    """An array's numbers, flat on the wire, in their shape (checked before anything is built)."""
+    shape = value.get("shape")
+    if not isinstance(v, list) or len(v) > MAX_ITEMS or not shape_ok(shape, len(v)):
+        return _BAD
+    items = _items(v, bools)
+    if items is _BAD or any(isinstance(item, list) for item in items):  # an array's items are numbers
+        return _BAD
+    flat = np.empty(len(items), dtype=object)
+    flat[:] = items
+    return flat.reshape(shape).tolist() if shape else items[0]
+
+
+_FROM_KIND = {"none": _from_none, "bool": _from_bool, "int": _from_int, "float": _from_float,
+              "list": _from_list, "array": _from_array}
+
+
 def from_plain(value, bools=True):
     """A harvested plain value ({"t": ..., "v": ...}) as nested lists, or _BAD for anything else.
 
@@ -61,32 +108,9 @@ def from_plain(value, bools=True):
     """
     if not isinstance(value, dict):
         return _BAD
-    kind, v = value.get("t"), value.get("v")
-    if kind == "none":
-        return None
-    if kind == "bool" and isinstance(v, bool):
-        return int(v) if bools else _BAD
-    if kind == "int" and type(v) is int:
-        return v
-    if kind == "float":  # non-finite floats arrive as their repr: "inf", "-inf", "nan"
-        if isinstance(v, str):
-            return float(v) if v in ("inf", "-inf", "nan") else _BAD
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _BAD
-    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
-        shape = value.get("shape")
-        if kind == "array" and not shape_ok(shape, len(v)):  # checked before anything is built
-            return _BAD
-        items = [from_plain(item, bools) for item in v]
-        if any(item is _BAD for item in items):
-            return _BAD
-        if kind == "array":
-            if any(isinstance(item, list) for item in items):  # an array's items are numbers
-                return _BAD
-            flat = np.empty(len(items), dtype=object)
-            flat[:] = items
-            return flat.reshape(shape).tolist() if shape else items[0]
-        return items
-    return _BAD
+    kind = value.get("t")
+    read = _FROM_KIND.get(kind) if isinstance(kind, str) else None
+    return _BAD if read is None else read(value, value.get("v"), bools)
 
 
 def _shape(x) -> str:

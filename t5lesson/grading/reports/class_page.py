@@ -165,19 +165,44 @@ def _objective_key(objective) -> tuple:
     return (0, int(text), "") if text.isdigit() else (1, 0, text)
 
 
-def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
-    """Every number the page and the CSV files show (`titles`: {question id: title}, optional)."""
-    titles = titles or {}
-    graded = sorted(graded, key=lambda g: g.student)
-    ok = [g for g in graded if g.status == Status.GRADED]
-    questions = {q.id: QuestionStats(q.id, titles.get(q.id, ""), q.kind, float(q.points), q.auto_scored,
-                                     tuple(getattr(q, "objectives", ()) or ()))
-                 for q in exercise.questions}
-    answers: dict[str, Counter] = {q.id: Counter() for q in exercise.questions}
-    answered: Counter = Counter()
-    feedback: dict[tuple[str, str], Counter] = {}
-    failed: dict[str, Counter] = {q.id: Counter() for q in exercise.questions}
-    attempted: Counter = Counter()
+def _question_stats(exercise, titles: dict) -> dict[str, QuestionStats]:
+    """An empty QuestionStats per question, in the exercise's order."""
+    return {q.id: QuestionStats(q.id, titles.get(q.id, ""), q.kind, float(q.points), q.auto_scored,
+                                tuple(getattr(q, "objectives", ()) or ()))
+            for q in exercise.questions}
+
+
+@dataclass
+class _Tally:
+    """What the graded submissions answered, counted per question (from each one's answer summaries)."""
+
+    answers: dict[str, Counter]  # question -> wrong answer -> how many gave it
+    answered: Counter  # question -> submissions whose answer the grader could read
+    feedback: dict[tuple[str, str], Counter]  # (question, wrong answer) -> feedback given -> how often
+    failed: dict[str, Counter]  # code question -> case index -> failures
+    attempted: Counter  # code question -> submissions whose function ran
+
+    @classmethod
+    def empty(cls, exercise) -> _Tally:
+        return cls({q.id: Counter() for q in exercise.questions}, Counter(), {},
+                   {q.id: Counter() for q in exercise.questions}, Counter())
+
+    def count(self, outcome, summary: dict) -> None:
+        """One outcome of one submission, with that question's answer summary."""
+        question = outcome.question
+        if "answer" in summary:
+            self.answered[question] += 1
+            if outcome.status == INCORRECT:
+                self.answers[question][summary["answer"]] += 1
+                self.feedback.setdefault((question, summary["answer"]), Counter())[outcome.message] += 1
+        if "failed" in summary:
+            self.attempted[question] += 1
+            self.failed[question].update(summary["failed"])
+
+
+def _tally(exercise, questions: dict[str, QuestionStats], ok) -> _Tally:
+    """Score every outcome of the graded submissions into `questions` (in place) and into a tally."""
+    tally = _Tally.empty(exercise)
     for g in ok:
         summaries = getattr(g, "answers", {}) or {}
         for o in g.outcomes:
@@ -187,47 +212,57 @@ def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
             stats.n += 1
             stats.counts[_category(o)] += 1
             stats.total_points += o.points
-            summary = summaries.get(o.question, {})
-            if "answer" in summary:
-                answered[o.question] += 1
-                if o.status == INCORRECT:
-                    answers[o.question][summary["answer"]] += 1
-                    feedback.setdefault((o.question, summary["answer"]), Counter())[o.message] += 1
-            if "failed" in summary:
-                attempted[o.question] += 1
-                failed[o.question].update(summary["failed"])
+            tally.count(o, summaries.get(o.question, {}))
+    return tally
 
+
+def _hardest_first(questions: dict[str, QuestionStats]) -> list[QuestionStats]:
+    """Auto-scored questions by mean score, lowest first (unanswered last), then the free-text ones."""
     order = sorted((s for s in questions.values() if s.auto_scored),
                    key=lambda s: (s.mean_fraction if s.mean_fraction is not None else 2.0, s.id))
-    order += [s for s in questions.values() if not s.auto_scored]
+    return order + [s for s in questions.values() if not s.auto_scored]
 
-    wrong = {}
-    for q in exercise.questions:
-        common = sorted(answers[q.id].items(), key=lambda item: (-item[1], item[0]))[:TOP_ANSWERS]
-        wrong[q.id] = [WrongAnswer(q.id, answer, count, answered[q.id],
-                                   sorted(feedback[(q.id, answer)].items(), key=lambda m: (-m[1], m[0]))[0][0])
-                       for answer, count in common]
 
-    cases, topics = {}, {}
-    for q in exercise.questions:
-        if not isinstance(q, Code):
-            continue
-        runs = attempted[q.id]
-        ranked = sorted(failed[q.id].items(), key=lambda item: (-item[1], item[0]))[:TOP_CASES]
-        cases[q.id] = [CaseFailure(q.id, i, _call(q, i), getattr(q.cases[i], "topic", ""), n, runs)
-                       for i, n in ranked if 0 <= i < len(q.cases)]
-        by_topic: dict[str, list[int]] = {}
-        for i, case in enumerate(q.cases):
-            entry = by_topic.setdefault(getattr(case, "topic", "") or "(no topic)", [0, 0])
-            entry[0] += 1
-            entry[1] += failed[q.id].get(i, 0)
-        topics[q.id] = sorted(((t, n, f) for t, (n, f) in by_topic.items()),
-                              key=lambda item: (-item[2] / item[1], item[0]))
+def _most_common(counter) -> list:
+    """(item, count), most frequent first; ties in the item's order."""
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
 
+
+def _wrong_answers(exercise, tally: _Tally) -> dict[str, list[WrongAnswer]]:
+    """Per question the most common wrong answers, each with the feedback most of its givers got."""
+    return {q.id: [WrongAnswer(q.id, answer, count, tally.answered[q.id],
+                               _most_common(tally.feedback[(q.id, answer)])[0][0])
+                   for answer, count in _most_common(tally.answers[q.id])[:TOP_ANSWERS]]
+            for q in exercise.questions}
+
+
+def _case_failures(q, tally: _Tally) -> list[CaseFailure]:
+    """The cases of a code question that failed most."""
+    ranked = _most_common(tally.failed[q.id])[:TOP_CASES]
+    return [CaseFailure(q.id, i, _call(q, i), getattr(q.cases[i], "topic", ""), n, tally.attempted[q.id])
+            for i, n in ranked if 0 <= i < len(q.cases)]
+
+
+def _topics(q, failed: Counter) -> list[tuple[str, int, int]]:
+    """(topic, cases, failures) of a code question, the most failed (per case) first."""
+    by_topic: dict[str, list[int]] = {}
+    for i, case in enumerate(q.cases):
+        entry = by_topic.setdefault(getattr(case, "topic", "") or "(no topic)", [0, 0])
+        entry[0] += 1
+        entry[1] += failed.get(i, 0)
+    return sorted(((t, n, f) for t, (n, f) in by_topic.items()), key=lambda item: (-item[2] / item[1], item[0]))
+
+
+def _statuses(graded) -> dict[str, list[str]]:
+    """Status -> students (in the order given: sorted)."""
     statuses: dict[str, list[str]] = {}
     for g in graded:
         statuses.setdefault(str(g.status), []).append(g.student)
+    return statuses
 
+
+def _objectives(questions: dict[str, QuestionStats]) -> list[ObjectiveStats]:
+    """Per learning objective, its questions and the points the graded submissions earned on them."""
     objective_points: dict[str, list] = {}
     for s in questions.values():
         for objective in s.objectives:
@@ -236,11 +271,22 @@ def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
             if s.auto_scored:
                 entry[1] += s.total_points
                 entry[2] += s.points * s.n
-    objectives = [ObjectiveStats(key, tuple(v[0]), v[1], v[2])
-                  for key, v in sorted(objective_points.items(), key=lambda item: _objective_key(item[0]))]
+    return [ObjectiveStats(key, tuple(v[0]), v[1], v[2])
+            for key, v in sorted(objective_points.items(), key=lambda item: _objective_key(item[0]))]
 
-    return ClassStats(exercise, [g.total for g in graded], [g.total for g in ok], _bins(exercise, graded), order,
-                      wrong, cases, topics, {q: attempted[q] for q in cases}, statuses, objectives,
+
+def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
+    """Every number the page and the CSV files show (`titles`: {question id: title}, optional)."""
+    graded = sorted(graded, key=lambda g: g.student)
+    ok = [g for g in graded if g.status == Status.GRADED]
+    questions = _question_stats(exercise, titles or {})
+    tally = _tally(exercise, questions, ok)
+    code = [q for q in exercise.questions if isinstance(q, Code)]
+    cases = {q.id: _case_failures(q, tally) for q in code}
+    topics = {q.id: _topics(q, tally.failed[q.id]) for q in code}
+    return ClassStats(exercise, [g.total for g in graded], [g.total for g in ok], _bins(exercise, graded),
+                      _hardest_first(questions), _wrong_answers(exercise, tally), cases, topics,
+                      {q: tally.attempted[q] for q in cases}, _statuses(graded), _objectives(questions),
                       reference_hits(graded))
 
 

@@ -96,6 +96,107 @@ def parse(data: bytes):
     return cells, None, claimed if isinstance(claimed, str) else None
 
 
+@dataclass
+class _Matched:
+    """The submission's cells against the template's: each known cell by its key, the added ones by the
+    known cell they follow (None: before the first), and the order the known ones came in."""
+
+    by_key: dict[str, tuple[int, object]] = field(default_factory=dict)  # key -> (cell number, cell)
+    extras: dict[str | None, list[tuple[int, object]]] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+
+
+def _match(cells, known: set[str], notes: list[str]) -> _Matched:
+    """Find every known cell of the submission by its key; a student's own code cells ride behind the last one."""
+    found, anchor = _Matched(), None
+    for number, cell in enumerate(cells, 1):
+        key = cell_key(cell)
+        if key in known:
+            if key in found.by_key:
+                notes.append(f"The cell '{key}' appears twice; the later copy (cell {number}) was used.")
+            found.by_key[key] = (number, cell)
+            anchor = key
+            found.order.append(key)
+        elif cell.cell_type == "code" and cell.source.strip():
+            found.extras.setdefault(anchor, []).append((number, cell))
+    return found
+
+
+class _RunCells:
+    """The run notebook's cells as they are added, each with the words that say where it came from."""
+
+    def __init__(self, out: Prepared):
+        self.out, self.cells = out, []
+
+    def add(self, cell, origin: str) -> int:
+        """Append a cell; return its index in the run notebook."""
+        self.out.origin[len(self.cells)] = origin
+        self.cells.append(cell)
+        return len(self.cells) - 1
+
+    def add_extras(self, extras) -> None:
+        for number, cell in extras:
+            self.add(new_code_cell(cell.source), f"cell {number} (a cell you added)")
+
+
+def _answer(run: _RunCells, template_cell, found, q) -> None:
+    """An answer cell: free text is read from the file; code runs as submitted, or blank if it is missing."""
+    out = run.out
+    if isinstance(q, FreeText):
+        out.free_text[q.id] = found[1].source if found and found[1].cell_type == "markdown" else ""
+        if not found:
+            out.notes.append(f"The answer cell of {q.id} was missing.")
+    elif found and found[1].cell_type == "code":
+        out.answer_cell[q.id] = run.add(new_code_cell(found[1].source), f"cell {found[0]} (the answer cell of {q.id})")
+    else:
+        out.notes.append(f"The answer cell of {q.id} was missing (or not a code cell); it counts as not attempted.")
+        out.answer_cell[q.id] = run.add(new_code_cell(template_cell.source), f"the blank answer cell of {q.id}")
+
+
+def _check_cell(run: _RunCells, found, question, edited: bool) -> None:
+    """A check() cell is skipped, unless the student wrote something else into it."""
+    if edited:
+        run.add(new_code_cell(found[1].source), f"cell {found[0]} (the check cell of {question}, edited)")
+
+
+def _given(run: _RunCells, template_cell, key: str, found, edited: bool) -> None:
+    """A provided cell always runs as the template has it; the feedback says if it was lost or changed."""
+    if found is None:
+        run.out.notes.append(f"The provided cell '{key}' was missing; the original was run.")
+    elif edited:
+        run.out.notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
+    run.add(new_code_cell(template_cell.source), f"the provided cell '{key}'")
+
+
+def _compose(run: _RunCells, template_cell, key: str, found, exercise: Exercise) -> None:
+    """The run notebook's cells for one template cell, by its role."""
+    info = cell_info(template_cell)
+    role, question = info.get("role", "given"), info.get("question")
+    if role == "answer":
+        _answer(run, template_cell, found, exercise[question])
+    elif template_cell.cell_type == "code":
+        edited = found is not None and found[1].source.strip() != template_cell.source.strip()
+        if role == "check":
+            _check_cell(run, found, question, edited)
+        else:
+            _given(run, template_cell, key, found, edited)
+
+
+def _add_harvest_cells(run: _RunCells, exercise: Exercise, nonce: str) -> None:
+    """At the end, one harvesting cell per auto-scored question."""
+    for q in exercise.questions:
+        if q.auto_scored:
+            cell = new_code_cell(harvest_source(q.harvest_spec(), nonce))
+            mark_harvest(cell, q.id)
+            run.out.harvest_cell[q.id] = run.add(cell, f"the grader's reading of {q.id}")
+
+
+def _notebook(cells):
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    return nb
+
+
 def prepare(data: bytes, template, exercise: Exercise, nonce: str) -> Prepared:
     """Compose the run notebook for one submission (see module doc)."""
     cells, problem, claimed = parse(data)
@@ -105,73 +206,17 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str) -> Prepared:
     if claimed is not None and claimed != exercise.id:
         out.notes.append(f"This notebook says it is exercise {claimed[:60]!r}; it was graded as {exercise.id!r}.")
     template_keys = [cell_key(c) for c in template.cells]
-    known = set(template_keys)
-
-    by_key: dict[str, tuple[int, object]] = {}
-    extras: dict[str | None, list[tuple[int, object]]] = {}
-    anchor, order = None, []
-    for number, cell in enumerate(cells, 1):
-        key = cell_key(cell)
-        if key in known:
-            if key in by_key:
-                out.notes.append(f"The cell '{key}' appears twice; the later copy (cell {number}) was used.")
-            by_key[key] = (number, cell)
-            anchor = key
-            order.append(key)
-        elif cell.cell_type == "code" and cell.source.strip():
-            extras.setdefault(anchor, []).append((number, cell))
-    present = [k for k in template_keys if k in by_key]
-    if [k for k in dict.fromkeys(order) if k in by_key] != present:
+    found = _match(cells, set(template_keys), out.notes)
+    present = [k for k in template_keys if k in found.by_key]
+    if [k for k in dict.fromkeys(found.order) if k in found.by_key] != present:
         out.notes.append("Some cells were moved; the notebook was run in the original order of the exercise.")
 
-    run_cells = []
-
-    def add(cell, origin: str):
-        out.origin[len(run_cells)] = origin
-        run_cells.append(cell)
-
-    for number, cell in extras.get(None, []):
-        add(new_code_cell(cell.source), f"cell {number} (a cell you added)")
+    run = _RunCells(out)
+    run.add_extras(found.extras.get(None, []))
     for template_cell in template.cells:
         key = cell_key(template_cell)
-        info = cell_info(template_cell)
-        role, question = info.get("role", "given"), info.get("question")
-        found = by_key.get(key)
-        if role == "answer":
-            q = exercise[question]
-            if isinstance(q, FreeText):
-                out.free_text[q.id] = found[1].source if found and found[1].cell_type == "markdown" else ""
-                if not found:
-                    out.notes.append(f"The answer cell of {question} was missing.")
-            elif found and found[1].cell_type == "code":
-                out.answer_cell[question] = len(run_cells)
-                add(new_code_cell(found[1].source), f"cell {found[0]} (the answer cell of {question})")
-            else:
-                out.notes.append(f"The answer cell of {question} was missing (or not a code cell); "
-                                 "it counts as not attempted.")
-                out.answer_cell[question] = len(run_cells)
-                add(new_code_cell(template_cell.source), f"the blank answer cell of {question}")
-        elif template_cell.cell_type == "code":
-            edited = found is not None and found[1].source.strip() != template_cell.source.strip()
-            if role == "check":
-                if edited:
-                    add(new_code_cell(found[1].source), f"cell {found[0]} (the check cell of {question}, edited)")
-            else:
-                if found is None:
-                    out.notes.append(f"The provided cell '{key}' was missing; the original was run.")
-                elif edited:
-                    out.notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
-                add(new_code_cell(template_cell.source), f"the provided cell '{key}'")
-        for number, cell in extras.get(key, []):
-            add(new_code_cell(cell.source), f"cell {number} (a cell you added)")
-
-    for q in exercise.questions:
-        if q.auto_scored:
-            cell = new_code_cell(harvest_source(q.harvest_spec(), nonce))
-            mark_harvest(cell, q.id)
-            out.harvest_cell[q.id] = len(run_cells)
-            add(cell, f"the grader's reading of {q.id}")
-    nb = nbformat.v4.new_notebook(cells=run_cells)
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    out.notebook = nb
+        _compose(run, template_cell, key, found.by_key.get(key), exercise)
+        run.add_extras(found.extras.get(key, []))
+    _add_harvest_cells(run, exercise, nonce)
+    out.notebook = _notebook(run.cells)
     return out
