@@ -104,7 +104,7 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None,
     memory_bytes = limits.memory_mb * 2 ** 20
     cgroup = Cgroup.create(f"t5grade-{job_dir.name}", memory_bytes, limits.max_processes)
     config = {"home": str(home), "pid_file": str(pid_file), "ipc_dir": str(ipc_dir), "memory_bytes": memory_bytes,
-              "cpu_seconds": int(limits.hard_limit()) + 5, "file_bytes": 64 * 2 ** 20,
+              "cpu_seconds": limits.cpu_seconds(), "file_bytes": limits.max_file_mb * 2 ** 20,
               "max_processes": limits.max_processes,
               "cgroup": [str(p) for p in cgroup.paths] if cgroup else None,
               "watch_memory": None if cgroup else memory_bytes}
@@ -147,7 +147,7 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None,
     seconds = time.monotonic() - start
     result = None
     target = job_dir / "result.json"
-    if target.exists() and target.stat().st_size < 50 * 2 ** 20:
+    if target.exists() and target.stat().st_size < limits.max_result_mb * 2 ** 20:
         try:
             result = loads(target.read_text(encoding="utf-8"), max_depth=HARVEST_DEPTH + 4, constants=True)
         except (ValueError, UnicodeDecodeError):

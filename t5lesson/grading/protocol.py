@@ -143,6 +143,11 @@ class Limits:
     max_notebook_mb: int = _limit(20, "largest notebook file read")
     max_processes: int = _limit(256, "processes of one submission")
     disk_mb: int = _limit(256, "files, shared memory and locks of a whole submission together (its private tmpfs)")
+    max_file_mb: int = _limit(64, "largest file one process of a submission may write (RLIMIT_FSIZE)")
+    output_grace: float = _limit(10.0, "seconds for the last output past the notebook's budget and the stuck grace, "
+                                       "before the grader kills the run from outside")
+    cpu_grace: int = _limit(5, "CPU seconds a kernel may use past the outside kill, so that the kill comes first")
+    max_result_mb: int = _limit(50, "largest result file the grader reads back from a worker")
 
     @classmethod
     def from_dict(cls, data: dict) -> Limits:
@@ -155,9 +160,13 @@ class Limits:
 
         The notebook limit covers everything done in the kernel, the reading of the answers
         included; on top come the kernel's start, one grace period for a cell that ignores its
-        interrupt, and a few seconds for the last output.
+        interrupt, and a few seconds for the last output (`output_grace`).
         """
-        return self.startup_timeout + self.notebook_timeout + self.stuck_grace + 10
+        return self.startup_timeout + self.notebook_timeout + self.stuck_grace + self.output_grace
+
+    def cpu_seconds(self) -> int:
+        """The kernel's CPU-time limit (RLIMIT_CPU): a little past `hard_limit`, which must strike first."""
+        return int(self.hard_limit()) + self.cpu_grace
 
 
 @dataclass(frozen=True)

@@ -82,6 +82,20 @@ def test_sandbox_plan_crosses_the_job_file_as_plain_json(tmp_path: Path):
     assert SandboxPlan.from_json({"home": "/h", "scratch": "/s", "disk_bytes": 1}).uid is None  # as a normal user
 
 
+def test_the_harvest_and_the_grader_agree_on_the_bounds_of_a_record():
+    """harvest.py cannot import records.py (it runs alone in the student's kernel): its copies must agree."""
+    from t5lesson.grading import records
+
+    assert (harvest.MAX_ITEMS, harvest.MAX_TEXT) == (records.MAX_ITEMS, records.MAX_TEXT)
+    deepest = [[[[[1]]]]]  # the deepest list the harvest lays out: one level more is "too deep"
+    assert harvest.to_plain([deepest])["v"][0]["v"][0]["v"][0]["v"][0]["t"] == "other"
+    assert _depth(harvest.to_plain(deepest)) <= records.MAX_PLAIN_DEPTH
+
+
+def _depth(plain) -> int:
+    return 1 + max(map(_depth, plain["v"]), default=0) if plain["t"] == "list" else 0
+
+
 def test_protocol_names_are_defined_once():
     """The harvest MIME type and the cell marker are spelled only in harvest.py and protocol.py."""
     root = Path(protocol.__file__).parent

@@ -26,7 +26,7 @@ from fractions import Fraction
 from functools import cached_property
 
 from ..protocol import resolve
-from ..records import MAX_ITEMS, plain_float, plain_int, shape_ok
+from ..records import MAX_CASES, MAX_ITEMS, MAX_PLAIN_DEPTH, MAX_TEXT, MAX_VALUES, plain_float, plain_int, shape_ok
 
 __all__ = [
     "CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED",
@@ -465,15 +465,15 @@ def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
     """A tagged plain value exactly as `t5lesson.grading.harvest.to_plain` makes it, or "unreadable".
 
     The grader calls this on everything that came out of a student's kernel before scoring it,
-    so a forged or damaged record can only ever read as a wrong answer. Bounded: at most 6
-    levels deep, `bounds.MAX_ITEMS` items per list, 200,000 values in all; ints within
+    so a forged or damaged record can only ever read as a wrong answer. Bounded (`records`): at most
+    MAX_PLAIN_DEPTH levels deep, MAX_ITEMS items per list, MAX_VALUES values in all; ints within
     +-10**18, floats finite (non-finite ones are kept as "inf", "-inf" or "nan"), arrays of a
-    small shape that matches their items (`bounds.shape_ok`).
+    small shape that matches their items (`records.shape_ok`).
     """
     unreadable = {"t": "other", "type": "unreadable"}
-    budget = [200_000] if budget is None else budget
+    budget = [MAX_VALUES] if budget is None else budget
     budget[0] -= 1
-    if not isinstance(value, dict) or depth > 6 or budget[0] < 0:
+    if not isinstance(value, dict) or depth > MAX_PLAIN_DEPTH or budget[0] < 0:
         return unreadable
     kind = value.get("t")
     if kind == "none":
@@ -485,7 +485,7 @@ def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
     if kind == "bool":
         return {"t": "bool", "v": v} if type(v) is bool else unreadable
     if kind == "str":
-        return {"t": "str", "v": v[:5000]} if isinstance(v, str) else unreadable
+        return {"t": "str", "v": v[:MAX_TEXT]} if isinstance(v, str) else unreadable
     if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
         if kind == "array" and not shape_ok(value.get("shape"), len(v)):
             return {"t": "other", "type": "array of an impossible shape"}
@@ -503,14 +503,14 @@ def clean_record(record) -> dict:
     if not isinstance(record, dict):
         return {"status": "missing"}
     status = record.get("status")
-    budget = [200_000]  # values in the whole record (see clean_plain)
+    budget = [MAX_VALUES]  # values in the whole record (see clean_plain)
     if status == "value":
         return {"status": "value", "value": clean_plain(record.get("value"))}
     if status == "not_callable":
         return {"status": "not_callable", "value": clean_plain(record.get("value"))}
     if status == "ran" and isinstance(record.get("cases"), list):
         cases = []
-        for case in record["cases"][:10_000]:
+        for case in record["cases"][:MAX_CASES]:
             case = case if isinstance(case, dict) else {}
             if "ok" in case:
                 cases.append({"ok": clean_plain(case["ok"], 0, budget)})
