@@ -11,7 +11,7 @@ import pytest
 from t5lesson.check import Checker
 from t5lesson.exercises import get
 from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, clean_record
-from t5lesson.grading.questions.structured import FloatCode, _plain_numbers
+from t5lesson.grading.questions.structured import FloatCode, plain_numbers
 
 EX01, EX02 = get("01_unscaled_scores"), get("02_where_sqrt_d_went")
 WHERE = {"variance": ("01_unscaled_scores", "q5"), "weight": ("01_unscaled_scores", "q6"),
@@ -123,10 +123,10 @@ def test_forged_records_never_score(record):
 
 
 def test_plain_numbers():
-    assert _plain_numbers({"t": "float", "v": "-inf"}) == -np.inf
+    assert plain_numbers({"t": "float", "v": "-inf"}) == -np.inf
     one, two = {"t": "float", "v": 1.0}, {"t": "int", "v": 2}
-    assert _plain_numbers({"t": "array", "shape": [2], "v": [one, two]}).tolist() == [1, 2]
+    assert plain_numbers({"t": "array", "shape": [2], "v": [one, two]}).tolist() == [1, 2]
     ragged = {"t": "list", "v": [{"t": "list", "v": [two]}, {"t": "list", "v": []}]}
-    assert _plain_numbers(ragged) is None
-    assert _plain_numbers({"t": "str", "v": "1"}) is None
+    assert plain_numbers(ragged) is None
+    assert plain_numbers({"t": "str", "v": "1"}) is None
     assert isinstance(question("scores"), FloatCode) and question("scores").expected[1].shape == (3, 3)

@@ -36,8 +36,7 @@ from pathlib import Path
 
 from ..questions.kinds import format_points
 from ..reports import store as outputs
-from ..reports.class_page import csv_text
-from ..reports.gradebook import _atomic_write, feedback_text, safe_name
+from ..reports.gradebook import atomic_write, csv_text, feedback_text, safe_name
 
 __all__ = ["export", "markdown_html", "read_ids"]
 
@@ -227,8 +226,8 @@ class _FeedbackFiles:
         stem = safe_name(lms_id)
         self.stems[stem] += 1
         stem = stem if self.stems[stem] == 1 else f"{stem}-{self.stems[stem]}"
-        _atomic_write(self.folder / f"{stem}.md", text)
-        _atomic_write(self.folder / f"{stem}.html", markdown_html(text, f"{self.title}: {name}"))
+        atomic_write(self.folder / f"{stem}.md", text)
+        atomic_write(self.folder / f"{stem}.html", markdown_html(text, f"{self.title}: {name}"))
 
 
 def _identity(student: str, row: dict) -> tuple[str, str, str]:
@@ -277,12 +276,12 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue,
         text = _feedback(exercise, by_student[student], (marks or {}).get(student), columns.manual)
         moodle_rows.append([lms_id, name, *values, text])
         feedback.write(lms_id, name, text)
-    _atomic_write(out / "canvas.csv", csv_text(list(CANVAS_IDENTITY) + [n for n, _ in headers], canvas_rows))
+    atomic_write(out / "canvas.csv", csv_text(list(CANVAS_IDENTITY) + [n for n, _ in headers], canvas_rows))
     moodle_header = [moodle_id_column, "Full name", *[f"{n} (out of {format_points(p)})" for n, p in headers],
                      "Feedback"]
-    _atomic_write(out / "moodle.csv", csv_text(moodle_header, moodle_rows))
+    atomic_write(out / "moodle.csv", csv_text(moodle_header, moodle_rows))
     no_id, no_submission, unmatched = _unmatched(rows, ids)
-    _atomic_write(out / "unmatched.csv", unmatched)
+    atomic_write(out / "unmatched.csv", unmatched)
     return {"exported": len(matched), "no_id": no_id, "no_submission": no_submission,
             "free_text": "included" if marks is not None else "not marked yet: automatic points only",
             "points_possible": columns.possible}

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..protocol import resolve
 from .kinds import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Case, Code, Outcome, _describe
-from .structured import _plain_numbers
+from .structured import plain_numbers
 
 __all__ = ["Expected", "LayerCase", "ModuleCode", "compare", "first_difference", "closeness"]
 
@@ -147,7 +147,7 @@ class ModuleCode(Code):
 
     def _problem(self, want: Expected, got: dict) -> str | None:
         """None if the case is right, else "numbers", "shape", "nonfinite" or "values"."""
-        array = _plain_numbers(got.get("ok"))
+        array = plain_numbers(got.get("ok"))
         return "numbers" if array is None else compare(want, array)
 
     def _weight(self, index: int) -> Fraction:
@@ -209,7 +209,7 @@ class ModuleCode(Code):
         failure = self._failure(got)
         if failure is not None:
             return failure
-        array = _plain_numbers(got.get("ok"))
+        array = plain_numbers(got.get("ok"))
         if array is None:
             return f"the result is {_describe(got.get('ok'))}, not an array of numbers."
         verdict = compare(want, array)

@@ -32,7 +32,7 @@ import numpy as np
 from ..records import MAX_ITEMS, shape_ok
 from .kinds import Case, Code, _describe
 
-__all__ = ["PlainCode", "FloatCode", "differences", "from_plain", "to_python"]
+__all__ = ["PlainCode", "FloatCode", "differences", "from_plain", "plain_numbers", "to_python"]
 
 _BAD = object()  # a harvested value that is not plain data
 
@@ -186,7 +186,7 @@ def _only_numbers(plain) -> bool:
     return all(map(_only_numbers, plain)) if isinstance(plain, list) else isinstance(plain, (int, float))
 
 
-def _plain_numbers(value):
+def plain_numbers(value):
     """A harvested plain value as a float array, or None unless it is numbers (not bools) in a regular shape."""
     plain = from_plain(value, bools=False)
     if not _only_numbers(plain):
@@ -220,7 +220,7 @@ class FloatCode(PlainCode):
     def _problem(self, want: np.ndarray, got) -> str | None:
         """None if the case is right, else a short description of what is wrong."""
         value = got.get("ok") if isinstance(got, dict) else None
-        array = _plain_numbers(value)
+        array = plain_numbers(value)
         if array is None:
             return f"returned {_describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
         if array.shape != want.shape:

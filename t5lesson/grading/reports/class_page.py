@@ -25,18 +25,16 @@ merged report (`t5lesson.grading.integrations.shards`) is identical to a single 
 """
 from __future__ import annotations
 
-import csv
 import html
-import io
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 
 from ..protocol import Status
 from ..questions.kinds import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Code, format_points
-from .gradebook import csv_cell, reference_hits
+from .gradebook import csv_text, reference_hits
 
-__all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files", "csv_text"]
+__all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files"]
 
 TOP_ANSWERS = 5
 TOP_CASES = 10
@@ -291,16 +289,6 @@ def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
 
 
 # --------------------------------------------------------------------------- CSV
-
-
-def csv_text(header: list[str], rows) -> str:
-    """A CSV table (header, then rows) whose every cell is spreadsheet-safe (`report.csv_cell`)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow([csv_cell(v) for v in row])
-    return buffer.getvalue()
 
 
 def _num(value, digits: int = 4) -> str:

@@ -21,7 +21,7 @@ from ..protocol import Status
 from ..questions.kinds import Outcome, format_points
 
 __all__ = ["Graded", "write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "safe_name", "csv_cell",
-           "summary_text"]
+           "csv_text", "atomic_write", "summary_text"]
 
 
 @dataclass
@@ -63,7 +63,18 @@ def csv_cell(value) -> str:
     return f"'{text}" if text.startswith(_FORMULA_START) else text
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def csv_text(header: list[str], rows) -> str:
+    """A CSV table (header, then rows) whose every cell is spreadsheet-safe (`csv_cell`)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([csv_cell(v) for v in row])
+    return buffer.getvalue()
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all (a temporary file beside it, then a rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".tmp")
     try:
@@ -174,7 +185,7 @@ def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings:
 
     def put(path: Path, text_of) -> None:
         try:
-            _atomic_write(path, text_of())
+            atomic_write(path, text_of())
         except Exception as exc:
             failed.append(f"{path.relative_to(out)}: {type(exc).__name__}: {exc}")
 

@@ -25,7 +25,7 @@ from typing import NamedTuple
 from ..protocol import Status
 from ..questions.kinds import Outcome
 from ..run.intake import Skipped
-from .gradebook import Graded, _atomic_write, write_reports
+from .gradebook import Graded, atomic_write, write_reports
 
 __all__ = ["FORMAT", "GRADES_FILE", "Run", "write_all", "grades_text", "read", "question_titles"]
 
@@ -90,7 +90,7 @@ def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: 
 
     def put(relative: str, text_of) -> None:
         try:
-            _atomic_write(out / relative, text_of())
+            atomic_write(out / relative, text_of())
         except Exception as exc:
             failed.append(f"{relative}: {type(exc).__name__}: {exc}")
 
