@@ -135,6 +135,7 @@ class _RunCells:
         return len(self.cells) - 1
 
     def add_extras(self, extras) -> None:
+        """The code cells the student added here, as they wrote them."""
         for number, cell in extras:
             self.add(new_code_cell(cell.source), f"cell {number} (a cell you added)")
 
