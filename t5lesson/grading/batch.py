@@ -444,7 +444,7 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
                                Status.TOO_LARGE)
         return _unreadable(exercise, entry, data.reason, Status.UNREADABLE)
     nonce = secrets.token_hex(16)
-    prep = prepare(data, batch.template, exercise, nonce)
+    prep = prepare(data, batch.template, exercise, nonce, limits)
     if prep.problem:
         return _unreadable(exercise, entry, prep.problem, Status.UNREADABLE)
     uid = batch.uids[index] if batch.walls is not None and batch.as_root else None

@@ -148,6 +148,7 @@ class Limits:
                                        "before the grader kills the run from outside")
     cpu_grace: int = _limit(5, "CPU seconds a kernel may use past the outside kill, so that the kill comes first")
     max_result_mb: int = _limit(50, "largest result file the grader reads back from a worker")
+    slow_cases: int = _limit(3, "cases of one code question that may run out of time before the rest are skipped")
 
     @classmethod
     def from_dict(cls, data: dict) -> Limits:

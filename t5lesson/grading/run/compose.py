@@ -25,7 +25,7 @@ from nbformat.v4 import new_code_cell
 
 from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
 from ..exercise import Exercise
-from ..protocol import mark_harvest
+from ..protocol import Limits, mark_harvest
 from ..questions.kinds import FreeText
 from ..records import BoundsError, loads
 
@@ -183,11 +183,17 @@ def _compose(run: _RunCells, template_cell, key: str, found, exercise: Exercise)
             _given(run, template_cell, key, found, edited)
 
 
-def _add_harvest_cells(run: _RunCells, exercise: Exercise, nonce: str) -> None:
+def _harvest_spec(q, limits: Limits) -> dict:
+    """What the harvesting cell of `q` collects; a code question's with how many slow cases it may have."""
+    spec = q.harvest_spec()
+    return {**spec, "slow_cases": limits.slow_cases} if spec.get("kind") == "code" else spec
+
+
+def _add_harvest_cells(run: _RunCells, exercise: Exercise, nonce: str, limits: Limits) -> None:
     """At the end, one harvesting cell per auto-scored question."""
     for q in exercise.questions:
         if q.auto_scored:
-            cell = new_code_cell(harvest_source(q.harvest_spec(), nonce))
+            cell = new_code_cell(harvest_source(_harvest_spec(q, limits), nonce))
             mark_harvest(cell, q.id)
             run.out.harvest_cell[q.id] = run.add(cell, f"the grader's reading of {q.id}")
 
@@ -198,7 +204,7 @@ def _notebook(cells):
     return nb
 
 
-def prepare(data: bytes, template, exercise: Exercise, nonce: str) -> Prepared:
+def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limits = Limits()) -> Prepared:
     """Compose the run notebook for one submission (see module doc)."""
     cells, problem, claimed = parse(data)
     if problem:
@@ -218,6 +224,6 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str) -> Prepared:
         key = cell_key(template_cell)
         _compose(run, template_cell, key, found.by_key.get(key), exercise)
         run.add_extras(found.extras.get(key, []))
-    _add_harvest_cells(run, exercise, nonce)
+    _add_harvest_cells(run, exercise, nonce, limits)
     out.notebook = _notebook(run.cells)
     return out
