@@ -95,3 +95,31 @@ def test_prepared_backgrounds_are_the_right_ones(name, toggle):
         blitted = _decoded(explorer.update(**{toggle: option}).to_png())
         difference = np.abs(blitted.astype(int) - _full_render(explorer).astype(int)).max(-1)
         assert (difference > 0).sum() < 40, (option, (difference > 0).sum())
+
+
+def test_cached_text_draws_the_pixels_of_plain_text():
+    """Glyphs pasted again from the cache give the pixels of a fresh draw: in a new colour, at a new
+    place, in a new size, for a new string (each a cache miss or hit that must not mix them up)."""
+    from t5lesson.explorers.render import cache_text
+
+    def figure():
+        fig = Figure(figsize=(3, 1), dpi=100)
+        FigureCanvasAgg(fig)
+        return fig, fig.text(0.1, 0.4, "", fontsize=11)
+
+    cached, plain = figure(), figure()
+    states = [("d = 64, head 2", "black", 0.1, 11), ("d = 64, head 2", "tab:red", 0.1, 11),
+              ("d = 64, head 2", "black", 0.33, 11), ("d = 64, head 2", "black", 0.1, 14),
+              ("d = 128, head 2\nsecond line", "tab:blue", 0.1, 11), ("d = 64, head 2", "black", 0.1, 11)]
+    for text, colour, x, size in states:
+        frames = []
+        for (fig, label), cache in ((cached, True), (plain, False)):
+            label.set(text=text, color=colour, x=x, fontsize=size)
+            if cache:
+                cache_text(fig.canvas.get_renderer())
+            fig.canvas.draw()
+            frames.append(np.asarray(fig.canvas.buffer_rgba()).copy())
+        assert frames[0][..., :3].min() < 128  # some ink was drawn
+        np.testing.assert_array_equal(frames[0], frames[1])
+    assert "draw_text" in vars(cached[0].canvas.get_renderer())
+    assert "draw_text" not in vars(plain[0].canvas.get_renderer())
