@@ -137,6 +137,32 @@ def to_rgba_bytes(rgb) -> np.ndarray:
     return out
 
 
+def draw_pixels(renderer, x, y, pixels, opaque=None) -> None:
+    """`renderer.draw_image(gc, x, y, pixels)` for prepared pixels (uint8 RGBA, row 0 at the bottom).
+
+    Where every pixel is opaque and the renderer is Agg's own, they are copied into its buffer with
+    NumPy (clipped to the canvas): Agg would blend each one (about 8 ns a pixel), and an opaque
+    pixel blended over anything is itself. Otherwise, and on other renderers, `draw_image`.
+    `opaque`: whether every alpha is 255, if the caller knows (else it is checked).
+    """
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    if type(renderer) is RendererAgg and (opaque if opaque is not None else pixels[..., 3].min() == 255):
+        canvas = np.asarray(renderer.buffer_rgba())
+        height, width = canvas.shape[:2]
+        rows, columns = pixels.shape[:2]
+        top = height - (y + rows)  # the block's first row in the buffer (which runs top down)
+        r0, r1 = max(top, 0), min(top + rows, height)
+        c0, c1 = max(x, 0), min(x + columns, width)
+        if r0 < r1 and c0 < c1:
+            flipped = pixels[::-1]
+            canvas[r0:r1, c0:c1] = flipped[r0 - top:r1 - top, c0 - x:c1 - x]
+        return
+    gc = renderer.new_gc()
+    renderer.draw_image(gc, x, y, pixels)
+    gc.restore()
+
+
 class PixelBlock(Artist):
     """Prepared pixels at a fixed place in the figure, drawn as they are (no mapping, no resampling).
 
@@ -155,6 +181,7 @@ class PixelBlock(Artist):
         if rgba.dtype != np.uint8 or rgba.ndim != 3 or rgba.shape[2] != 4:
             raise ArgumentError(f"pixels must be uint8 RGBA [h, w, 4], got {rgba.dtype} {rgba.shape}")
         self._pixels = np.ascontiguousarray(rgba[::-1])  # the renderer wants row 0 at the bottom
+        self._opaque = bool(rgba.size) and rgba[..., 3].min() == 255
         self._x, self._y = int(round(x)), int(round(top)) - rgba.shape[0]
         self.stale = True
 
@@ -165,9 +192,7 @@ class PixelBlock(Artist):
     def draw(self, renderer):
         if not self.get_visible() or self._pixels is None or self._pixels.size == 0:
             return
-        gc = renderer.new_gc()
-        renderer.draw_image(gc, self._x, self._y, self._pixels)
-        gc.restore()
+        draw_pixels(renderer, self._x, self._y, self._pixels, self._opaque)
         self.stale = False
 
 
@@ -228,9 +253,7 @@ class Heatmap(Artist):
         column_counts = np.bincount(((np.arange(x1 - x0) + 0.5) * columns / (x1 - x0)).astype(np.intp),
                                     minlength=columns)
         pixels = np.repeat(np.repeat(self._colours[::-1], row_counts[::-1], axis=0), column_counts, axis=1)
-        gc = renderer.new_gc()
-        renderer.draw_image(gc, x0, y0, pixels)  # the renderer wants row 0 at the bottom: flipped above
-        gc.restore()
+        draw_pixels(renderer, x0, y0, pixels)  # the renderer wants row 0 at the bottom: flipped above
         self.stale = False
 
 

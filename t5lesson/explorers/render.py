@@ -13,8 +13,10 @@ per text), against a 50 ms budget. `BlitRender` is the one explorer mixin that a
 - a PNG is that bitmap plus the artists `moving_artists()` lists, drawn on top in that order,
   which must be the order a full draw would use (list spines last if moving artists cover the
   frame);
-- PNGs are written by `encode_png` (zlib level 1, no row filter): one is made on every move, at
-  twice the display pixels, so encoding time counts more than a few kilobytes.
+- PNGs are written by `BandPNG` (zlib level 1, no row filter): one is made on every move, at
+  twice the display pixels, so encoding time counts more than a few kilobytes. It compresses
+  bands of rows apart (each starts afresh, so it can be reused) and keeps each band's bytes: a
+  band whose pixels did not change since the last PNG is not compressed again.
 
 - text is drawn from cached glyph bitmaps (`cache_text`): matplotlib lays out and rasterises
   every glyph of a `Text` on every draw (about 0.1 ms a glyph here, so 5-9 ms for a title that
@@ -27,6 +29,8 @@ moving artists are marked animated, so `fig.savefig` would leave them out: use `
 """
 from __future__ import annotations
 
+import struct
+import zlib
 from collections import OrderedDict
 
 import matplotlib as mpl
@@ -35,7 +39,7 @@ from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
 from ..lessons.figures import style
 
-__all__ = ["BlitRender", "cache_text"]
+__all__ = ["BlitRender", "BandPNG", "cache_text"]
 
 _GLYPHS: dict = {}  # draw_text's arguments (less the colour) -> [(bitmap, x, y, angle)] it pasted
 _GLYPHS_MAX = 4096
@@ -100,6 +104,83 @@ def cache_text(renderer):
     return renderer
 
 
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _adler32_combine(first: int, second: int, second_length: int) -> int:
+    """The Adler-32 of two byte strings joined, from theirs (zlib's adler32_combine)."""
+    base = 65521
+    rem = second_length % base
+    sum1 = first & 0xFFFF
+    sum2 = rem * sum1 % base
+    sum1 = (sum1 + (second & 0xFFFF) + base - 1) % base
+    sum2 = (sum2 + (first >> 16) + (second >> 16) + base - rem) % base
+    return (sum2 << 16) | sum1
+
+
+def _words(pixels) -> np.ndarray:
+    """The rows of a C-contiguous uint8 image as [height, n] of the widest unsigned integers that fit."""
+    flat = pixels.reshape(pixels.shape[0], -1)
+    for dtype in (np.uint64, np.uint32, np.uint16):
+        if flat.shape[1] % np.dtype(dtype).itemsize == 0:
+            return flat.view(dtype)
+    return flat
+
+
+class BandPNG:
+    """PNG writer for a sequence of same-sized frames that recompresses only the rows that changed.
+
+    The image data of a PNG is one zlib stream of its rows (each led by its filter byte, 0 here).
+    This writer compresses it in bands of `band_rows` rows, ending each with a full flush: the
+    compressor then forgets everything before, so a band's bytes decode on their own and can be
+    put in any stream at that place. A band whose pixels equal those of the previous frame keeps
+    its bytes (and its Adler-32, combined into the stream's checksum without reading the rows).
+    Measured on the explorers' 1840-pixel-wide RGBA frames: bands of 8 rows compress in about
+    half the time of one zlib call on the whole image (the compressor's match search restarts with
+    every band), for about 6% more bytes; unchanged bands then cost nothing.
+    """
+
+    def __init__(self, band_rows=8, level=1):
+        self.band_rows, self.level = band_rows, level
+        self._previous = None  # the last frame's pixels (a copy)
+        self._bands = []  # per band: (compressed bytes, Adler-32 of its rows, length of its rows)
+
+    def encode(self, pixels) -> bytes:
+        pixels = np.ascontiguousarray(pixels)
+        if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] not in (3, 4):
+            raise ValueError(f"need a uint8 array [height, width, 3 or 4], got {pixels.dtype} {pixels.shape}")
+        height, width, channels = pixels.shape
+        starts = range(0, height, self.band_rows)
+        if self._previous is None or self._previous.shape != pixels.shape:
+            self._previous, self._bands = np.empty_like(pixels), []
+            changed = [True] * len(starts)
+        else:
+            rows = (_words(pixels) != _words(self._previous)).any(axis=1)  # rows that changed
+            changed = np.logical_or.reduceat(rows, np.asarray(starts)).tolist()
+        compressor = zlib.compressobj(self.level, zlib.DEFLATED, -15)  # raw deflate: the zlib header is ours
+        for index, (start, redo) in enumerate(zip(starts, changed, strict=True)):
+            if not redo:
+                continue
+            stop = min(start + self.band_rows, height)
+            rows = np.empty((stop - start, width * channels + 1), dtype=np.uint8)
+            rows[:, 0] = 0  # filter type 0 (none) on every row
+            rows[:, 1:] = pixels[start:stop].reshape(stop - start, -1)
+            band = (compressor.compress(rows) + compressor.flush(zlib.Z_FULL_FLUSH), zlib.adler32(rows), rows.size)
+            if index < len(self._bands):
+                self._bands[index] = band
+            else:
+                self._bands.append(band)
+            self._previous[start:stop] = pixels[start:stop]
+        checksum = 1  # the Adler-32 of nothing
+        for _, adler, length in self._bands:
+            checksum = _adler32_combine(checksum, adler, length)
+        # zlib header (deflate, 32 KiB window, fastest), the bands, an empty final block, the checksum
+        data = b"".join([b"\x78\x01", *(band for band, _, _ in self._bands), b"\x03\x00", struct.pack(">I", checksum)])
+        header = struct.pack(">IIBBBBB", width, height, 8, 6 if channels == 4 else 2, 0, 0, 0)
+        return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", data) + _chunk(b"IEND", b"")
+
+
 class BlitRender:
     """Explorer mixin, listed before `Explorer`: cached background bitmaps, moving artists drawn on top."""
 
@@ -115,6 +196,7 @@ class BlitRender:
         for artist in self.moving_artists():
             artist.set_animated(True)  # full draws (the backgrounds) now leave them out
         self._backgrounds = OrderedDict()
+        self._png = BandPNG()
 
     def moving_artists(self) -> list:
         """The artists `draw` changes, in drawing order; everything else is background."""
@@ -144,6 +226,9 @@ class BlitRender:
         self.fig.set_layout_engine("none")
         self.draw(**self.values)
 
+    def to_png(self) -> bytes:
+        return self._png.encode(self.pixels())
+
     def _background_key(self):
         return tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.fig.axes)
 
@@ -160,7 +245,41 @@ class BlitRender:
             self._backgrounds[key] = canvas.copy_from_bbox(self.fig.bbox)
             if len(self._backgrounds) > self.background_cache_size:
                 self._backgrounds.popitem(last=False)
-        for artist in self.moving_artists():
+        layer = self.layer_artists()
+        if layer:
+            self._draw_layer(key, layer)
+        for artist in self.moving_artists()[len(layer):]:
             if artist.get_visible():
                 self.fig.draw_artist(artist)
         return np.asarray(canvas.buffer_rgba())
+
+    # --- a second cached layer -----------------------------------------------------------
+    layer_cache_size = 16
+
+    def layer_artists(self) -> list:
+        """The first few moving artists, when they are slow to draw (large translucent or hatched
+        patches, say) and their pixels follow a few settings only (`_layer_key`): drawn over the
+        background once per key, then pasted from a bitmap of `layer_bbox()`. Default: none."""
+        return []
+
+    def _layer_key(self):
+        raise NotImplementedError
+
+    def layer_bbox(self):
+        return self.fig.bbox
+
+    def _draw_layer(self, background_key, artists):
+        canvas = self.fig.canvas
+        if not hasattr(self, "_layers"):
+            self._layers = OrderedDict()
+        key = (background_key, self._layer_key())
+        if key in self._layers:
+            self._layers.move_to_end(key)
+            canvas.restore_region(self._layers[key])
+            return
+        for artist in artists:
+            if artist.get_visible():
+                self.fig.draw_artist(artist)
+        self._layers[key] = canvas.copy_from_bbox(self.layer_bbox())
+        if len(self._layers) > self.layer_cache_size:
+            self._layers.popitem(last=False)
