@@ -50,12 +50,15 @@ def _atlas(dpi) -> GlyphAtlas:
     return _ATLAS[dpi]
 
 
-def _to_bytes(rgb) -> np.ndarray:
-    """uint8 RGB from float RGB in 0..1, rounded as `to_rgba_bytes` rounds."""
-    return np.clip(np.asarray(rgb) * 255 + 0.5, 0, 255).astype(np.uint8)
+_ROWS: dict = {}  # (dpi, text, colour) -> uint8 RGBA pixels of one table line: lines recur across settings
 
 
-_ROWS: dict = {}  # (dpi, text, colour) -> uint8 RGB pixels of one table line: lines recur across settings
+def _opaque(rgb) -> np.ndarray:
+    """uint8 RGBA from uint8 RGB, alpha 255 (RGBA rows copy into RGBA blocks several times faster)."""
+    out = np.empty(rgb.shape[:2] + (4,), dtype=np.uint8)
+    out[..., :3] = rgb
+    out[..., 3] = 255
+    return out
 
 
 def _row_pixels(atlas, dpi, text, colour) -> np.ndarray:
@@ -63,7 +66,7 @@ def _row_pixels(atlas, dpi, text, colour) -> np.ndarray:
     if key not in _ROWS:
         if len(_ROWS) > 4096:
             _ROWS.clear()
-        _ROWS[key] = _to_bytes(atlas.render([text], [colour]))
+        _ROWS[key] = _opaque(atlas.line_bytes(text, colour))
     return _ROWS[key]
 
 
@@ -81,7 +84,7 @@ def _paste_table(out, columns, top, gap) -> None:
     for rows in columns:
         y = top
         for r in rows:
-            out[y:y + r.shape[0], left:left + r.shape[1], :3] = r
+            out[y:y + r.shape[0], left:left + r.shape[1]] = r
             y += r.shape[0]
         left += max(r.shape[1] for r in rows) + gap
 
@@ -99,22 +102,22 @@ def table_pixels(table, dpi) -> np.ndarray:
     shorter than its column is padded with white, as the atlas pads it with spaces).
     """
     columns, gap = _column_rows(table, dpi), 3 * _atlas(dpi).cell[1]
-    out = np.full((*_table_size(columns, gap), 3), 255, dtype=np.uint8)
+    out = np.full((*_table_size(columns, gap), 4), 255, dtype=np.uint8)
     _paste_table(out, columns, 0, gap)
-    return out
+    return out[..., :3]
 
 
 def titled_block(title, table, dpi) -> np.ndarray:
     """RGBA uint8 pixels: the title line, a blank line, then the table (if any).
 
-    Written straight into one white array (copying each cached line once): about 1 ms, where
-    joining padded pieces cost about 15 ms, and the block changes with most moves.
+    Written straight into one white array (copying each cached line once): under 1 ms, where
+    joining padded pieces cost about 10 ms, and the block changes with most moves.
     """
-    head = _to_bytes(_atlas(dpi).render([title, ""]))
+    head = np.concatenate([_atlas(dpi).line_bytes(title), _atlas(dpi).line_bytes(" " * len(title))])
     columns, gap = (_column_rows(table, dpi), 3 * _atlas(dpi).cell[1]) if table is not None else ([], 0)
     height, width = _table_size(columns, gap) if columns else (0, 0)
     out = np.full((head.shape[0] + height, max(head.shape[1], width), 4), 255, dtype=np.uint8)
-    out[:head.shape[0], :head.shape[1], :3] = head
+    out[:head.shape[0], :head.shape[1]] = _opaque(head)
     if columns:
         _paste_table(out, columns, head.shape[0], gap)
     return out
