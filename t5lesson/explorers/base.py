@@ -166,12 +166,13 @@ class Explorer:
         """One line of text under the figure (the numbers a learner should read off)."""
         return ""
 
-    def alt_text(self) -> str:
-        """What a screen reader gets for the picture: the description, the state shown, the readout."""
+    def alt_text(self, readout=None) -> str:
+        """What a screen reader gets for the picture: the description, the state shown, the readout
+        (`readout`: the current `readout()`, where the caller has it already)."""
         shown = [p for p in self.params if p.shown]
         state = ", ".join(f"{p.label or p.name} {_stop_label(self.values[p.name])}" for p in shown)
         parts = [self.description.strip() or f"{type(self).__name__} explorer.", f"Shown: {state}." if state else "",
-                 self.readout()]
+                 self.readout() if readout is None else readout]
         return " ".join(" ".join(p for p in parts if p).split())
 
     def prepare_view(self):
@@ -243,11 +244,12 @@ class Explorer:
 
     def _refresh_view(self):
         _, image, text = self._view
-        image.value = self.to_png()
+        image.value = self.to_png()  # first: the picture is what a learner waits for
         # The readout line, then the picture's alt text for screen readers only (visually hidden):
         # ipywidgets' Image has no alt attribute, and JupyterLab's widget view rejects a tooltip on it.
-        readout = f"<code>{html.escape(self.readout())}</code>" if self.readout() else ""
-        text.value = readout + f'<span class="t5lesson-alt" style="{_HIDDEN}">{html.escape(self.alt_text())}</span>'
+        line = self.readout()
+        readout = f"<code>{html.escape(line)}</code>" if line else ""
+        text.value = readout + f'<span class="t5lesson-alt" style="{_HIDDEN}">{html.escape(self.alt_text(line))}</span>'
 
     def picture_note(self) -> str:
         """The line above the static picture: what it is, and how to get the controls."""

@@ -98,8 +98,9 @@ def test_prepared_backgrounds_are_the_right_ones(name, toggle):
 
 
 def test_cached_text_draws_the_pixels_of_plain_text():
-    """Glyphs pasted again from the cache give the pixels of a fresh draw: in a new colour, at a new
-    place, in a new size, for a new string (each a cache miss or hit that must not mix them up)."""
+    """Glyphs pasted again from the caches give the pixels of a fresh draw: in a new colour, at a
+    new place (whole and fractional pixels), size and angle, for new strings that share glyphs,
+    without antialiasing, and for mathtext (which draws rules too)."""
     from t5lesson.explorers.render import cache_text
 
     def figure():
@@ -108,19 +109,24 @@ def test_cached_text_draws_the_pixels_of_plain_text():
         return fig, fig.text(0.1, 0.4, "", fontsize=11)
 
     cached, plain = figure(), figure()
-    states = [("d = 64, head 2", "black", 0.1, 11), ("d = 64, head 2", "tab:red", 0.1, 11),
-              ("d = 64, head 2", "black", 0.33, 11), ("d = 64, head 2", "black", 0.1, 14),
-              ("d = 128, head 2\nsecond line", "tab:blue", 0.1, 11), ("d = 64, head 2", "black", 0.1, 11)]
-    for text, colour, x, size in states:
+    rng = np.random.default_rng(0)
+    states = [("d = 64, head 2", "black", 0.1, 0.4, 11, 0, True), ("d = 64, head 2", "tab:red", 0.1, 0.4, 11, 0, True),
+              ("d = 64, head 2", "black", 0.33, 0.4, 11, 0, True), ("d = 64, head 2", "black", 0.1, 0.4, 14, 0, True),
+              ("d = 128, head 2\nsecond line", "tab:blue", 0.1, 0.4, 11, 0, True),
+              ("d = 64, head 2", "black", 0.1, 0.4, 11, 30, True), ("d = 64, head 2", "black", 0.1, 0.4, 11, 0, False),
+              (r"$\frac{q \cdot k}{\sqrt{d}}$ = 0.5", "black", 0.2, 0.5, 11, 0, True)]
+    states += [(f"d = {rng.integers(1, 2000)}, q·k {rng.normal():.3f}", "black", rng.uniform(0, 0.6),
+                rng.uniform(0.2, 0.8), 11, 0, True) for _ in range(12)]
+    for text, colour, x, y, size, angle, antialiased in states + states[:3]:
         frames = []
         for (fig, label), cache in ((cached, True), (plain, False)):
-            label.set(text=text, color=colour, x=x, fontsize=size)
+            label.set(text=text, color=colour, x=x, y=y, fontsize=size, rotation=angle, antialiased=antialiased)
             if cache:
                 cache_text(fig.canvas.get_renderer())
             fig.canvas.draw()
             frames.append(np.asarray(fig.canvas.buffer_rgba()).copy())
         assert frames[0][..., :3].min() < 128  # some ink was drawn
-        np.testing.assert_array_equal(frames[0], frames[1])
+        np.testing.assert_array_equal(frames[0], frames[1], err_msg=repr((text, x, y, size, angle, antialiased)))
     assert "draw_text" in vars(cached[0].canvas.get_renderer())
     assert "draw_text" not in vars(plain[0].canvas.get_renderer())
 
