@@ -273,7 +273,8 @@ class Heatmap(Artist):
         column_counts = np.bincount(((np.arange(x1 - x0) + 0.5) * columns / (x1 - x0)).astype(np.intp),
                                     minlength=columns)
         pixels = np.repeat(np.repeat(self._colours[::-1], row_counts[::-1], axis=0), column_counts, axis=1)
-        draw_pixels(renderer, x0, y0, pixels)  # the renderer wants row 0 at the bottom: flipped above
+        opaque = bool(self._colours.size) and self._colours[..., 3].min() == 255  # checked on the cells, not pixels
+        draw_pixels(renderer, x0, y0, pixels, opaque)  # the renderer wants row 0 at the bottom: flipped above
         self.stale = False
 
 
