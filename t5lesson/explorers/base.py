@@ -9,8 +9,8 @@ In a notebook the explorer shows its controls and the figure rendered to PNG in 
 `ipywidgets.Image`. Why PNG-in-a-widget rather than ipympl or `interact`:
 - it needs only standard ipywidgets, so it works in JupyterLab, Notebook 7, VS Code and Colab
   without a front-end extension (ipympl needs one, and a matching version);
-- `interact` rebuilds a new inline figure on every move (measured here: about 124 ms an update
-  against about 51 ms for in-place artists rendered to PNG);
+- `interact` rebuilds a new inline figure on every move (measured here: 100-900 ms an update
+  against 10-30 ms for in-place artists rendered to PNG, `benchmarks/explorers.py`);
 - the same display also carries a static `image/png` of the figure, so a reader without a kernel
   (GitHub, nbviewer, or JupyterLab before the cell runs) sees it in its current state, with a
   line above it saying that it is a picture and how to get the sliders.

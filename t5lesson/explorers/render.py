@@ -2,7 +2,7 @@
 
 Rendering a whole explorer figure on every slider move cost 60-80 ms here, most of it laying
 out and rasterising tick labels, axis labels and titles that never change (about a millisecond
-per text), against a 50 ms budget. `BlitRender` is the one explorer mixin that avoids it:
+per text), against a 30 ms budget. `BlitRender` is the one explorer mixin that avoids it:
 
 - the layout is fixed: if `build` left constrained layout on, it runs once, in the state whose
   labels take the most room (`widest`: parameter values), and is then switched off, so nothing
@@ -13,6 +13,9 @@ per text), against a 50 ms budget. `BlitRender` is the one explorer mixin that a
 - a PNG is that bitmap plus the artists `moving_artists()` lists, drawn on top in that order,
   which must be the order a full draw would use (list spines last if moving artists cover the
   frame);
+- a few slow moving artists whose pixels follow a few settings only (`layer_artists`: large
+  translucent or hatched patches) are drawn over the background once per setting and then
+  pasted from a second cache;
 - PNGs are written by `BandPNG` (zlib level 1, no row filter): one is made on every move, at
   twice the display pixels, so encoding time counts more than a few kilobytes. It compresses
   bands of rows apart (each starts afresh, so it can be reused) and keeps each band's bytes: a
