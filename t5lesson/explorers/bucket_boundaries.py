@@ -11,6 +11,7 @@ figure then shows the package's error message instead of a plot.
 """
 from __future__ import annotations
 
+import functools
 import math
 import textwrap
 
@@ -53,20 +54,12 @@ def _atlas(dpi) -> GlyphAtlas:
 _ROWS: dict = {}  # (dpi, text, colour) -> uint8 RGBA pixels of one table line: lines recur across settings
 
 
-def _opaque(rgb) -> np.ndarray:
-    """uint8 RGBA from uint8 RGB, alpha 255 (RGBA rows copy into RGBA blocks several times faster)."""
-    out = np.empty(rgb.shape[:2] + (4,), dtype=np.uint8)
-    out[..., :3] = rgb
-    out[..., 3] = 255
-    return out
-
-
 def _row_pixels(atlas, dpi, text, colour) -> np.ndarray:
     key = (dpi, text, colour)
     if key not in _ROWS:
         if len(_ROWS) > 4096:
             _ROWS.clear()
-        _ROWS[key] = _opaque(atlas.line_bytes(text, colour))
+        _ROWS[key] = atlas.line_bytes(text, colour, alpha=True)
     return _ROWS[key]
 
 
@@ -113,14 +106,38 @@ def titled_block(title, table, dpi) -> np.ndarray:
     Written straight into one white array (copying each cached line once): under 1 ms, where
     joining padded pieces cost about 10 ms, and the block changes with most moves.
     """
-    head = np.concatenate([_atlas(dpi).line_bytes(title), _atlas(dpi).line_bytes(" " * len(title))])
+    atlas = _atlas(dpi)
+    head = np.concatenate([atlas.line_bytes(title, alpha=True), atlas.line_bytes(" " * len(title), alpha=True)])
     columns, gap = (_column_rows(table, dpi), 3 * _atlas(dpi).cell[1]) if table is not None else ([], 0)
     height, width = _table_size(columns, gap) if columns else (0, 0)
     out = np.full((head.shape[0] + height, max(head.shape[1], width), 4), 255, dtype=np.uint8)
-    out[:head.shape[0], :head.shape[1]] = _opaque(head)
+    out[:head.shape[0], :head.shape[1]] = head
     if columns:
         _paste_table(out, columns, head.shape[0], gap)
     return out
+
+
+@functools.lru_cache(maxsize=512)
+def _table(bidirectional, num_buckets, max_distance):
+    """(`bucket_ranges`, None), or (None, its error message) for a degenerate setting; kept, since
+    sliders go back and forth."""
+    try:
+        return bucket_ranges(bidirectional, num_buckets, max_distance), None
+    except ArgumentError as error:
+        return None, str(error)
+
+
+@functools.lru_cache(maxsize=512)
+def _steps(bidirectional, num_buckets, max_distance, offset_range):
+    """(offsets, buckets) of the step line: only the first and last offset of each run of equal
+    buckets (the same steps-mid line, with a few points per bucket instead of one per offset)."""
+    offsets = np.arange(-offset_range, offset_range + 1)
+    buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
+    change = np.diff(buckets) != 0
+    keep = np.concatenate([[True], change]) | np.concatenate([change, [True]])
+    offsets, buckets = offsets[keep], buckets[keep]
+    offsets.flags.writeable = buckets.flags.writeable = False  # shared between calls: read only
+    return offsets, buckets
 
 
 @register
@@ -190,11 +207,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         bidirectional = attention == "encoder"
         for mode, legend in self.legends.items():
             legend.set_visible(mode == attention)
-        try:
-            self.table = bucket_ranges(bidirectional, num_buckets, max_distance)
-            self.error = None
-        except ArgumentError as error:
-            self.table, self.error = None, str(error)
+        self.table, self.error = _table(bidirectional, num_buckets, max_distance)
         if self.error is not None:
             self._show_error(attention)
             self._set_limits(num_buckets, offset_range)  # the same axes as a valid setting would get
@@ -204,13 +217,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         per_direction = num_buckets // 2 if bidirectional else num_buckets
         max_exact = per_direction // 2
 
-        offsets = np.arange(-offset_range, offset_range + 1)
-        buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
-        # Only the first and last offset of each run of equal buckets: the same steps-mid line,
-        # with a few points per bucket instead of one per offset.
-        change = np.diff(buckets) != 0
-        keep = np.concatenate([[True], change]) | np.concatenate([change, [True]])
-        self.steps.set_data(offsets[keep], buckets[keep])
+        self.steps.set_data(*_steps(bidirectional, num_buckets, max_distance, offset_range))
         # Encoder: |offset| < max_exact on both sides; decoder: the left side only (the right is bucket 0).
         self.exact_band.set_bounds(-(max_exact - 0.5), 0, (2 * max_exact - 1) if bidirectional else max_exact, 1)
         self.masked_band.set_bounds(0.5, 0, 0 if bidirectional else offset_range, 1)

@@ -59,24 +59,27 @@ class GlyphAtlas:
         self._index = {char: i for i, char in enumerate(_CHARS)}
         self._coloured = {}  # colour -> uint8 RGB of every cell in that colour
 
-    def line_bytes(self, line, colour="black") -> np.ndarray:
-        """uint8 RGB [cell height, len(line) x cell width, 3] of one line in one colour.
+    def line_bytes(self, line, colour="black", alpha=False) -> np.ndarray:
+        """uint8 RGB [cell height, len(line) x cell width, 3] of one line in one colour (RGBA, opaque,
+        with `alpha`).
 
         The pixels of `render([line], [colour])` rounded as `to_rgba_bytes` rounds, the same
         arithmetic done once per colour for every cell: a line is then one indexing step (about
         20 us, against about 0.5 ms to render and round it).
         """
-        table = self._coloured.get(colour)
+        table = self._coloured.get((colour, alpha))
         if table is None:
             rgb = np.array(to_rgb(colour), dtype=np.float32)
             table = np.clip((1.0 - self._cells[..., None] * (1.0 - rgb)) * 255 + 0.5, 0, 255).astype(np.uint8)
-            self._coloured[colour] = table
+            if alpha:
+                table = np.concatenate([table, np.full(table.shape[:3] + (1,), 255, dtype=np.uint8)], axis=3)
+            self._coloured[(colour, alpha)] = table
         bad = set(line) - set(self._index)
         if bad:
             raise ArgumentError(f"only printable ASCII can be drawn, got {''.join(sorted(bad))!r}")
         height, width = self.cell
         codes = np.fromiter((self._index[c] for c in line), dtype=np.intp, count=len(line))
-        return table[codes].transpose(1, 0, 2, 3).reshape(height, len(line) * width, 3)
+        return table[codes].transpose(1, 0, 2, 3).reshape(height, len(line) * width, table.shape[3])
 
     def render(self, lines, colors=None) -> np.ndarray:
         """RGB float array of `lines` (strings), black on white, or each line in its own colour."""
