@@ -1,6 +1,6 @@
 """Explorer update speed: in-place update + PNG render vs rebuilding the figure each move.
 
-Run: python benchmarks/explorers.py [--moves 15] [--only NAME ...]
+Run: python benchmarks/explorers.py [--moves 15] [--only NAME ...] [--against CHECKOUT [--rounds 3]]
 
 For every registered explorer, at its default size (2x pixels, as shown in the notebook), we
 make the same sequence of parameter changes two ways, side by side in this process:
@@ -11,16 +11,26 @@ Each change is one control moved to a random value a learner can reach (a slider
 option). We print the median wall-clock time of each, the ratio, and the median CPU time of
 the in-place update (on a busy shared machine wall-clock time also counts waiting for a core;
 CPU time does not). Target: median in-place update under 30 ms.
+
+--against CHECKOUT compares with another checkout of the course (its own `.venv`, say the main
+branch before a change): one worker process per checkout, each importing its own `t5lesson`,
+and the same moves measured in both, taking turns explorer by explorer for `--rounds` rounds,
+so that both see the same load. It prints the in-place medians (wall and CPU) of each, their
+ratio, and the load average before and after.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import time
+from pathlib import Path
 
-from t5lesson.explorers import load_all
+TARGET_S = 0.03
 
 
 def moves(cls, count, seed=0):
@@ -45,28 +55,107 @@ def moves(cls, count, seed=0):
     return out
 
 
-def bench(cls, count):
+def bench(cls, count, rebuild=True):
+    """(median wall s, median CPU s) of an in-place update + PNG, and the median wall s of a rebuild."""
     explorer = cls()
     explorer.to_png()  # warm up fonts and caches
     values = dict(explorer.values)
-    in_place, cpu, rebuild = [], [], []
+    in_place, cpu, rebuilt = [], [], []
     for change in moves(cls, count):
         values.update(change)
         start, start_cpu = time.perf_counter(), time.process_time()
         explorer.update(**change).to_png()
         in_place.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-        start = time.perf_counter()
-        cls(**values).to_png()
-        rebuild.append(time.perf_counter() - start)
-    return statistics.median(in_place), statistics.median(cpu), statistics.median(rebuild)
+        if rebuild:
+            start = time.perf_counter()
+            cls(**values).to_png()
+            rebuilt.append(time.perf_counter() - start)
+    return statistics.median(in_place), statistics.median(cpu), statistics.median(rebuilt) if rebuilt else None
+
+
+def worker(count):
+    """Answer explorer names read from stdin with one JSON line each: {"wall": s, "cpu": s}."""
+    from t5lesson.explorers import load_all
+
+    registry = load_all()
+    print(json.dumps({"ready": sorted(registry), "module": __import__("t5lesson").__file__}), flush=True)
+    for line in sys.stdin:
+        name = line.strip()
+        if name not in registry:
+            print(json.dumps({"missing": name}), flush=True)
+            continue
+        wall, cpu, _ = bench(registry[name], count, rebuild=False)
+        print(json.dumps({"wall": wall, "cpu": cpu}), flush=True)
+
+
+class Worker:
+    """A worker process in a checkout, with that checkout's Python (its .venv if it has one)."""
+
+    def __init__(self, checkout: Path, count: int):
+        python = checkout / ".venv" / "bin" / "python"
+        self.proc = subprocess.Popen([str(python if python.exists() else sys.executable), str(Path(__file__).resolve()),
+                                      "--worker", "--moves", str(count)], cwd=checkout, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env={**os.environ, "MPLBACKEND": "agg"})
+        hello = json.loads(self.proc.stdout.readline())
+        self.names, self.module = hello["ready"], hello["module"]
+
+    def measure(self, name):
+        self.proc.stdin.write(name + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def compare(against: Path, names, count, rounds):
+    here = Path(__file__).resolve().parents[1]
+    load_before = os.getloadavg()
+    old, new = Worker(against, count), Worker(here, count)
+    try:
+        names = [n for n in (names or new.names) if n in old.names]
+        print(f"old: {old.module}\nnew: {new.module}\nload average before: "
+              + " ".join(f"{x:.2f}" for x in load_before))
+        results = {n: {"old": [], "new": []} for n in names}
+        for _ in range(rounds):
+            for name in names:  # taking turns, so that both see the same load
+                for side, w in (("old", old), ("new", new)):
+                    results[name][side].append(w.measure(name))
+    finally:
+        old.close()
+        new.close()
+    print(f"{'explorer':<28} {'old wall':>9} {'old cpu':>8} {'new wall':>9} {'new cpu':>8} {'cpu ratio':>9}  "
+          f"(ms, median over {rounds} rounds of {count} moves; target < {TARGET_S * 1e3:.0f} ms)")
+    slow = []
+    for name, sides in results.items():
+        med = {side: {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu")}
+               for side, runs in sides.items()}
+        print(f"{name:<28} {med['old']['wall'] * 1e3:>9.1f} {med['old']['cpu'] * 1e3:>8.1f} "
+              f"{med['new']['wall'] * 1e3:>9.1f} {med['new']['cpu'] * 1e3:>8.1f} "
+              f"{med['old']['cpu'] / med['new']['cpu']:>8.2f}x  {'ok' if med['new']['wall'] < TARGET_S else 'SLOW'}")
+        if med["new"]["wall"] >= TARGET_S:
+            slow.append(name)
+    print("load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+          + f" (on {os.cpu_count()} CPUs: wall-clock times include waiting for one)")
+    return 1 if slow else 0
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--moves", type=int, default=15)
     parser.add_argument("--only", nargs="*")
+    parser.add_argument("--against", type=Path, help="another checkout to compare with, side by side")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of taking turns")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker:
+        return worker(args.moves)
+    if args.against is not None:
+        return compare(args.against.resolve(), args.only, args.moves, args.rounds)
+    from t5lesson.explorers import load_all
+
     registry = load_all()
     names = args.only or sorted(registry)
     print(f"{'explorer':<28} {'in place ms':>12} {'(cpu ms)':>9} {'rebuild ms':>11} {'ratio':>6}  target < 30 ms")
@@ -74,8 +163,8 @@ def main():
     for name in names:
         fast, cpu, naive = bench(registry[name], args.moves)
         print(f"{name:<28} {fast * 1e3:>12.1f} {cpu * 1e3:>9.1f} {naive * 1e3:>11.1f} {naive / fast:>5.1f}x  "
-              f"{'ok' if fast < 0.03 else 'SLOW'}")
-        if fast >= 0.03:
+              f"{'ok' if fast < TARGET_S else 'SLOW'}")
+        if fast >= TARGET_S:
             slow.append(name)
     return 1 if slow else 0
 

@@ -13,16 +13,20 @@ softmax of random scores) so that the benchmark and the browser test can build i
 from __future__ import annotations
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.cm import ScalarMappable
 
 from .._validate import ArgumentError
 from ..lessons.figures import SMALL, WIDTH, describe
 from ..scores import softmax
 from .base import Explorer, Param, register
+from .raster import Heatmap
 from .render import BlitRender
 
 __all__ = ["AttentionMapExplorer", "KINDS"]
 
 KINDS = ("encoder", "decoder", "cross")
+_GREY_BAD = colormaps["viridis"].with_extremes(bad="0.85")  # NaN (a future key) light grey
 TITLES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention (causal)",
           "cross": "cross-attention (no bias)"}
 
@@ -80,9 +84,9 @@ class AttentionMapExplorer(BlitRender, Explorer):
                   "cross": (self.source, self.target)}
         for ax, kind in zip(self.axes, KINDS, strict=True):
             keys, queries = labels[kind]
-            image = ax.imshow(np.zeros((len(queries), len(keys))), cmap="viridis", vmin=0, vmax=1,
-                              interpolation="nearest", aspect="auto")
-            image.cmap = image.cmap.with_extremes(bad="0.85")
+            # Drawn as prepared pixels (raster.py): an imshow resamples on every move (about 6 ms each).
+            image = Heatmap(ax, _GREY_BAD, 0, 1)
+            image.set_extent((-0.5, len(keys) - 0.5, len(queries) - 0.5, -0.5))  # row 0 at the top, as imshow
             self.images.append(image)
             ax.set_xticks(range(len(keys)), keys, fontsize=SMALL)
             ax.set_yticks(range(len(queries)), queries, fontsize=SMALL)
@@ -90,7 +94,8 @@ class AttentionMapExplorer(BlitRender, Explorer):
             self.titles.append(ax.set_title(TITLES[kind], fontsize=SMALL + 1))
         self.axes[0].set_ylabel("query: input token", fontsize=SMALL)
         self.axes[1].set_ylabel("query: decoder input token", fontsize=SMALL)
-        bar = fig.colorbar(self.images[0], cax=fig.add_axes((0.915, 0.2, 0.01, 0.64)))
+        bar = fig.colorbar(ScalarMappable(self.images[0].norm, self.images[0].cmap),
+                           cax=fig.add_axes((0.915, 0.2, 0.01, 0.64)))
         bar.set_label("attention weight", fontsize=SMALL)
         self.heading = fig.text(0.5, 0.95, "", ha="center", va="center", fontsize=SMALL + 2)
         describe(fig, "Attention weights of one example for the chosen layer and head: encoder self-attention, "
@@ -102,11 +107,12 @@ class AttentionMapExplorer(BlitRender, Explorer):
             weights = self.maps[kind][layer, head]
             if kind == "decoder":  # the future keys a causal query never sees: grey, not a weight of 0
                 weights = np.where(np.triu(np.ones(weights.shape, dtype=bool), 1), np.nan, weights)
-            image.set_data(np.ma.masked_invalid(weights))
+            image.set_data(weights)  # NaN: the colormap's "bad" grey
         self.heading.set_text(f"layer {layer}, head {head}: each row is one query's weights (they sum to 1)")
 
     def moving_artists(self):
-        return [*self.images, self.heading]
+        # Frames after the images, which fill their axes and would cover half of each frame line.
+        return [*self.images, *(spine for ax in self.axes for spine in ax.spines.values()), self.heading]
 
     def readout(self):
         layer, head = self.values["layer"], self.values["head"]

@@ -9,8 +9,8 @@ In a notebook the explorer shows its controls and the figure rendered to PNG in 
 `ipywidgets.Image`. Why PNG-in-a-widget rather than ipympl or `interact`:
 - it needs only standard ipywidgets, so it works in JupyterLab, Notebook 7, VS Code and Colab
   without a front-end extension (ipympl needs one, and a matching version);
-- `interact` rebuilds a new inline figure on every move (measured here: about 124 ms an update
-  against about 51 ms for in-place artists rendered to PNG);
+- `interact` rebuilds a new inline figure on every move (measured here: 100-900 ms an update
+  against 10-30 ms for in-place artists rendered to PNG, `benchmarks/explorers.py`);
 - the same display also carries a static `image/png` of the figure, so a reader without a kernel
   (GitHub, nbviewer, or JupyterLab before the cell runs) sees it in its current state, with a
   line above it saying that it is a picture and how to get the sliders.
@@ -166,12 +166,13 @@ class Explorer:
         """One line of text under the figure (the numbers a learner should read off)."""
         return ""
 
-    def alt_text(self) -> str:
-        """What a screen reader gets for the picture: the description, the state shown, the readout."""
+    def alt_text(self, readout=None) -> str:
+        """What a screen reader gets for the picture: the description, the state shown, the readout
+        (`readout`: the current `readout()`, where the caller has it already)."""
         shown = [p for p in self.params if p.shown]
         state = ", ".join(f"{p.label or p.name} {_stop_label(self.values[p.name])}" for p in shown)
         parts = [self.description.strip() or f"{type(self).__name__} explorer.", f"Shown: {state}." if state else "",
-                 self.readout()]
+                 self.readout() if readout is None else readout]
         return " ".join(" ".join(p for p in parts if p).split())
 
     def prepare_view(self):
@@ -243,11 +244,12 @@ class Explorer:
 
     def _refresh_view(self):
         _, image, text = self._view
-        image.value = self.to_png()
+        image.value = self.to_png()  # first: the picture is what a learner waits for
         # The readout line, then the picture's alt text for screen readers only (visually hidden):
         # ipywidgets' Image has no alt attribute, and JupyterLab's widget view rejects a tooltip on it.
-        readout = f"<code>{html.escape(self.readout())}</code>" if self.readout() else ""
-        text.value = readout + f'<span class="t5lesson-alt" style="{_HIDDEN}">{html.escape(self.alt_text())}</span>'
+        line = self.readout()
+        readout = f"<code>{html.escape(line)}</code>" if line else ""
+        text.value = readout + f'<span class="t5lesson-alt" style="{_HIDDEN}">{html.escape(self.alt_text(line))}</span>'
 
     def picture_note(self) -> str:
         """The line above the static picture: what it is, and how to get the controls."""

@@ -95,3 +95,112 @@ def test_prepared_backgrounds_are_the_right_ones(name, toggle):
         blitted = _decoded(explorer.update(**{toggle: option}).to_png())
         difference = np.abs(blitted.astype(int) - _full_render(explorer).astype(int)).max(-1)
         assert (difference > 0).sum() < 40, (option, (difference > 0).sum())
+
+
+def test_cached_text_draws_the_pixels_of_plain_text():
+    """Glyphs pasted again from the caches give the pixels of a fresh draw: in a new colour, at a
+    new place (whole and fractional pixels), size and angle, for new strings that share glyphs,
+    without antialiasing, and for mathtext (which draws rules too)."""
+    from t5lesson.explorers.render import cache_text
+
+    def figure():
+        fig = Figure(figsize=(3, 1), dpi=100)
+        FigureCanvasAgg(fig)
+        return fig, fig.text(0.1, 0.4, "", fontsize=11)
+
+    cached, plain = figure(), figure()
+    rng = np.random.default_rng(0)
+    states = [("d = 64, head 2", "black", 0.1, 0.4, 11, 0, True), ("d = 64, head 2", "tab:red", 0.1, 0.4, 11, 0, True),
+              ("d = 64, head 2", "black", 0.33, 0.4, 11, 0, True), ("d = 64, head 2", "black", 0.1, 0.4, 14, 0, True),
+              ("d = 128, head 2\nsecond line", "tab:blue", 0.1, 0.4, 11, 0, True),
+              ("d = 64, head 2", "black", 0.1, 0.4, 11, 30, True), ("d = 64, head 2", "black", 0.1, 0.4, 11, 0, False),
+              (r"$\frac{q \cdot k}{\sqrt{d}}$ = 0.5", "black", 0.2, 0.5, 11, 0, True)]
+    states += [(f"d = {rng.integers(1, 2000)}, q·k {rng.normal():.3f}", "black", rng.uniform(0, 0.6),
+                rng.uniform(0.2, 0.8), 11, 0, True) for _ in range(12)]
+    for text, colour, x, y, size, angle, antialiased in states + states[:3]:
+        frames = []
+        for (fig, label), cache in ((cached, True), (plain, False)):
+            label.set(text=text, color=colour, x=x, y=y, fontsize=size, rotation=angle, antialiased=antialiased)
+            if cache:
+                cache_text(fig.canvas.get_renderer())
+            fig.canvas.draw()
+            frames.append(np.asarray(fig.canvas.buffer_rgba()).copy())
+        assert frames[0][..., :3].min() < 128  # some ink was drawn
+        np.testing.assert_array_equal(frames[0], frames[1], err_msg=repr((text, x, y, size, angle, antialiased)))
+    assert "draw_text" in vars(cached[0].canvas.get_renderer())
+    assert "draw_text" not in vars(plain[0].canvas.get_renderer())
+
+
+def _png_parts(png):
+    """(IHDR fields, the IDAT stream) of a PNG, checking every chunk's CRC."""
+    import struct
+    import zlib
+
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    at, chunks = 8, {}
+    while at < len(png):
+        (length,) = struct.unpack(">I", png[at:at + 4])
+        kind, data = png[at + 4:at + 8], png[at + 8:at + 8 + length]
+        assert struct.unpack(">I", png[at + 8 + length:at + 12 + length])[0] == zlib.crc32(kind + data)
+        chunks[kind] = chunks.get(kind, b"") + data
+        at += 12 + length
+    return struct.unpack(">IIBBBBB", chunks[b"IHDR"]), chunks[b"IDAT"]
+
+
+@pytest.mark.parametrize("channels", [4, 3])
+def test_band_png_reuses_unchanged_bands_and_stays_a_valid_png(channels):
+    """Frames that change in a few rows, a whole frame, a new size: each PNG decodes to its pixels,
+    its zlib stream ends exactly, and its Adler-32 (checked by zlib) is right."""
+    import zlib
+
+    from t5lesson.explorers.render import BandPNG
+
+    rng = np.random.default_rng(0)
+    encoder = BandPNG(band_rows=8)
+    frame = np.full((61, 45, channels), 255, dtype=np.uint8)
+    frames = []
+    for _ in range(6):
+        frame = frame.copy()
+        frame[rng.integers(0, 61), rng.integers(0, 45):] = rng.integers(0, 256, channels)  # one row changes
+        frames.append(frame)
+    frames += [rng.integers(0, 256, frame.shape, dtype=np.uint8), frame[:30].copy(), frame[:30].copy()]
+    for pixels in frames:
+        png = encoder.encode(pixels)
+        (width, height, depth, colour, *_), stream = _png_parts(png)
+        assert (width, height, depth, colour) == (pixels.shape[1], pixels.shape[0], 8, 6 if channels == 4 else 2)
+        inflate = zlib.decompressobj()
+        raw = inflate.decompress(stream)
+        assert inflate.eof and not inflate.unused_data
+        rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, width * channels + 1)
+        assert (rows[:, 0] == 0).all()
+        np.testing.assert_array_equal(rows[:, 1:].reshape(pixels.shape), pixels)
+        np.testing.assert_array_equal(_decoded(png)[..., :channels], pixels)
+    # the last frame repeats the one before: every band is reused, none recompressed
+    assert encoder.encode(frames[-1]) == png
+
+
+def test_opaque_pixels_pasted_with_numpy_equal_agg_drawing_them():
+    """`draw_pixels` copies opaque pixels into Agg's buffer; Agg's own draw_image gives the same,
+    also for a block that sticks out of the canvas, and for translucent pixels (drawn by Agg)."""
+    from t5lesson.explorers.raster import draw_pixels
+
+    rng = np.random.default_rng(1)
+    block = rng.integers(0, 256, (30, 40, 4), dtype=np.uint8)
+    translucent = block.copy()
+    opaque = block.copy()
+    opaque[..., 3] = 255
+    for pixels, (x, y) in [(opaque, (10, 5)), (opaque, (-7, 70)), (opaque, (180, -12)), (translucent, (20, 20))]:
+        frames = []
+        for ours in (True, False):
+            fig = Figure(figsize=(2, 0.8), dpi=100)
+            FigureCanvasAgg(fig)
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            if ours:
+                draw_pixels(renderer, x, y, pixels)
+            else:
+                gc = renderer.new_gc()
+                renderer.draw_image(gc, x, y, pixels)
+                gc.restore()
+            frames.append(np.asarray(renderer.buffer_rgba()).copy())
+        np.testing.assert_array_equal(frames[0], frames[1])
