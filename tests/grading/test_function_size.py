@@ -18,9 +18,7 @@ STILL_TO_SPLIT = {
     "reports/class_page.py:compute": 32,
     "run/compose.py:prepare": 30,
     "sandbox/namespaces.py:enter": 28,
-    "run/worker.py:run": 24,
     "questions/structured.py:from_plain": 24,
-    "batch.py:score": 23,
     "harvest.py:to_plain": 22,
     "integrations/shards.py:merge": 21,
 }
