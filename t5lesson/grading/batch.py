@@ -4,10 +4,12 @@ For every notebook under SUBMISSIONS_DIR (a student's id is its path without `.i
 1. read its bytes once (the folder is never written) and prepare the notebook to run
    (`t5lesson.grading.run.compose`: provided cells restored, answer cells taken from the submission,
    one harvesting cell per question added);
-2. run it in a worker process (`t5lesson.grading.run.worker`) with a fresh kernel started through
-   `t5lesson.grading.sandbox.launcher`: per-cell and whole-notebook time limits, an output cap, memory
-   and disk limits for the whole submission, and its own namespaces (as root or as a normal
-   user: `t5lesson.grading.sandbox.namespaces`) that hide the submissions, the report folder and the
+2. run it in a worker process (`t5lesson.grading.run.worker`; each grading thread keeps one for many
+   submissions, `t5lesson.grading.run.pool`) with a fresh kernel, forked from the batch's zygote
+   (`t5lesson.grading.sandbox.zygote`) and walled in by `t5lesson.grading.sandbox.launcher`:
+   per-cell and whole-notebook time limits, an output cap, memory and disk limits for the whole
+   submission, and its own namespaces (as root or as a normal user:
+   `t5lesson.grading.sandbox.namespaces`) that hide the submissions, the report folder and the
    solutions and let it reach no other kernel; where that is impossible the grader refuses
    unless told `--isolation none`. The grader kills the worker, the kernel and everything the
    kernel started if the run outlives its hard limit;

@@ -1,10 +1,13 @@
-"""Run one prepared notebook in a fresh, sandboxed kernel: `python -m t5lesson.grading.run.worker JOB.json`.
+"""Run a prepared notebook in a fresh, sandboxed kernel: `python -m t5lesson.grading.run.worker JOB.json`.
 
 The job file and the result's statuses are defined in `t5lesson.grading.protocol`.
 
-The class grader starts one such worker process per submission (see `t5lesson.grading.batch`). The
-worker executes the notebook the grader composed (the student's cells, the provided cells,
-then one harvesting cell per question), cell by cell with nbclient, and writes a small JSON
+The class grader keeps one worker process per grading thread, which runs many jobs in turn
+(`python -m t5lesson.grading.run.worker --serve JOBS DONE`, see `t5lesson.grading.run.pool`), each
+in a fresh kernel of its own; the kernels fork from the batch's zygote, which has imported what
+they need once (`t5lesson.grading.sandbox.zygote`). For each job the worker executes the
+notebook the grader composed (the student's cells, the provided cells, then one harvesting
+cell per question), cell by cell with nbclient, and writes a small JSON
 result: how each cell ended, and the harvested answer records as text. It never scores
 anything; the grader does, from that result, in its own process.
 
@@ -58,6 +61,7 @@ from ..protocol import (  # noqa: E402
     RunEnd,
     harvest_question,
 )
+from ..sandbox.launcher import kept_environment  # noqa: E402
 from ..sandbox.resources import harvest_reserve, tree_memory  # noqa: E402
 from ..sandbox.zygote import spawn  # noqa: E402
 
@@ -178,10 +182,12 @@ class SandboxProvisioner(LocalProvisioner):
         self.cwd = kwargs.get("cwd") or os.getcwd()
         if not self.zygote:
             return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
+        # A forked launcher keeps in its memory what it was sent (an exec'd one does not): only the
+        # variables that the launcher would keep anyway are sent.
+        env = kept_environment(kwargs.get("env") or os.environ)
         read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: a pipe nobody writes to
         try:
-            self.process = spawn(self.zygote, cmd[-2:], kwargs.get("env") or dict(os.environ), self.cwd,
-                                 (read_end, self.log_fd, self.log_fd))
+            self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
         except BaseException:
             os.close(write_end)
             raise
@@ -362,6 +368,8 @@ def run_job(path: Path) -> None:
 
 def serve(jobs_fd: int, done_fd: int) -> int:
     """Run the jobs whose paths come, one a line, on `jobs_fd`; write a line to `done_fd` after each."""
+    for fd in (jobs_fd, done_fd):  # no kernel this worker starts may inherit them
+        os.set_inheritable(fd, False)
     with os.fdopen(jobs_fd, "rb") as jobs, os.fdopen(done_fd, "wb", buffering=0) as done:
         for line in jobs:
             try:

@@ -41,8 +41,8 @@ from ..protocol import KERNEL_MODULE
 from . import namespaces as isolation
 from .namespaces import _private_namespace, expose, needed_paths  # noqa: F401 (the sandbox's own API too)
 
-__all__ = ["probe", "launch", "run_here", "kernel_environment", "kill_user_processes", "remove_user_files",
-           "expose", "needed_paths"]
+__all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment", "kill_user_processes",
+           "remove_user_files", "expose", "needed_paths"]
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
             "JPY_PARENT_PID")
@@ -106,9 +106,14 @@ def _enter(config: dict, connection_file: str) -> tuple[list[str], dict]:
     return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
 
 
+def kept_environment(base) -> dict:
+    """The variables of `base` that a kernel keeps: PATH, locale and a few settings (no tokens, no paths)."""
+    return {k: v for k, v in base.items() if k in KEEP_ENV or k.startswith("LC_")}
+
+
 def kernel_environment(base, home: str) -> dict:
-    """What a kernel's environment holds: PATH, locale and a few settings of `base`, and its own home."""
-    env = {k: v for k, v in base.items() if k in KEEP_ENV or k.startswith("LC_")}
+    """What a kernel's environment holds: `kept_environment(base)`, its own home and fixed settings."""
+    env = kept_environment(base)
     env.update({
         "HOME": home, "IPYTHONDIR": os.path.join(home, ".ipython"), "MPLCONFIGDIR": os.path.join(home, ".mpl"),
         "JUPYTER_RUNTIME_DIR": home, "JUPYTER_DATA_DIR": home, "JUPYTER_CONFIG_DIR": home,
