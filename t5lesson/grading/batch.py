@@ -313,9 +313,12 @@ def _scored(q, prep: Prepared, cells: dict, record) -> Outcome:
     return q.outcome(ERROR, 0, f"{what}.")
 
 
-def score(exercise, prep: Prepared, result: dict | None, nonce: str,
-          limits: Limits) -> tuple[Status, list[Outcome], list[str]]:
-    """(status, one Outcome per question, notes) for one run, computed in the grader's process."""
+def score(exercise, prep: Prepared, result: dict | None, nonce: str, limits: Limits,
+          records: dict | None = None) -> tuple[Status, list[Outcome], list[str]]:
+    """(status, one Outcome per question, notes) for one run, computed in the grader's process.
+
+    `records` are the run's records as `harvested` decodes them (decoded here when not given).
+    """
     notes = list(prep.notes)
     status, cells, harvest = _run_status(prep, result, limits, notes)
     why = _stopped(limits) if result is None else _WHY_UNREAD.get(status, "")
@@ -324,7 +327,12 @@ def score(exercise, prep: Prepared, result: dict | None, nonce: str,
         if not q.auto_scored:
             outcomes.append(q.score({"text": prep.free_text.get(q.id, "")}))
             continue
-        record = _read_harvest(harvest.get(q.id), nonce, q.id)
+        if q.id not in harvest:
+            record = None
+        elif records is not None:
+            record = records.get(q.id)
+        else:
+            record = _read_harvest(harvest[q.id], nonce, q.id)
         outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
     return status, outcomes, notes
 
@@ -337,12 +345,16 @@ def find_submissions(folder: Path) -> list[Path]:
     return [entry.path for entry in intake.survey(folder)[0]]
 
 
-def given_answers(exercise, result: dict | None, nonce: str) -> dict:
-    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
+def harvested(exercise, result: dict | None, nonce: str) -> dict:
+    """{question id: its record, or None} for every auto-scored question, each decoded once."""
     harvest = result.get("harvest") if isinstance(result, dict) else None
     harvest = harvest if isinstance(harvest, dict) else {}
-    records = {q.id: _read_harvest(harvest.get(q.id), nonce, q.id) for q in exercise.questions if q.auto_scored}
-    return answers.summarise(exercise, records)
+    return {q.id: _read_harvest(harvest.get(q.id), nonce, q.id) for q in exercise.questions if q.auto_scored}
+
+
+def given_answers(exercise, result: dict | None, nonce: str, records: dict | None = None) -> dict:
+    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
+    return answers.summarise(exercise, harvested(exercise, result, nonce) if records is None else records)
 
 
 def _infer_exercise(datas, ids: tuple[str, ...]) -> str | None:
@@ -496,9 +508,10 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
         return _unreadable(exercise, entry, prep.problem, Status.UNREADABLE)
     uid = batch.uids[index] if batch.walls is not None and batch.as_root else None
     result, seconds = batch.run(prep, limits, batch.work, uid, batch.walls)
-    status, outcomes, notes = score(exercise, prep, result, nonce, limits)
+    records = harvested(exercise, result, nonce)
+    status, outcomes, notes = score(exercise, prep, result, nonce, limits, records=records)
     return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                  answers=given_answers(exercise, result, nonce))
+                  answers=given_answers(exercise, result, nonce, records))
 
 
 def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
