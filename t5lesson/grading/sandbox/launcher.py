@@ -166,12 +166,20 @@ def _processes_of(uid: int) -> list[int]:
     return pids
 
 
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[:1] == [b"Z"]
+    except OSError:
+        return True  # gone already
+
+
 def kill_user_processes(uid: int, rounds: int = 5) -> None:
     """SIGKILL every process owned by `uid` (a sandbox user id), repeating while some remain."""
     import time
 
     for _ in range(rounds):
-        pids = _processes_of(uid)
+        pids = [pid for pid in _processes_of(uid) if not _zombie(pid)]  # a zombie is dead already: no wait for it
         if not pids:
             return
         for pid in pids:
