@@ -9,6 +9,7 @@ fork of the zygote (so this test cannot pass by starting kernels afresh).
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import nbformat
@@ -16,6 +17,7 @@ from isolation_helpers import ISOLATION
 from nbformat.v4 import new_code_cell
 
 from t5lesson.grade import grade_folder
+from t5lesson.grading.batch import run_worker
 from t5lesson.grading.protocol import Limits
 from t5lesson.grading.sandbox.zygote import modules_imported
 
@@ -66,3 +68,19 @@ def test_the_zygote_preloads_what_the_notebook_imports():
     sources = ["import numpy as np\nfrom t5lesson.check import checker", "import torch, math\nfrom . import x",
                "import matplotlib.pyplot as plt", "def broken(:"]
     assert modules_imported(sources) == ["numpy", "t5lesson.check", "torch", "math"]
+
+
+FRESH = """
+assert "t5lesson.grading.sandbox.kernel" in open("/proc/self/cmdline").read(), "not a kernel started afresh"
+"""
+
+
+def test_without_its_zygote_a_kernel_starts_afresh(tmp_path):
+    """A zygote that is gone (here: never there) costs nothing: each kernel's launcher starts as a new process."""
+    folder, out = tmp_path / "class", tmp_path / "report"
+    folder.mkdir()
+    nbformat.write(_notebook(FRESH), folder / "fresh.ipynb")
+    run = functools.partial(run_worker, zygote=str(tmp_path / "no-zygote.sock"))
+    [graded] = grade_folder(folder, out, exercise_id="01_unscaled_scores", limits=LIMITS, isolation=ISOLATION, run=run)
+    assert not [n for n in graded.notes if "Error" in n], graded.notes
+    assert graded.total == 14

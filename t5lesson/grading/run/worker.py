@@ -39,8 +39,8 @@ import uuid
 from pathlib import Path
 
 # nbformat imports jsonschema, which imports rfc3987_syntax when it is installed, and that
-# builds a grammar at import time: about a second of CPU in every worker, for URI checks that
-# grading never makes. A worker is a process of its own, so it simply goes without.
+# builds a whole grammar at import time, in every worker, for URI checks that grading never
+# makes. A worker is a process of its own, so it simply goes without.
 if __name__ == "__main__":
     sys.modules.setdefault("rfc3987_syntax", None)
 
@@ -188,6 +188,10 @@ class SandboxProvisioner(LocalProvisioner):
         read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: a pipe nobody writes to
         try:
             self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
+        except (ConnectionRefusedError, FileNotFoundError):  # no zygote to ask (it died): a new launcher, then
+            os.close(write_end)
+            self.zygote = ""
+            return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
         except BaseException:
             os.close(write_end)
             raise
