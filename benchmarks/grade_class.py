@@ -7,10 +7,12 @@
 
 The submissions are, in turn, the solution and the handed-out (blank) notebook of --exercise
 (default 01), or with --exercise 03 the synthetic class's full, partial and blank ones
-(tests/grading/synthetic_class.py). --against DIR grades the same folder with the checkout in
-DIR too (its own `python -m t5lesson.grade`, run from DIR), alternating the two REPEAT times, so
-    python benchmarks/grade_class.py --against /tmp/oldmain   # the same folder with another checkout
-it, `t5grade grade`, with its default limits and one job per core. The
+(tests/grading/synthetic_class.py). Each is graded as an instructor grades it, `t5grade grade`,
+with its default limits and one job per core. --against DIR grades the same folder with the
+checkout in DIR too, alternating the two REPEAT times: `python -m t5lesson.grade` run from DIR
+with DIR/.venv/bin/python where there is one (so that the other checkout's kernels import its
+own package, not this one's), else this interpreter; the output names the interpreter of each
+side and the load average, since on a shared machine the ratio says more than the rates. The
 report gives the rate (submissions per minute, wall clock, start-up included) and projects it
 to a class of --class-size (2,000): hours on one machine like this one, and on N machines
 (`--shard K/N`, then `merge`). With --shards the shards run one after another here, so their
@@ -34,11 +36,17 @@ sys.path.insert(0, str(ROOT / "tests" / "grading"))
 from synthetic_class import copies  # noqa: E402
 
 
+def python_of(checkout: Path) -> str:
+    """The interpreter that grades with `checkout`: its own virtual environment's, else this one."""
+    own = checkout / ".venv" / "bin" / "python"
+    return str(own) if checkout != ROOT and own.exists() else sys.executable
+
+
 def _grade(args: list[str], isolation: str, checkout: Path = ROOT) -> float:
     start = time.monotonic()
     # a checkout from before the one command (no `grade` subcommand) takes the folder first
     sub = ["grade"] if (checkout / "t5lesson" / "grading" / "cli.py").exists() else []
-    command = [sys.executable, "-m", "t5lesson.grade", *sub, *args, "--quiet", "--isolation", isolation]
+    command = [python_of(checkout), "-m", "t5lesson.grade", *sub, *args, "--quiet", "--isolation", isolation]
     result = subprocess.run(command, cwd=checkout, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"the grader failed:\n{result.stderr}")
@@ -79,9 +87,11 @@ def compare(folder: Path, tmp: Path, other: Path, isolation: str, repeat: int, c
         for who, checkout in (("this", ROOT), ("other", other))[:: 1 if k % 2 == 0 else -1]:
             times[who].append(_grade([str(folder), "--out", str(tmp / f"{who}{k}")], isolation, checkout))
     rate = {who: count * 60 / min(t) for who, t in times.items()}
-    return [f"side by side, {repeat} turns each, best of each: this checkout {rate['this']:.1f} per minute "
-            f"({', '.join(f'{t:.0f} s' for t in times['this'])}), {other} {rate['other']:.1f} per minute "
-            f"({', '.join(f'{t:.0f} s' for t in times['other'])}); ratio {rate['this'] / rate['other']:.2f}"]
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return [f"side by side, {count} submissions, {repeat} turns each, best of each: this checkout "
+            f"{rate['this']:.1f} per minute ({', '.join(f'{t:.0f} s' for t in times['this'])}; {python_of(ROOT)}), "
+            f"{other} {rate['other']:.1f} per minute ({', '.join(f'{t:.0f} s' for t in times['other'])}; "
+            f"{python_of(other)}); ratio {rate['this'] / rate['other']:.2f}; load average after (1, 5, 15 min) {load}"]
 
 
 def main(argv=None) -> int:

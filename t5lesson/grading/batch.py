@@ -4,10 +4,12 @@ For every notebook under SUBMISSIONS_DIR (a student's id is its path without `.i
 1. read its bytes once (the folder is never written) and prepare the notebook to run
    (`t5lesson.grading.run.compose`: provided cells restored, answer cells taken from the submission,
    one harvesting cell per question added);
-2. run it in a worker process (`t5lesson.grading.run.worker`) with a fresh kernel started through
-   `t5lesson.grading.sandbox.launcher`: per-cell and whole-notebook time limits, an output cap, memory
-   and disk limits for the whole submission, and its own namespaces (as root or as a normal
-   user: `t5lesson.grading.sandbox.namespaces`) that hide the submissions, the report folder and the
+2. run it in a worker process (`t5lesson.grading.run.worker`; each grading thread keeps one for many
+   submissions, `t5lesson.grading.run.pool`) with a fresh kernel, forked from the batch's zygote
+   (`t5lesson.grading.sandbox.zygote`) and walled in by `t5lesson.grading.sandbox.launcher`:
+   per-cell and whole-notebook time limits, an output cap, memory and disk limits for the whole
+   submission, and its own namespaces (as root or as a normal user:
+   `t5lesson.grading.sandbox.namespaces`) that hide the submissions, the report folder and the
    solutions and let it reach no other kernel; where that is impossible the grader refuses
    unless told `--isolation none`. The grader kills the worker, the kernel and everything the
    kernel started if the run outlives its hard limit;
@@ -24,6 +26,7 @@ and whatever still goes wrong in the grader for one submission is that row's "gr
 """
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import shutil
@@ -53,6 +56,7 @@ from .protocol import (
     CellStatus,
     Job,
     Limits,
+    RunEnd,
     SandboxPlan,
     Status,
     status_of,
@@ -64,7 +68,9 @@ from .reports import store as outputs
 from .reports.gradebook import Graded
 from .run import intake
 from .run.compose import MAX_DEPTH, MAX_NODES, Prepared, prepare
+from .run.pool import WorkerPool
 from .sandbox import launcher as sandbox
+from .sandbox import zygote
 from .sandbox.resources import Cgroup, harvest_reserve
 
 UID_BASE = 2_100_000_000
@@ -83,13 +89,59 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None,
-               walls: dict | None) -> tuple[dict | None, float]:
+def _worker_env(job_dir: Path) -> dict:
+    return dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
+                JUPYTER_PLATFORM_DIRS="1",
+                PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p))
+
+
+def _read_result(target: Path, limits: Limits) -> dict | None:
+    if not target.exists() or target.stat().st_size >= limits.max_result_mb * 2 ** 20:
+        return None
+    try:
+        result = loads(target.read_text(encoding="utf-8"), max_depth=HARVEST_DEPTH + 4, constants=True)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return result if isinstance(result, dict) else None
+
+
+def _execute(job_dir: Path, limits: Limits, pool: WorkerPool | None) -> dict | None:
+    """Run the job in `job_dir` in a worker (one of `pool`'s, else a new process); its result, or None.
+
+    A worker that outlives the run's hard limit is killed, with its process group.
+    """
+    job = job_dir / "job.json"
+    if pool is not None:
+        found = {}
+
+        def keep() -> bool:  # only a worker whose run ended as runs should may run another notebook
+            found["result"] = _read_result(job_dir / "result.json", limits)
+            return bool(found["result"]) and found["result"].get("ended") in (RunEnd.COMPLETED, RunEnd.TIME_LIMIT)
+
+        pool.run(job, limits.hard_limit(), keep)
+        return found.get("result")
+    with open(job_dir / "worker.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job)], cwd=job_dir, env=_worker_env(job_dir),
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        try:
+            proc.wait(timeout=limits.hard_limit())
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            _kill_group(proc.pid)
+            proc.wait()
+    return _read_result(job_dir / "result.json", limits)
+
+
+def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: dict | None,
+               zygote: str | None = None, pool: WorkerPool | None = None) -> tuple[dict | None, float]:
     """Run one prepared notebook; return the worker's result (None if it had to be killed).
 
     `walls` is the isolation shared by every kernel of the class (folders to hide, paths to
     keep; see `t5lesson.grading.sandbox.namespaces`), None without isolation; `uid` the kernel's own
-    user id when the grader is root.
+    user id when the grader is root; `zygote` the socket of the batch's kernel zygote
+    (`t5lesson.grading.sandbox.zygote`), None to start each kernel's launcher as a new process;
+    `pool` the batch's long-lived workers (`t5lesson.grading.run.pool`), None for a new worker process.
     """
     job_dir = Path(tempfile.mkdtemp(dir=work / "jobs"))
     home = Path(tempfile.mkdtemp(dir=work / "scratch"))
@@ -107,7 +159,7 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None,
               "cpu_seconds": limits.cpu_seconds(), "file_bytes": limits.max_file_mb * 2 ** 20,
               "max_processes": limits.max_processes,
               "cgroup": [str(p) for p in cgroup.paths] if cgroup else None,
-              "watch_memory": None if cgroup else memory_bytes}
+              "watch_memory": None if cgroup else memory_bytes, "zygote": zygote}
     if walls is not None:
         (job_dir / "scratch").mkdir(mode=0o700)
         config["isolation"] = SandboxPlan(
@@ -115,43 +167,25 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None,
             hide=tuple(walls["hide"]), keep=(*walls["keep"], str(ipc_dir)), writable_keep=(str(ipc_dir),)).to_json()
     Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
         limits=limits, sandbox=config).write(job_dir / "job.json")
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
-               JUPYTER_PLATFORM_DIRS="1",
-               PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p))
     start = time.monotonic()
     over_memory = False
-    with open(job_dir / "worker.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job_dir / "job.json")],
-                                cwd=job_dir, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True)
-        try:
-            proc.wait(timeout=limits.hard_limit())
-        except subprocess.TimeoutExpired:
-            pass
-        finally:
-            _kill_group(proc.pid)
-            proc.wait()
-            if pid_file.exists():  # the kernel's supervisor: with isolation, its whole PID namespace goes with it
-                try:
-                    kernel = int(pid_file.read_text())
-                    if os.getpgid(kernel) == kernel:
-                        _kill_group(kernel)
-                except (ValueError, OSError):
-                    pass
-            if cgroup is not None:
-                over_memory = cgroup.went_over_memory()
-                cgroup.remove()
-            if uid is not None:
-                sandbox.kill_user_processes(uid)
-                sandbox.remove_user_files(uid)
+    try:
+        result = _execute(job_dir, limits, pool)
+    finally:
+        if pid_file.exists():  # the kernel's supervisor: with isolation, its whole PID namespace goes with it
+            try:
+                kernel = int(pid_file.read_text())
+                if os.getpgid(kernel) == kernel:
+                    _kill_group(kernel)
+            except (ValueError, OSError):
+                pass
+        if cgroup is not None:
+            over_memory = cgroup.went_over_memory()
+            cgroup.remove()
+        if uid is not None:
+            sandbox.kill_user_processes(uid)
+            sandbox.remove_user_files(uid)
     seconds = time.monotonic() - start
-    result = None
-    target = job_dir / "result.json"
-    if target.exists() and target.stat().st_size < limits.max_result_mb * 2 ** 20:
-        try:
-            result = loads(target.read_text(encoding="utf-8"), max_depth=HARVEST_DEPTH + 4, constants=True)
-        except (ValueError, UnicodeDecodeError):
-            result = None
     if isinstance(result, dict) and over_memory:
         result["memory_exceeded"] = True
     if not os.environ.get("T5LESSON_GRADE_KEEP"):  # keep the run folders to debug the grader itself
@@ -224,61 +258,83 @@ def _cell_notes(prep: Prepared, cells: dict, limits: Limits) -> list[str]:
     return notes
 
 
-def score(exercise, prep: Prepared, result: dict | None, nonce: str,
-          limits: Limits) -> tuple[Status, list[Outcome], list[str]]:
-    """(status, one Outcome per question, notes) for one run, computed in the grader's process."""
-    notes = list(prep.notes)
-    if result is None:
-        status = Status.TIME_LIMIT
-        why = f"the notebook was stopped after its hard limit of {limits.hard_limit():g} s"
-        notes.append(f"The run was stopped from outside: {why}.")
-        cells, harvest = {}, {}
-    else:
-        cells = {c["index"]: c for c in result.get("cells", [])
-                 if isinstance(c, dict) and isinstance(c.get("index"), int)}
-        harvest = result.get("harvest", {}) if isinstance(result.get("harvest"), dict) else {}
-        status = status_of(result.get("ended"))
-        if status in (Status.KERNEL_DIED, Status.KERNEL_BROKEN):
-            harvest = {}  # what was read before the end depends on timing: none of it counts
-        reading = [cells.get(i, {}).get("status") for i in prep.harvest_cell.values()]
-        if status == Status.GRADED and reading and not harvest and all(r == CellStatus.OK for r in reading):
-            status = Status.KERNEL_BROKEN  # every reading cell ran, and not one answer came out
-            notes.append("The grader's cells ran but no answer came back: the notebook broke the kernel's output "
-                         "(closed its channel, or replaced how it displays data).")
-        notes += _cell_notes(prep, cells, limits)
-        if result.get("memory_exceeded"):
-            notes.append(f"The notebook went over its memory limit of {limits.memory_mb} MB (all its processes "
-                         "together) and was stopped.")
-        if status == Status.GRADER_ERROR:
-            notes.append(f"The grader could not run this notebook: {str(result.get('detail', ''))[:300]}. "
-                         "Please tell your instructor.")
-        why = {Status.STUCK: "a cell never stopped, so the answers could not be read",
+_WHY_UNREAD = {Status.STUCK: "a cell never stopped, so the answers could not be read",
                Status.KERNEL_DIED: "the kernel died before all the answers could be read",
                Status.KERNEL_BROKEN: "the notebook broke its kernel's messaging, so the answers could not be read",
-               Status.GRADER_ERROR: "the notebook could not be run"}.get(status, "")
+               Status.GRADER_ERROR: "the notebook could not be run"}
 
+
+def _stopped(limits: Limits) -> str:
+    return f"the notebook was stopped after its hard limit of {limits.hard_limit():g} s"
+
+
+def _run_status(prep: Prepared, result: dict | None, limits: Limits, notes: list[str]) -> tuple[Status, dict, dict]:
+    """(status, cells by index, harvested texts by question) of one run; adds its notes to `notes`."""
+    if result is None:
+        notes.append(f"The run was stopped from outside: {_stopped(limits)}.")
+        return Status.TIME_LIMIT, {}, {}
+    cells = {c["index"]: c for c in result.get("cells", []) if isinstance(c, dict) and isinstance(c.get("index"), int)}
+    harvest = result.get("harvest", {}) if isinstance(result.get("harvest"), dict) else {}
+    status = status_of(result.get("ended"))
+    if status in (Status.KERNEL_DIED, Status.KERNEL_BROKEN):
+        harvest = {}  # what was read before the end depends on timing: none of it counts
+    reading = [cells.get(i, {}).get("status") for i in prep.harvest_cell.values()]
+    if status == Status.GRADED and reading and not harvest and all(r == CellStatus.OK for r in reading):
+        status = Status.KERNEL_BROKEN  # every reading cell ran, and not one answer came out
+        notes.append("The grader's cells ran but no answer came back: the notebook broke the kernel's output "
+                     "(closed its channel, or replaced how it displays data).")
+    notes += _cell_notes(prep, cells, limits)
+    if result.get("memory_exceeded"):
+        notes.append(f"The notebook went over its memory limit of {limits.memory_mb} MB (all its processes "
+                     "together) and was stopped.")
+    if status == Status.GRADER_ERROR:
+        notes.append(f"The grader could not run this notebook: {str(result.get('detail', ''))[:300]}. "
+                     "Please tell your instructor.")
+    return status, cells, harvest
+
+
+def _unread(q, prep: Prepared, cells: dict, why: str) -> Outcome:
+    """The outcome of a question whose record could not be read back."""
+    reading = cells.get(prep.harvest_cell.get(q.id, -1))
+    reason = why or "your answer could not be read back"
+    if reading is not None and reading.get("status") in (CellStatus.ERROR, CellStatus.TIMEOUT):
+        reason = (f"your answer could not be read back ({_cell_error(reading, 'the grader')}); "
+                  "did the notebook replace a built-in?")
+    return q.outcome(ERROR, 0, reason + ".")
+
+
+def _scored(q, prep: Prepared, cells: dict, record) -> Outcome:
+    """The outcome of a question from its record; an unattempted answer whose cell failed says why."""
+    outcome = q.score(record)
+    answer = cells.get(prep.answer_cell.get(q.id, -1))
+    if outcome.status != NOT_ATTEMPTED or answer is None or answer.get("status") not in FAILED_CELL:
+        return outcome
+    origin = prep.origin[prep.answer_cell[q.id]]
+    what = _cell_error(answer, origin) if answer["status"] == CellStatus.ERROR else f"{origin} did not finish"
+    return q.outcome(ERROR, 0, f"{what}.")
+
+
+def score(exercise, prep: Prepared, result: dict | None, nonce: str, limits: Limits,
+          records: dict | None = None) -> tuple[Status, list[Outcome], list[str]]:
+    """(status, one Outcome per question, notes) for one run, computed in the grader's process.
+
+    `records` are the run's records as `harvested` decodes them (decoded here when not given).
+    """
+    notes = list(prep.notes)
+    status, cells, harvest = _run_status(prep, result, limits, notes)
+    why = _stopped(limits) if result is None else _WHY_UNREAD.get(status, "")
     outcomes = []
     for q in exercise.questions:
         if not q.auto_scored:
             outcomes.append(q.score({"text": prep.free_text.get(q.id, "")}))
             continue
-        record = _read_harvest(harvest.get(q.id), nonce, q.id)
-        if record is None:
-            reading = cells.get(prep.harvest_cell.get(q.id, -1))
-            reason = why or "your answer could not be read back"
-            if reading is not None and reading.get("status") in (CellStatus.ERROR, CellStatus.TIMEOUT):
-                reason = (f"your answer could not be read back ({_cell_error(reading, 'the grader')}); "
-                          "did the notebook replace a built-in?")
-            outcomes.append(q.outcome(ERROR, 0, reason + "."))
-            continue
-        outcome = q.score(record)
-        answer = cells.get(prep.answer_cell.get(q.id, -1))
-        failed = answer is not None and answer.get("status") in FAILED_CELL
-        if outcome.status == NOT_ATTEMPTED and failed:
-            origin = prep.origin[prep.answer_cell[q.id]]
-            what = _cell_error(answer, origin) if answer["status"] == CellStatus.ERROR else f"{origin} did not finish"
-            outcome = q.outcome(ERROR, 0, f"{what}.")
-        outcomes.append(outcome)
+        if q.id not in harvest:
+            record = None
+        elif records is not None:
+            record = records.get(q.id)
+        else:
+            record = _read_harvest(harvest[q.id], nonce, q.id)
+        outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
     return status, outcomes, notes
 
 
@@ -290,12 +346,16 @@ def find_submissions(folder: Path) -> list[Path]:
     return [entry.path for entry in intake.survey(folder)[0]]
 
 
-def given_answers(exercise, result: dict | None, nonce: str) -> dict:
-    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
+def harvested(exercise, result: dict | None, nonce: str) -> dict:
+    """{question id: its record, or None} for every auto-scored question, each decoded once."""
     harvest = result.get("harvest") if isinstance(result, dict) else None
     harvest = harvest if isinstance(harvest, dict) else {}
-    records = {q.id: _read_harvest(harvest.get(q.id), nonce, q.id) for q in exercise.questions if q.auto_scored}
-    return answers.summarise(exercise, records)
+    return {q.id: _read_harvest(harvest.get(q.id), nonce, q.id) for q in exercise.questions if q.auto_scored}
+
+
+def given_answers(exercise, result: dict | None, nonce: str, records: dict | None = None) -> dict:
+    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
+    return answers.summarise(exercise, harvested(exercise, result, nonce) if records is None else records)
 
 
 def _infer_exercise(datas, ids: tuple[str, ...]) -> str | None:
@@ -449,9 +509,10 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
         return _unreadable(exercise, entry, prep.problem, Status.UNREADABLE)
     uid = batch.uids[index] if batch.walls is not None and batch.as_root else None
     result, seconds = batch.run(prep, limits, batch.work, uid, batch.walls)
-    status, outcomes, notes = score(exercise, prep, result, nonce, limits)
+    records = harvested(exercise, result, nonce)
+    status, outcomes, notes = score(exercise, prep, result, nonce, limits, records=records)
     return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                  answers=given_answers(exercise, result, nonce))
+                  answers=given_answers(exercise, result, nonce, records))
 
 
 def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
@@ -490,6 +551,19 @@ def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, sha
     return settings
 
 
+@contextmanager
+def _run_step(run: Callable | None, work: Path, template):
+    """The run step of a batch: `run` as given, else worker processes whose kernels fork from one zygote
+    that has imported what the exercise's notebook imports (without one, each kernel starts afresh)."""
+    if run is not None:
+        yield run
+        return
+    modules = zygote.modules_imported(c.source for c in template.cells if c.cell_type == "code")
+    env = sandbox.kernel_environment(_worker_env(work), str(work / "zygote"))
+    with zygote.Zygote(work / "zygote", modules, env) as parent, WorkerPool(_worker_env(work), work / "jobs") as pool:
+        yield functools.partial(run_worker, zygote=parent.socket, pool=pool)
+
+
 def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | None = None,
                  template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
                  jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (), progress=None,
@@ -514,8 +588,9 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
     with _work_area() as (work, ipc_root):
         shown = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
         walls = _walls(shown, root, hide, as_root) if full else None
-        batch = _Batch(exercise, template_nb, limits, work, uids, walls, as_root, run or run_worker)
-        graded = Verdicts(_grade_all(batch, files, jobs, progress))
+        with _run_step(run, work, template_nb) as run_one:
+            batch = _Batch(exercise, template_nb, limits, work, uids, walls, as_root, run_one)
+            graded = Verdicts(_grade_all(batch, files, jobs, progress))
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
     graded.settings = _settings(limits, exercise, full, as_root, shard_text)
     failed = outputs.write_all(out, exercise, graded, graded.settings, shard_text, skipped=skipped,

@@ -31,7 +31,7 @@ __all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "KERNEL_MODULE", "EXIT_ENAME", "HA
            "Limits", "SandboxPlan", "Job"]
 
 _PACKAGE = __name__.rpartition(".")[0]
-RUNNER_MODULE = f"{_PACKAGE}.run.worker"  # python -m RUNNER_MODULE JOB.json: one worker per submission
+RUNNER_MODULE = f"{_PACKAGE}.run.worker"  # python -m RUNNER_MODULE JOB.json (one job), or --serve (many in turn)
 SANDBOX_MODULE = f"{_PACKAGE}.sandbox.launcher"  # python -m SANDBOX_MODULE CONFIG CONNECTION_FILE: the kernel launcher
 KERNEL_MODULE = f"{_PACKAGE}.sandbox.kernel"  # python -m KERNEL_MODULE -f CONNECTION_FILE: what the launcher execs
 EXIT_ENAME = "ExitCalled"  # the error a cell ends with when it called exit() or quit() (see kernel.py)

@@ -14,8 +14,6 @@ import pytest
 ENGINE = Path(__file__).resolve().parents[2] / "t5lesson" / "grading"
 MAX_BRANCHES = 20
 STILL_TO_SPLIT = {
-    "run/worker.py:run": 24,
-    "batch.py:score": 23,
 }
 
 

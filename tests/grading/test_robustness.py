@@ -242,10 +242,10 @@ def test_hostile_records_and_a_crashing_scorer_cost_only_their_own_rows(tmp_path
     }
     real_score = grade.score
 
-    def score(exercise, prep, result, nonce, limits):
+    def score(exercise, prep, result, nonce, limits, **options):
         if any("# student: crash" in c.source for c in prep.notebook.cells):
             raise OverflowError("a bug in the grader, for this notebook only")
-        return real_score(exercise, prep, result, nonce, limits)
+        return real_score(exercise, prep, result, nonce, limits, **options)
 
     monkeypatch.setattr(grade, "score", score)
     folder, out = tmp_path / "subs", tmp_path / "report"

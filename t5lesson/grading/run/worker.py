@@ -1,10 +1,13 @@
-"""Run one prepared notebook in a fresh, sandboxed kernel: `python -m t5lesson.grading.run.worker JOB.json`.
+"""Run a prepared notebook in a fresh, sandboxed kernel: `python -m t5lesson.grading.run.worker JOB.json`.
 
 The job file and the result's statuses are defined in `t5lesson.grading.protocol`.
 
-The class grader starts one such worker process per submission (see `t5lesson.grading.batch`). The
-worker executes the notebook the grader composed (the student's cells, the provided cells,
-then one harvesting cell per question), cell by cell with nbclient, and writes a small JSON
+The class grader keeps one worker process per grading thread, which runs many jobs in turn
+(`python -m t5lesson.grading.run.worker --serve JOBS DONE`, see `t5lesson.grading.run.pool`), each
+in a fresh kernel of its own; the kernels fork from the batch's zygote, which has imported what
+they need once (`t5lesson.grading.sandbox.zygote`). For each job the worker executes the
+notebook the grader composed (the student's cells, the provided cells, then one harvesting
+cell per question), cell by cell with nbclient, and writes a small JSON
 result: how each cell ended, and the harvested answer records as text. It never scores
 anything; the grader does, from that result, in its own process.
 
@@ -32,17 +35,19 @@ import re
 import signal
 import sys
 import time
+import uuid
 from pathlib import Path
 
 # nbformat imports jsonschema, which imports rfc3987_syntax when it is installed, and that
-# builds a grammar at import time: about a second of CPU in every worker, for URI checks that
-# grading never makes. A worker is a process of its own, so it simply goes without.
+# builds a whole grammar at import time, in every worker, for URI checks that grading never
+# makes. A worker is a process of its own, so it simply goes without.
 if __name__ == "__main__":
     sys.modules.setdefault("rfc3987_syntax", None)
 
 import nbformat  # noqa: E402
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
+from jupyter_client.provisioning.local_provisioner import LocalProvisioner  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
@@ -52,10 +57,13 @@ from ..protocol import (  # noqa: E402
     SANDBOX_MODULE,
     CellStatus,
     Job,
+    Limits,
     RunEnd,
     harvest_question,
 )
+from ..sandbox.launcher import kept_environment  # noqa: E402
 from ..sandbox.resources import harvest_reserve, tree_memory  # noqa: E402
+from ..sandbox.zygote import spawn  # noqa: E402
 
 KERNEL_NAME = "t5lesson-sandbox"
 TIMEOUT_ENAME = "CellTimeoutError"
@@ -160,10 +168,42 @@ def _kernelspec(folder: Path, config_path: Path) -> KernelSpecManager:
     return KernelSpecManager(kernel_dirs=[str(folder)])
 
 
-async def run(job: Job) -> dict:
-    """Execute the job's notebook; return the result record (see module doc)."""
-    nb = nbformat.read(job.notebook, as_version=4)
-    limits = job.limits
+class SandboxProvisioner(LocalProvisioner):
+    """Start the kernelspec's launcher with the run's log as its stdout and stderr, as a new process
+    or, given the batch's zygote (`t5lesson.grading.sandbox.zygote`), as a child of the zygote.
+
+    The launcher does the same either way; only the fork is cheaper than a new interpreter.
+    """
+
+    zygote = ""
+    log_fd = 2
+
+    async def launch_kernel(self, cmd: list[str], **kwargs) -> dict:
+        self.cwd = kwargs.get("cwd") or os.getcwd()
+        if not self.zygote:
+            return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
+        # A forked launcher keeps in its memory what it was sent (an exec'd one does not): only the
+        # variables that the launcher would keep anyway are sent.
+        env = kept_environment(kwargs.get("env") or os.environ)
+        read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: a pipe nobody writes to
+        try:
+            self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
+        except (ConnectionRefusedError, FileNotFoundError):  # no zygote to ask (it died): a new launcher, then
+            os.close(write_end)
+            self.zygote = ""
+            return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        self.process._keep.append(write_end)
+        self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
+        return self.connection_info
+
+
+def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
+    """The kernel manager of one run: its own kernelspec, sockets and connection file, all private."""
     private = Path(job.private_dir)
     config_path = private / "sandbox.json"
     config_path.write_text(json.dumps(job.sandbox))
@@ -174,78 +214,125 @@ async def run(job: Job) -> dict:
     ipc_dir.mkdir(mode=0o700, exist_ok=True)
     km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path),
                             transport="ipc", ip=str(ipc_dir / "k"), connection_file=str(private / "connection.json"))
-    deadline = student_end = None  # set when the kernel has started
+    km.kernel_id = str(uuid.uuid4())
+    km.provisioner = SandboxProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
+    km.provisioner.zygote, km.provisioner.log_fd = job.sandbox.get("zygote") or "", log_fd
+    return km
 
-    def timeout_for(cell) -> int:
-        now = time.monotonic()
+
+class _Clock:
+    """One budget for everything done in the kernel: the student's cells, then the reading of
+    the answers, which keeps a reserve at the end (see `harvest_reserve`)."""
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.deadline = self.student_end = None  # set when the kernel has started
+
+    def start(self) -> None:
+        self.deadline = time.monotonic() + self.limits.notebook_timeout
+        self.student_end = self.deadline - harvest_reserve(self.limits)
+
+    def end_for(self, harvest: str | None) -> float:
+        return self.student_end if harvest is None else self.deadline
+
+    def timeout_for(self, cell) -> int:
+        now, limits = time.monotonic(), self.limits
         if harvest_question(cell) is not None:
-            per, left = limits.harvest_timeout, (deadline - now if deadline else limits.notebook_timeout)
+            per, end = limits.harvest_timeout, self.deadline
         else:
-            per, left = limits.cell_timeout, (student_end - now if student_end else limits.notebook_timeout)
+            per, end = limits.cell_timeout, self.student_end
+        left = end - now if end else limits.notebook_timeout
         return max(1, int(min(per, left) + 0.999))
 
-    client = CappedClient(
-        nb, km=km, kernel_name=KERNEL_NAME, timeout_func=timeout_for, interrupt_on_timeout=True,
+
+def _client(nb, km, job: Job, clock: _Clock) -> CappedClient:
+    limits = job.limits
+    return CappedClient(
+        nb, km=km, kernel_name=KERNEL_NAME, timeout_func=clock.timeout_for, interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
         allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
         shutdown_kernel="immediate", cell_cap=int(limits.output_limit), total_cap=int(limits.total_output_limit),
         harvest_cap=int(limits.harvest_limit),
         resources={"metadata": {"path": job.sandbox["home"]}},
     )
+
+
+async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, result: dict) -> bool:
+    """Run one cell and record how it ended; False when nothing more can run in this kernel."""
+    harvest = harvest_question(cell)
+    start = time.monotonic()
+    try:
+        await client.async_execute_cell(cell, index)
+    except DeadKernelError:
+        seconds = round(time.monotonic() - start, 3)
+        result["cells"].append({"index": index, "status": CellStatus.DIED, "seconds": seconds})
+        result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
+        return False
+    cell_result = _cell_result(client, index, cell, time.monotonic() - start)
+    result["cells"].append(cell_result)
+    if harvest is not None:
+        for output in cell.outputs:
+            text = output.get("data", {}).get(HARVEST_MIME)
+            if isinstance(text, str) and harvest not in result["harvest"]:
+                result["harvest"][harvest] = text[: limits.harvest_limit]
+    if cell_result["status"] != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
+        return True
+    if not await client.km.is_alive():
+        cell_result["status"] = CellStatus.DIED
+        result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
+    else:
+        cell_result["status"] = CellStatus.STUCK
+        result["ended"], result["detail"] = RunEnd.STUCK, str(index)
+    return False
+
+
+async def _run_cells(client: CappedClient, nb, clock: _Clock, result: dict, running: list) -> None:
+    """Run the code cells in turn, skipping those past their part of the budget."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if time.monotonic() >= clock.end_for(harvest_question(cell)):
+            result["cells"].append({"index": index, "status": CellStatus.SKIPPED})
+            result["ended"] = RunEnd.TIME_LIMIT
+            continue
+        running[:] = [index]
+        if not await _run_cell(client, index, cell, clock.limits, result):
+            return
+
+
+def _broken(result: dict, running: list, exc: Exception) -> None:
+    """The kernel would not start, or its messages broke nbclient: say so in the result."""
+    if running:  # nbclient failed on what the kernel sent while the notebook ran
+        result["ended"] = RunEnd.KERNEL_BROKEN
+        result["cells"] = [c for c in result["cells"] if c["index"] != running[0]]
+        result["cells"].append({"index": running[0], "status": CellStatus.ERROR, "ename": KERNEL_BROKEN_ENAME,
+                                "evalue": f"{type(exc).__name__}: {str(exc)[:200]}"})
+    else:
+        result["ended"] = RunEnd.STARTUP_FAILED
+    result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+async def run(job: Job, log_fd: int = 2) -> dict:
+    """Execute the job's notebook; return the result record (see module doc).
+
+    `log_fd` is the kernel's stdout and stderr (what the student's code writes there outside IPython).
+    """
+    nb = nbformat.read(job.notebook, as_version=4)
+    clock = _Clock(job.limits)
+    client = _client(nb, _kernel_manager(job, log_fd), job, clock)
     result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
-    running = None  # the index of the cell being run, once the kernel has started
+    running: list[int] = []  # the index of the cell being run, once the kernel has started
     watcher = None
     try:
         async with client.async_setup_kernel():
-            # One budget for everything done in the kernel: the student's cells, then the reading of
-            # the answers, which keeps a reserve at the end (see `harvest_reserve`).
-            deadline = time.monotonic() + limits.notebook_timeout
-            student_end = deadline - harvest_reserve(limits)
+            clock.start()
             if job.sandbox.get("watch_memory"):  # no cgroup: the worker bounds the kernel's process tree
                 watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox["watch_memory"]), result))
-            for index, cell in enumerate(nb.cells):
-                if cell.cell_type != "code":
-                    continue
-                harvest = harvest_question(cell)
-                if time.monotonic() >= (student_end if harvest is None else deadline):
-                    result["cells"].append({"index": index, "status": CellStatus.SKIPPED})
-                    result["ended"] = RunEnd.TIME_LIMIT
-                    continue
-                start = time.monotonic()
-                running = index
-                try:
-                    await client.async_execute_cell(cell, index)
-                except DeadKernelError:
-                    seconds = round(time.monotonic() - start, 3)
-                    result["cells"].append({"index": index, "status": CellStatus.DIED, "seconds": seconds})
-                    result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
-                    break
-                cell_result = _cell_result(client, index, cell, time.monotonic() - start)
-                result["cells"].append(cell_result)
-                if harvest is not None:
-                    for output in cell.outputs:
-                        text = output.get("data", {}).get(HARVEST_MIME)
-                        if isinstance(text, str) and harvest not in result["harvest"]:
-                            result["harvest"][harvest] = text[: limits.harvest_limit]
-                if cell_result["status"] == CellStatus.TIMEOUT and not await _responsive(client, limits.stuck_grace):
-                    if not await client.km.is_alive():
-                        cell_result["status"] = CellStatus.DIED
-                        result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
-                    else:
-                        cell_result["status"] = CellStatus.STUCK
-                        result["ended"], result["detail"] = RunEnd.STUCK, str(index)
-                    break
+            await _run_cells(client, nb, clock, result, running)
     except DeadKernelError:
         result["ended"] = RunEnd.KERNEL_DIED
     except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
-        if running is not None:  # nbclient failed on what the kernel sent while the notebook ran
-            result["ended"] = RunEnd.KERNEL_BROKEN
-            result["cells"] = [c for c in result["cells"] if c["index"] != running]
-            result["cells"].append({"index": running, "status": CellStatus.ERROR, "ename": KERNEL_BROKEN_ENAME,
-                                    "evalue": f"{type(exc).__name__}: {str(exc)[:200]}"})
-        else:
-            result["ended"] = RunEnd.STARTUP_FAILED
-        result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        _broken(result, running, exc)
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -270,15 +357,41 @@ async def _watch_memory(km, limit: int, result: dict, every: float = 0.25) -> No
             return
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    job = Job.read(Path(argv[0]))
+def run_job(path: Path) -> None:
+    """Run the job file at `path`; its result file appears (atomically) when it is done."""
+    job = Job.read(path)
     os.environ["JUPYTER_RUNTIME_DIR"] = job.private_dir
-    result = asyncio.run(run(job))
+    os.chdir(job.private_dir)
+    with open(Path(job.private_dir) / "kernel.log", "ab") as log:
+        result = asyncio.run(run(job, log.fileno()))
     target = Path(job.result)
     partial = target.with_suffix(".partial")
     partial.write_text(json.dumps(result))
     os.replace(partial, target)
+
+
+def serve(jobs_fd: int, done_fd: int) -> int:
+    """Run the jobs whose paths come, one a line, on `jobs_fd`; write a line to `done_fd` after each."""
+    for fd in (jobs_fd, done_fd):  # no kernel this worker starts may inherit them
+        os.set_inheritable(fd, False)
+    with os.fdopen(jobs_fd, "rb") as jobs, os.fdopen(done_fd, "wb", buffering=0) as done:
+        for line in jobs:
+            try:
+                run_job(Path(os.fsdecode(line.rstrip(b"\n"))))
+                answer = b"done\n"
+            except Exception as exc:  # the result file is missing: the grader reports the run as stopped
+                print(f"worker: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+                answer = b"failed\n"
+            done.write(answer)
+    return 0
+
+
+def main(argv=None) -> int:
+    """`worker JOB.json` runs one job; `worker --serve JOBS DONE` runs many (`t5lesson.grading.run.pool`)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:
+        return serve(int(argv[1]), int(argv[2]))
+    run_job(Path(argv[0]))
     return 0
 
 

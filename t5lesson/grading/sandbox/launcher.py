@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import sys
 from pathlib import Path
 
@@ -40,7 +41,8 @@ from ..protocol import KERNEL_MODULE, SandboxPlan
 from . import namespaces as isolation
 from .namespaces import _private_namespace, expose, needed_paths  # noqa: F401 (the sandbox's own API too)
 
-__all__ = ["probe", "launch", "kill_user_processes", "remove_user_files", "expose", "needed_paths"]
+__all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment", "kill_user_processes",
+           "remove_user_files", "expose", "needed_paths"]
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
             "JPY_PARENT_PID")
@@ -61,8 +63,8 @@ def _count_processes(uid: int) -> int:
     return len(_processes_of(uid))
 
 
-def launch(config: dict, connection_file: str) -> None:
-    """Apply the sandbox described by `config` to this process, then exec the kernel."""
+def _enter(config: dict, connection_file: str) -> tuple[list[str], dict]:
+    """Apply the sandbox described by `config` to this process; return the kernel's (argv, environment)."""
     home = config["home"]
     with open(connection_file, encoding="utf-8") as f:
         connection = f.read()
@@ -100,17 +102,51 @@ def launch(config: dict, connection_file: str) -> None:
         _limit(resource.RLIMIT_NPROC, _count_processes(os.getuid()) + int(config["max_processes"]))
     if plan:
         isolation.die_with_parent()
+    os.chdir(home)
+    return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
 
-    env = {k: v for k, v in os.environ.items() if k in KEEP_ENV or k.startswith("LC_")}
+
+def kept_environment(base) -> dict:
+    """The variables of `base` that a kernel keeps: PATH, locale and a few settings (no tokens, no paths)."""
+    return {k: v for k, v in base.items() if k in KEEP_ENV or k.startswith("LC_")}
+
+
+def kernel_environment(base, home: str) -> dict:
+    """What a kernel's environment holds: `kept_environment(base)`, its own home and fixed settings."""
+    env = kept_environment(base)
     env.update({
         "HOME": home, "IPYTHONDIR": os.path.join(home, ".ipython"), "MPLCONFIGDIR": os.path.join(home, ".mpl"),
         "JUPYTER_RUNTIME_DIR": home, "JUPYTER_DATA_DIR": home, "JUPYTER_CONFIG_DIR": home,
         "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "TMPDIR": "/tmp",
     })
-    os.chdir(home)
-    argv = [sys.executable, "-m", KERNEL_MODULE, "-f", own, "--HistoryManager.enabled=False"]
+    return env
+
+
+def launch(config: dict, connection_file: str) -> None:
+    """Apply the sandbox described by `config` to this process, then exec the kernel."""
+    (own, *options), env = _enter(config, connection_file)
+    argv = [sys.executable, "-m", KERNEL_MODULE, "-f", own, *options]
     os.execve(sys.executable, argv, env)
+
+
+def run_here(config: dict, connection_file: str) -> None:
+    """Apply the sandbox to this process, then run the kernel in it (until it stops).
+
+    For a process forked from an interpreter that has already imported the kernel's modules
+    (`t5lesson.grading.sandbox.zygote`): what `launch` gets from exec (a fresh environment, the
+    home as working folder and first entry of sys.path, no bytecode written) is set here instead.
+    """
+    (own, *options), env = _enter(config, connection_file)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter starts
+    os.environ.clear()
+    os.environ.update(env)
+    sys.dont_write_bytecode = True
+    sys.path[0] = env["HOME"]  # what `python -m` puts first: the working folder
+    from . import kernel
+
+    sys.argv = [kernel.__file__, "-f", own, *options]
+    kernel.main(sys.argv[1:])
 
 
 def probe(uid: int | None = None) -> str | None:
@@ -130,13 +166,20 @@ def _processes_of(uid: int) -> list[int]:
     return pids
 
 
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[:1] == [b"Z"]
+    except OSError:
+        return True  # gone already
+
+
 def kill_user_processes(uid: int, rounds: int = 5) -> None:
     """SIGKILL every process owned by `uid` (a sandbox user id), repeating while some remain."""
-    import signal
     import time
 
     for _ in range(rounds):
-        pids = _processes_of(uid)
+        pids = [pid for pid in _processes_of(uid) if not _zombie(pid)]  # a zombie is dead already: no wait for it
         if not pids:
             return
         for pid in pids:

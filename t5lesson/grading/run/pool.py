@@ -1,0 +1,119 @@
+"""Worker processes that each run many submissions in turn, one at a time.
+
+`python -m t5lesson.grading.run.worker --serve JOBS DONE` reads job files' paths from the pipe
+JOBS and writes one line to the pipe DONE when a job's result file is written. Each job still
+gets a fresh sandboxed kernel of its own; what the worker keeps between jobs is only its
+imported modules (nbformat, jupyter_client, nbclient), so they are imported once per grading
+thread instead of once per submission.
+
+A worker is used by one grading thread at a time (`WorkerPool.run`) and is replaced when
+- a job outlives its hard limit (the worker's process group is killed, as a one-job worker's is),
+- it ends in any other way than a run that completed (or used up its time), so that a notebook
+  that broke something in the worker's reading of its kernel cannot touch the next one,
+- or it has run `MAX_JOBS` jobs.
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from ..protocol import RUNNER_MODULE
+
+__all__ = ["WorkerPool", "MAX_JOBS"]
+
+MAX_JOBS = 200
+
+
+class _Worker:
+    def __init__(self, env: dict, log: Path):
+        jobs_read, self._jobs = os.pipe()
+        self._done, done_write = os.pipe()
+        with open(log, "ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", RUNNER_MODULE, "--serve", str(jobs_read), str(done_write)],
+                cwd=log.parent, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                pass_fds=(jobs_read, done_write), start_new_session=True)
+        os.close(jobs_read)
+        os.close(done_write)
+        self.jobs_run = 0
+
+    def run(self, job: Path, timeout: float) -> str | None:
+        """The worker's answer for `job` ('done'), or None when it did not answer in time or died."""
+        self.jobs_run += 1
+        try:
+            os.write(self._jobs, os.fsencode(str(job)) + b"\n")
+        except OSError:
+            return None
+        answer = b""
+        while not answer.endswith(b"\n"):
+            ready, _, _ = select.select([self._done], [], [], timeout)  # the run's hard limit, once more at most
+            if not ready:
+                return None
+            more = os.read(self._done, 256)
+            if not more:
+                return None
+            answer += more
+        return answer.decode(errors="replace").strip()
+
+    def close(self) -> None:
+        """Stop the worker and everything in its process group."""
+        for fd in (self._jobs, self._done):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.process.wait()
+
+
+class WorkerPool:
+    """One long-lived worker per grading thread; `with WorkerPool(env, folder) as pool: pool.run(job, ...)`."""
+
+    def __init__(self, env: dict, folder: Path):
+        self.env, self.folder = env, Path(folder)
+        self._local = threading.local()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def run(self, job: Path, timeout: float, keep) -> bool:
+        """Run `job` in this thread's worker; True if it answered within `timeout` seconds.
+
+        `keep()` says, after the answer, whether the worker may run another job.
+        """
+        worker = getattr(self._local, "worker", None)
+        if worker is None or worker.process.poll() is not None:
+            worker = self._start()
+        answered = worker.run(job, timeout) is not None
+        if not answered or not keep() or worker.jobs_run >= MAX_JOBS:
+            self._stop(worker)
+        return answered
+
+    def _start(self) -> _Worker:
+        with self._lock:
+            worker = _Worker(self.env, self.folder / f"worker-{len(self._all)}.log")
+            self._all.append(worker)
+        self._local.worker = worker
+        return worker
+
+    def _stop(self, worker: _Worker) -> None:
+        worker.close()
+        self._local.worker = None
+        with self._lock:
+            self._all.remove(worker)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+        for worker in workers:
+            worker.close()
