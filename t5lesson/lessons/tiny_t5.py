@@ -157,10 +157,11 @@ def tables_of(model, source: str) -> BiasTables:
 
 
 # The loss of a run, told as the first milestone step by which it fell below a level. For the
-# lesson's run (300 steps) the loss first fell below 1.0 at steps 84 to 87 and below 0.1 at
-# steps 191 to 194, in the plain run and under 1e-6 nudges of its starting weights
-# (T5LESSON_PERTURB_SEED 0, 1, 2): far from the milestones 150 and 300.
-LOSS_MILESTONES = (150, 300)
+# lesson's run (150 steps) the loss first fell below 1.0 at steps 55 to 56 and below 0.1 at
+# steps 102 to 107, in the plain run and under 1e-6 nudges of its starting weights
+# (T5LESSON_PERTURB_SEED 0, 1, 2, 3): far from the milestones 75 and 150. Its mean over the last
+# 20 steps was 0.050 to 0.060, against the lesson's line at 0.1.
+LOSS_MILESTONES = (75, 150)
 LOSS_LEVELS = (1.0, 0.1)
 
 
@@ -181,9 +182,10 @@ def loss_milestones(losses, levels=LOSS_LEVELS, milestones=LOSS_MILESTONES) -> s
     return "\n".join(lines)
 
 
-# Wide bands with edges far from what the lesson's run measured, plain and nudged (seeds 0-2):
-# whole answers at the trained length 0.865-0.915, at 2x and 4x 0; answer tokens 5 on at 2x and
-# 4x 0.096-0.171 (chance: 0.10).
+# Wide bands with edges far from what the lesson's run measured, plain and nudged (seeds 0-3):
+# whole answers at the trained length 0.78-0.87, at 2x and 4x 0; answer tokens 5 on at 2x and
+# 4x 0.13-0.19 (chance: 0.10). The first answer token at 2x and 4x: 0.99-1.00 (the lesson's
+# line is at 0.5).
 ACCURACY_BANDS = ((0.02, "under 2%"), (0.5, "2% to 50%"), (0.7, "50% to 70%"), (0.97, "70% to 97%"),
                   (math.inf, "97% or more"))
 

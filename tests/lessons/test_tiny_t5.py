@@ -114,8 +114,10 @@ def test_tables_of_reads_both_stacks():
 
 
 def test_loss_milestones_and_bands():
-    losses = [3.0] * 90 + [0.5] * 110 + [0.05] * 100  # below 1 at step 90, below 0.1 at step 200
-    assert loss_milestones(losses) == "loss below 1: by step 150\nloss below 0.1: by step 300"
+    losses = [3.0] * 60 + [0.5] * 50 + [0.05] * 40  # below 1 at step 60, below 0.1 at step 110
+    assert loss_milestones(losses) == "loss below 1: by step 75\nloss below 0.1: by step 150"
+    late = [3.0] * 80 + [0.5] * 80 + [0.05] * 20  # below 1 at step 80, below 0.1 at step 160
+    assert loss_milestones(late) == "loss below 1: by step 150\nloss below 0.1: after step 150"
     assert loss_milestones([2.0] * 10) == "loss below 1: not in 10 steps\nloss below 0.1: not in 10 steps"
     assert accuracy_band(0.0) == "under 2%" and accuracy_band(0.9) == "70% to 97%"
     assert accuracy_band(1.0) == "97% or more"
