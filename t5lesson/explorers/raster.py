@@ -59,6 +59,13 @@ class GlyphAtlas:
         self._index = {char: i for i, char in enumerate(_CHARS)}
         self._coloured = {}  # colour -> uint8 RGB of every cell in that colour
 
+    def _codes(self, line) -> list[int]:
+        """The atlas cell of each character of `line`."""
+        bad = set(line) - set(self._index)
+        if bad:
+            raise ArgumentError(f"only printable ASCII can be drawn, got {''.join(sorted(bad))!r}")
+        return [self._index[c] for c in line]
+
     def line_bytes(self, line, colour="black", alpha=False) -> np.ndarray:
         """uint8 RGB [cell height, len(line) x cell width, 3] of one line in one colour (RGBA, opaque,
         with `alpha`).
@@ -74,11 +81,8 @@ class GlyphAtlas:
             if alpha:
                 table = np.concatenate([table, np.full(table.shape[:3] + (1,), 255, dtype=np.uint8)], axis=3)
             self._coloured[(colour, alpha)] = table
-        bad = set(line) - set(self._index)
-        if bad:
-            raise ArgumentError(f"only printable ASCII can be drawn, got {''.join(sorted(bad))!r}")
         height, width = self.cell
-        codes = np.fromiter((self._index[c] for c in line), dtype=np.intp, count=len(line))
+        codes = np.array(self._codes(line), dtype=np.intp)
         return table[codes].transpose(1, 0, 2, 3).reshape(height, len(line) * width, table.shape[3])
 
     def render(self, lines, colors=None) -> np.ndarray:
@@ -91,10 +95,7 @@ class GlyphAtlas:
         columns = max((len(line) for line in lines), default=0)
         codes = np.zeros((len(lines), columns), dtype=np.intp)  # 0 is the space
         for r, line in enumerate(lines):
-            bad = set(line) - set(self._index)
-            if bad:
-                raise ArgumentError(f"only printable ASCII can be drawn, got {''.join(sorted(bad))!r}")
-            codes[r, :len(line)] = [self._index[c] for c in line]
+            codes[r, :len(line)] = self._codes(line)
         ink = self._cells[codes].transpose(0, 2, 1, 3).reshape(len(lines) * height, columns * width)
         rgb = np.zeros((len(lines), 3), dtype=np.float32) if colors is None else \
             np.array([to_rgb(c) for c in colors], dtype=np.float32)

@@ -42,7 +42,7 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-from ..lessons.figures import style
+from ..lessons.figures import png_file, png_shape, style
 
 __all__ = ["BlitRender", "BandPNG", "cache_text"]
 
@@ -163,10 +163,6 @@ def cache_text(renderer):
     return renderer
 
 
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
 def _adler32_combine(first: int, second: int, second_length: int) -> int:
     """The Adler-32 of two byte strings joined, from theirs (zlib's adler32_combine)."""
     base = 65521
@@ -207,9 +203,7 @@ class BandPNG:
 
     def encode(self, pixels) -> bytes:
         pixels = np.ascontiguousarray(pixels)
-        if pixels.dtype != np.uint8 or pixels.ndim != 3 or pixels.shape[2] not in (3, 4):
-            raise ValueError(f"need a uint8 array [height, width, 3 or 4], got {pixels.dtype} {pixels.shape}")
-        height, width, channels = pixels.shape
+        height, width, channels = png_shape(pixels)
         starts = range(0, height, self.band_rows)
         if self._previous is None or self._previous.shape != pixels.shape:
             self._previous, self._bands = np.empty_like(pixels), []
@@ -236,8 +230,7 @@ class BandPNG:
             checksum = _adler32_combine(checksum, adler, length)
         # zlib header (deflate, 32 KiB window, fastest), the bands, an empty final block, the checksum
         data = b"".join([b"\x78\x01", *(band for band, _, _ in self._bands), b"\x03\x00", struct.pack(">I", checksum)])
-        header = struct.pack(">IIBBBBB", width, height, 8, 6 if channels == 4 else 2, 0, 0, 0)
-        return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", header) + _chunk(b"IDAT", data) + _chunk(b"IEND", b"")
+        return png_file(width, height, channels, data)
 
 
 class BlitRender:

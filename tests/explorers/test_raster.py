@@ -5,7 +5,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from t5lesson import ArgumentError
-from t5lesson.explorers.raster import GlyphAtlas, freeze
+from t5lesson.explorers.raster import GlyphAtlas, freeze, to_rgba_bytes
 
 
 def test_atlas_draws_lines_in_their_colours():
@@ -22,6 +22,17 @@ def test_atlas_draws_lines_in_their_colours():
         atlas.render(["≥ 3"])
     with pytest.raises(ArgumentError, match="one colour per line"):
         atlas.render(["a"], ["red", "blue"])
+
+
+@pytest.mark.parametrize("colour", ["black", "0.35", "#d55e00"])
+def test_atlas_line_bytes_are_the_rounded_pixels_of_render(colour):
+    atlas = GlyphAtlas(cell_width_px=15, dpi=200)
+    line = "bkt 12  -44..-37 >= 0"
+    rgba = atlas.line_bytes(line, colour, alpha=True)
+    assert np.array_equal(rgba, to_rgba_bytes(atlas.render([line], [colour])))
+    assert np.array_equal(atlas.line_bytes(line, colour), rgba[..., :3])
+    with pytest.raises(ArgumentError, match="only printable ASCII"):
+        atlas.line_bytes("≥ 3")
 
 
 def test_freeze_replaces_an_artist_by_its_pixels():
