@@ -110,5 +110,5 @@ def bias_curves_figure(tables: BiasTables, *, layer=0, max_offset=None, head_nam
     names = " and ".join(f"{s.stack} ({'bidirectional' if s.bidirectional else 'causal'})" for s in stacks)
     return describe(fig, f"The relative-position bias of each of {heads} heads against the offset j − i, one "
                     f"panel for each of {names}, from {tables.source}. Notice the exact region near 0 where every "
-                    "offset has its own value, and that past the dashed line where the last bucket starts every "
+                    "offset has its own value, and that past the black dotted line where the last bucket starts every "
                     "curve is flat.")
