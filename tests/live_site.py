@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from browser import CHROMIUM, CHROMIUM_ARGS, percentile
+from browser import ALL_DONE, CHROMIUM, CHROMIUM_ARGS, ERRORS, RUN_ALL, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "artifacts" / "live"
@@ -78,18 +78,6 @@ APP_READY = ("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
              "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel")
 KERNEL_IDLE = ("() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
                " return k && k.status === 'idle'; }")
-RUN_ALL = "async () => { await window.jupyterapp.commands.execute('notebook:run-all-cells'); }"
-ALL_DONE = """() => {
-  const nb = window.jupyterapp.shell.currentWidget;
-  const kernel = nb.sessionContext.session && nb.sessionContext.session.kernel;
-  if (!kernel || kernel.status !== 'idle') return false;
-  const cells = nb.content.widgets.filter(c => c.model.type === 'code' && c.model.sharedModel.getSource().trim());
-  return cells.length > 0 && cells.every(c => c.model.executionCount !== null);
-}"""
-ERRORS = """() => Array.from(document.querySelectorAll(
-  '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], ' +
-  '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]'
-)).map(e => e.innerText.slice(0, 500))"""
 EXPLORER_CALLS = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .filter(c => c.model.type === 'code' && /^[A-Z]\\w*\\(|\\n[a-z_]+$/.test(c.model.sharedModel.getSource().trim()))
   .length"""
