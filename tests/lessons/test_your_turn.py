@@ -1,0 +1,107 @@
+"""Your-turn cells: stored blank, each with an answer kept out of the lesson, and the answers flow through.
+
+The slow test fills every your-turn cell with its answer (solutions/your_turn/), runs each lesson to
+the end, and requires that every your-turn check says it matches and every other compared output is
+the one stored: what the learner writes is what the cells below run on.
+"""
+import json
+
+import pytest
+from your_turn_fill import ANSWERS, LESSONS, answers_for, last_line, printed, run_filled, your_turn_cells
+
+from t5lesson.lessons.your_turn import MATCHES, NOT_WRITTEN
+
+WITH_TURNS = [p for p in sorted(LESSONS.glob("[0-9]*.ipynb")) if your_turn_cells(json.loads(p.read_text()))]
+REQUIRED = ["01", "02", "03", "04", "05", "06", "07"]  # every lesson from 1 to 7 asks the learner to write a step
+
+
+def test_every_lesson_1_to_7_has_a_your_turn_cell():
+    have = {p.name[:2] for p in WITH_TURNS}
+    assert not [n for n in REQUIRED if n not in have], f"lessons without a your-turn cell: {set(REQUIRED) - have}"
+
+
+@pytest.mark.parametrize("path", WITH_TURNS, ids=[p.name for p in WITH_TURNS])
+def test_stored_blank_with_an_answer_each(path):
+    cells = your_turn_cells(json.loads(path.read_text()))
+    answers = answers_for(path.stem)
+    assert set(cells) == set(answers), f"cells {sorted(cells)} vs answers in {ANSWERS.name}/{path.stem}.py {sorted(answers)}"
+    for name, cell in cells.items():
+        text = "".join(cell["source"])
+        assert "NotImplementedError" in text, f"{name}: stored filled in; a lesson is stored with the stub"
+        assert NOT_WRITTEN in printed(cell, []), f"{name}: the stored check should say it is not written yet"
+        assert last_line(answers[name]) == last_line(text), f"{name}: the answer ends differently from the cell"
+        assert "NotImplementedError" not in answers[name], f"{name}: the answer still raises"
+
+
+@pytest.fixture(scope="module")
+def filled():
+    return run_filled()
+
+
+@pytest.mark.parametrize("path", WITH_TURNS, ids=[p.name for p in WITH_TURNS])
+def test_filled_lesson_runs_on_the_learners_code(filled, path):
+    result = filled[path.name]
+    for name, text in result["your_turn"].items():
+        assert MATCHES in text, f"{name}: the answer does not pass its own check: {text.strip()[:300]}"
+    assert not result["differ"], "outputs below the your-turn cells changed: " + "; ".join(
+        f"cell {k}: stored {a[:120]!r}, filled {b[:120]!r}" for k, a, b in result["differ"][:3])
+
+
+# --- what the check says, case by case (no notebook needed) ---
+
+from t5lesson.lessons import your_turn as yt  # noqa: E402
+
+
+def _square(x):
+    return x * x
+
+
+def test_not_written_uses_the_course_version(capsys):
+    def mine(x):
+        raise NotImplementedError("Your turn")
+
+    assert yt.your_turn("sq", mine, _square, [(2,)]) is _square
+    assert "sq: not written yet. The cells below use the course's version" in capsys.readouterr().out
+
+
+def test_wrong_answer_says_which_case_and_keeps_the_course_version(capsys):
+    assert yt.your_turn("sq", lambda x: x + x, _square, [(2,), (3,)], hints=["h1", "h2"]) is _square
+    out = capsys.readouterr().out
+    assert "case 2 of 2 (3): the result is 6, expected 9" in out and 'hint("sq")' in out
+
+
+def test_error_names_the_line_of_the_cell(capsys):
+    def mine(x):
+        y = x
+        return y[0]  # an int is not subscriptable
+
+    assert yt.your_turn("sq", mine, _square, [(2,)]) is _square
+    out = capsys.readouterr().out
+    line = mine.__code__.co_firstlineno + 2 - 1  # line numbers are the file's; in a notebook, the cell's
+    assert f"raised TypeError (line {line + 1} of your cell)" in out, out
+
+
+def test_right_answer_is_used_below(capsys):
+    mine = lambda x: x**2  # noqa: E731
+    assert yt.your_turn("sq", mine, _square, [(2,), (1.5,)]) is mine
+    assert "sq: matches the course's version on 2 cases. The cells below use yours." in capsys.readouterr().out
+
+
+def test_arrays_shapes_and_a_custom_check(capsys):
+    import numpy as np
+
+    assert "shape (2,), expected (3,)" in yt.compare_values(np.zeros(2), np.zeros(3))
+    assert "differs at index [1]" in yt.compare_values(np.array([0.0, 1.0]), np.array([0.0, 2.0]))
+    assert yt.compare_values((np.ones(2), 3), (np.ones(2), 3)) is None
+    assert yt.your_turn("t", 1, 2, check=lambda a, b: "the traces part at step 3") == 2
+    assert "differs from the course's version on the traces part at step 3" in capsys.readouterr().out
+
+
+def test_hints_come_one_level_at_a_time(capsys):
+    yt.your_turn("sq", lambda x: 0, _square, [(2,)], hints=["first", "second"])
+    capsys.readouterr()
+    yt.hint("sq")
+    yt.hint("sq")
+    yt.hint("sq")
+    assert capsys.readouterr().out.splitlines() == ["sq, hint 1 of 2: first", "sq, hint 2 of 2: second",
+                                                     "sq, hint 2 of 2: second"]
