@@ -24,7 +24,8 @@ def test_every_lesson_1_to_7_has_a_your_turn_cell():
 def test_stored_blank_with_an_answer_each(path):
     cells = your_turn_cells(json.loads(path.read_text()))
     answers = answers_for(path.stem)
-    assert set(cells) == set(answers), f"cells {sorted(cells)} vs answers in {ANSWERS.name}/{path.stem}.py {sorted(answers)}"
+    where = f"{ANSWERS.name}/{path.stem}.py"
+    assert set(cells) == set(answers), f"cells {sorted(cells)} vs answers in {where}: {sorted(answers)}"
     for name, cell in cells.items():
         text = "".join(cell["source"])
         assert "NotImplementedError" in text, f"{name}: stored filled in; a lesson is stored with the stub"
