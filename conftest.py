@@ -28,8 +28,13 @@ def pytest_sessionstart(session):
     (ARTIFACTS / "notebooks" / "report.txt").unlink(missing_ok=True)
 
 
+# tools/cross_cpu.py runs the notebooks on the kernels of a smaller CPU (PyTorch's `default`
+# capability has no vector kernels), which is slower by design: it scales the budgets.
+BUDGET_SCALE = float(os.environ.get("T5LESSON_BUDGET_SCALE") or 1.0)
+
+
 def budget_for(path: str) -> float:
-    return BUDGET_S.get(Path(path).name[:2], DEFAULT_BUDGET_S)
+    return BUDGET_S.get(Path(path).name[:2], DEFAULT_BUDGET_S) * BUDGET_SCALE
 
 
 def pytest_runtest_logreport(report):
