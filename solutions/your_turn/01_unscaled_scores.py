@@ -1,6 +1,15 @@
 # Answers to lesson 1's your-turn cells, each the whole cell as a learner who got it right would leave it.
 # Try the cell in the lesson first: its check and hint("row_jacobians") say where you are; look here last.
 
+# What the lesson's setup cell has imported by then (not part of any answer):
+import numpy as np
+
+import t5lesson as t5
+from t5lesson import saturation
+from t5lesson.lessons.dot_products import jacobian_cases
+from t5lesson.lessons.your_turn import your_turn
+
+
 # %% your_turn: row_jacobians
 # Your turn (row_jacobians): dp/ds and dp/dq for one query against its keys.
 def row_jacobians(q, keys, multiplier=1.0):

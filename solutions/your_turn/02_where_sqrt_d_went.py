@@ -1,6 +1,15 @@
 # Answers to lesson 2's your-turn cells, each the whole cell as a learner who got it right would leave it.
 # Try the cell in the lesson first: its check and hint("train_step") say where you are; look here last.
 
+# What the lesson's setup cell has imported by then (not part of any answer):
+import torch
+import torch.nn.functional as F
+
+from t5lesson.lessons import folding
+from t5lesson.lessons.folding import step_check
+from t5lesson.lessons.your_turn import your_turn
+
+
 # %% your_turn: train_step
 # Your turn (train_step): one update of the head on a batch; return the loss.
 def train_step(model, opt, query, memory, answer):

@@ -364,9 +364,9 @@ def run_table(traces, at: int = HALF_WAY, above: float | None = None) -> str:
             raise ArgumentError("traces must be TrainingTraces made by make_trace or train_recall")
         if above is None and at not in trace.step:
             raise ArgumentError(f"step {at} was not evaluated in a run (evaluated: {trace.step.tolist()})")
-    third = f"step {at}" if above is None else f"std over {above:g}"
+    third = f"step {at}" if above is None else f"std > {above:g}"
     rows = [f"{'optimizer':<9}  {'lr':<6} {'variant':<8}  {'loss, step 0':>12}  {'logit std, step 0':>17}  "
-            f"{third:>{15 if above is not None else 7}}  95% accuracy"]
+            f"{third:>9}  95% accuracy"]
     for t in traces:
         first = first_step_at(t)
         when = f"at step {first}" if first is not None else f"not in {int(t.step[-1])} steps"
@@ -374,7 +374,7 @@ def run_table(traces, at: int = HALF_WAY, above: float | None = None) -> str:
             middle = f"{significant(t.logit_std[list(t.step).index(at)]):>7}"
         else:
             passed = first_step_above(t, above)
-            middle = f"{f'at step {passed}' if passed is not None else f'not in {int(t.step[-1])} steps':>15}"
+            middle = f"{f'step {passed}' if passed is not None else f'not by {int(t.step[-1])}':>9}"
         rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {t.loss[0]:>12.2f}  {t.logit_std[0]:>17.2f}  "
                     f"{middle}  {when}")
     return "\n".join(rows)
@@ -389,7 +389,7 @@ RATIO_EDGES = (2.0, 4.0, 8.0, 16.0)
 
 
 def runaway_table(traces) -> str:
-    """`run_table` with the first step at which each run's logit spread passed 10, for runs that diverge."""
+    """`run_table` with the first evaluated step at which each run's logit spread passed 10 (for runs that diverge)."""
     return run_table(traces, above=RUNAWAY_SPREAD)
 
 
