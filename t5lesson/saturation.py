@@ -24,8 +24,8 @@ import numpy as np
 from ._validate import ArgumentError, check_int
 from .scores import resolve_scale, softmax
 
-__all__ = ["softmax_entropy", "max_weight", "softmax_jacobian_norm", "query_gradient_norm", "random_logits",
-           "saturation_curve", "SaturationCurve"]
+__all__ = ["softmax_entropy", "max_weight", "softmax_jacobian_norm", "query_gradient_norm", "row_jacobians",
+           "random_logits", "saturation_curve", "SaturationCurve"]
 
 
 def _check_weights(weights):
@@ -81,6 +81,41 @@ def query_gradient_norm(weights, keys, multiplier=1.0):
     return abs(multiplier) * np.sqrt(np.maximum(squared, 0.0))
 
 
+def row_jacobians(q, keys, multiplier=1.0):
+    """(dp/ds [n_keys, n_keys], dp/dq [n_keys, d]) for one attention row p = softmax(multiplier * keys @ q).
+
+    The two matrices lesson 1 asks the learner to write: the softmax's Jacobian with respect to
+    its logits s, diag(p) - p p^T, and, by the chain rule through s = multiplier * K q, the
+    weights' Jacobian with respect to the query, multiplier * (diag(p) - p p^T) K.
+    """
+    q = np.asarray(q, dtype=np.float64)
+    k = np.asarray(keys, dtype=np.float64)
+    if q.ndim != 1 or k.ndim != 2 or k.shape[1] != q.shape[0] or k.shape[0] < 1:
+        raise ArgumentError(f"q must be [d] and keys [n_keys, d] with the same d, got {q.shape} and {k.shape}")
+    if isinstance(multiplier, bool) or not isinstance(multiplier, (int, float)) or not np.isfinite(multiplier):
+        raise ArgumentError(f"multiplier must be a finite number, got {multiplier!r}")
+    p = softmax(multiplier * (k @ q))
+    jacobian = np.diag(p) - np.outer(p, p)
+    return jacobian, multiplier * jacobian @ k
+
+
+def _norms_per_row(jacobians, q, k, multiplier):
+    """Mean Frobenius norms of the two Jacobians that `jacobians(q_row, k, multiplier)` returns, over the rows of q.
+
+    When d exceeds the number of keys, the rows are first rotated so that the keys lie in their
+    first n_keys coordinates (K^T = Q R, so K Q = R^T and q Q keeps K q): a rotation of the query
+    space changes neither the logits nor either norm, and it turns every [n_keys, d] product into
+    an [n_keys, n_keys] one, small enough that BLAS does not start threads for it, which on a busy
+    machine made the d = 1024 curve thirty times slower.
+    """
+    if k.shape[1] > k.shape[0]:
+        rotation, triangle = np.linalg.qr(k.T)  # [d, n_keys], [n_keys, n_keys]
+        q, k = q @ rotation, triangle.T
+    norms = np.array([[np.linalg.norm(np.asarray(m, dtype=np.float64)) for m in jacobians(row, k, multiplier)]
+                      for row in q])
+    return norms[:, 0].mean(), norms[:, 1].mean()
+
+
 def _random_qk(d, n_queries, n_keys, seed):
     rng = np.random.default_rng(seed)
     return rng.standard_normal((n_queries, d)), rng.standard_normal((n_keys, d))
@@ -105,12 +140,16 @@ class SaturationCurve(NamedTuple):
     uniform_entropy: float  # log(n_keys), the most spread-out possible
 
 
-def saturation_curve(dims, scale=1.0, n_queries=256, n_keys=64, seed=0) -> SaturationCurve:
+def saturation_curve(dims, scale=1.0, n_queries=256, n_keys=64, seed=0, jacobians=None) -> SaturationCurve:
     """Mean entropy, max weight, ||dp/ds|| and ||dp/dq|| of softmax(q.k * scale) for each d in dims.
 
     scale=1.0 is the unscaled score with nothing compensated (unit-variance q and k);
-    scale="sqrt_d" is standard attention.
+    scale="sqrt_d" is standard attention. jacobians: a function like `row_jacobians` that the two
+    Jacobian norms are measured with, one query at a time (lesson 1 passes the learner's); by
+    default they come from the closed forms, all queries at once.
     """
+    if jacobians is not None and not callable(jacobians):
+        raise ArgumentError(f"jacobians must be a function like row_jacobians, got {type(jacobians).__name__}")
     dims = [check_int("d", d, minimum=1) for d in np.atleast_1d(dims).tolist()]
     n_queries = check_int("n_queries", n_queries, minimum=1)
     n_keys = check_int("n_keys", n_keys, minimum=1)
@@ -119,7 +158,10 @@ def saturation_curve(dims, scale=1.0, n_queries=256, n_keys=64, seed=0) -> Satur
         multiplier = resolve_scale(scale, d)
         q, k = _random_qk(d, n_queries, n_keys, seed)
         w = softmax((q @ k.T) * multiplier)
-        rows.append((softmax_entropy(w).mean(), max_weight(w).mean(), softmax_jacobian_norm(w).mean(),
-                     query_gradient_norm(w, k, multiplier).mean()))
+        if jacobians is None:
+            norms = softmax_jacobian_norm(w).mean(), query_gradient_norm(w, k, multiplier).mean()
+        else:
+            norms = _norms_per_row(jacobians, q, k, multiplier)
+        rows.append((softmax_entropy(w).mean(), max_weight(w).mean(), *norms))
     ent, mx, jac, dq = (np.array(col) for col in zip(*rows, strict=False))
     return SaturationCurve(np.array(dims), ent, mx, jac, dq, float(np.log(n_keys)))

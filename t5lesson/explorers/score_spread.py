@@ -3,7 +3,9 @@
 - `DotProductSpread`: histograms of q.k and q.k/sqrt(d) for random unit-variance vectors, with
   the normal curves they should follow (variance d and 1).
 - `AttentionRow`: one query's logits and attention weights over a row of keys, scaled and
-  unscaled, as d grows; the readout gives the saturation statistics of `t5lesson.saturation`.
+  unscaled, as d grows, with the mean max weight of all its rows beside the one row (one row is
+  one draw: at query 0 the max weight dips from d = 4 to 64 while the mean climbs); the readout
+  gives the saturation statistics of `t5lesson.saturation`.
 - `saturation_figure`: a static figure of mean entropy, max weight, the softmax's Jacobian
   with respect to its logits and the weights' Jacobian with respect to the query, against d,
   from `t5lesson.saturation_curve`.
@@ -117,9 +119,11 @@ class AttentionRow(BlitRender, Explorer):
               Param("query", 0, 0, 19, 1, label="random query #"))
     figsize = (WIDTH, 3.6)
     description = ("One random query against its keys: the logits (left) and the softmax weights (right), unscaled q·k "
-                   "in orange and q·k/√d in blue. Notice that as d grows the unscaled weights pile onto one key while "
-                   "the scaled ones stay spread.")
+                   "in orange and q·k/√d in blue; dashed lines mark each scoring's max weight averaged over all 20 "
+                   "queries. Notice that as d grows the unscaled mean climbs towards 1 while the scaled one stays low, "
+                   "even where one query's row does not follow the trend.")
     n_keys = 16
+    n_queries = 20
     # Fixed, and tight enough that the unscaled logits already fill it at T5's d = 64 (std 8)
     # while the scaled ones stay a flat line; beyond it (d >= 256) points sit on the edge as
     # triangles, and the note counts them.
@@ -127,7 +131,8 @@ class AttentionRow(BlitRender, Explorer):
 
     def build(self, fig):
         # [query, key, d]: the logits of 20 random queries, each against its own 16 keys.
-        self.table = prefix_dot_products(20, D_MAX, n_keys=self.n_keys, seed=1)
+        self.table = prefix_dot_products(self.n_queries, D_MAX, n_keys=self.n_keys, seed=1)
+        self._mean_max = None
         self.ax_logits, self.ax_weights = fig.subplots(1, 2)
         keys = np.arange(self.n_keys)
         self.ax_logits.axhline(0, color="0.7", lw=0.8)
@@ -144,6 +149,11 @@ class AttentionRow(BlitRender, Explorer):
         self.bars_raw = self.ax_weights.bar(keys - width / 2, keys * 0.0, width, color=UNSCALED, label="unscaled")
         self.bars_scaled = self.ax_weights.bar(keys + width / 2, keys * 0.0, width, color=SCALED,
                                                label="standard (scaled)")
+        # One row is one draw: the mean max weight of all the rows, beside the one row drawn.
+        mean_style = dict(ls="--", lw=1.4)
+        self.mean_raw = self.ax_weights.axhline(0, color=UNSCALED, **mean_style)
+        self.mean_scaled = self.ax_weights.axhline(0, color=SCALED, **mean_style)
+        self.ax_weights.plot([], [], color="0.3", ls="--", lw=1.4, label=f"max weight, mean of {self.n_queries} rows")
         self.ax_weights.set(xlabel="key j", ylabel="attention weight", ylim=(0, 1.3),
                             yticks=np.linspace(0, 1, 6), title="softmax over the 16 keys")
         for ax in (self.ax_logits, self.ax_weights):
@@ -158,14 +168,23 @@ class AttentionRow(BlitRender, Explorer):
                                             va="top", fontsize=SMALL, color=UNSCALED)
 
     def moving_artists(self):
-        return [self.pts_raw, self.pts_up, self.pts_down, self.pts_scaled, *self.bars_raw, *self.bars_scaled, self.note,
-                self.off_note]
+        return [self.pts_raw, self.pts_up, self.pts_down, self.pts_scaled, *self.bars_raw, *self.bars_scaled,
+                self.mean_raw, self.mean_scaled, self.note, self.off_note]
 
     def row(self, d, query):
         """(unscaled logits, scaled logits, unscaled weights, scaled weights) for this row."""
         raw = self.table[query, :, d - 1].astype(np.float64)
         scaled = raw / math.sqrt(d)
         return raw, scaled, softmax(raw), softmax(scaled)
+
+    def mean_max_weights(self, d):
+        """(unscaled, scaled) max weight at this d, averaged over all the explorer's queries."""
+        if self._mean_max is None:  # every d at once, on the first call: a slider move then only looks it up
+            raw = np.moveaxis(self.table, -1, 0).astype(np.float64)  # [d, query, key]
+            scale = np.sqrt(np.arange(1, D_MAX + 1))[:, None, None]
+            self._mean_max = np.stack([max_weight(softmax(raw)).mean(-1),
+                                       max_weight(softmax(raw / scale)).mean(-1)], axis=-1)
+        return float(self._mean_max[d - 1, 0]), float(self._mean_max[d - 1, 1])
 
     def draw(self, d, query):
         raw, scaled, w_raw, w_scaled = self.row(d, query)
@@ -180,7 +199,10 @@ class AttentionRow(BlitRender, Explorer):
             bar.set_height(h)
         for bar, h in zip(self.bars_scaled, w_scaled, strict=True):
             bar.set_height(h)
-        self.note.set_text(f"d = {d}, query #{query}")
+        mean_raw, mean_scaled = self.mean_max_weights(d)
+        self.mean_raw.set_ydata([mean_raw, mean_raw])
+        self.mean_scaled.set_ydata([mean_scaled, mean_scaled])
+        self.note.set_text(f"d = {d}, query #{query}")  # the numbers are in the readout: new text costs layout
         n_off = int((~inside).sum())
         self.off_note.set_text(f"{n_off} of {self.n_keys} beyond ±{edge:g}:\non the edge" if n_off else "")
 
@@ -191,18 +213,22 @@ class AttentionRow(BlitRender, Explorer):
             parts.append(f"{name}: entropy {float(softmax_entropy(w)):.2f} nats, "
                          f"max weight {float(max_weight(w)):.2f}, ‖J‖ {float(softmax_jacobian_norm(w)):.3f}")
         head = f"d = {self.values['d']}, query #{self.values['query']}. "
-        return head + "; ".join(parts) + f" (uniform: entropy {math.log(self.n_keys):.2f})"
+        mean_raw, mean_scaled = self.mean_max_weights(self.values["d"])
+        return (head + "; ".join(parts) + f" (uniform: entropy {math.log(self.n_keys):.2f}); "
+                f"max weight, mean of all {self.n_queries} rows: unscaled {mean_raw:.2f}, standard {mean_scaled:.2f}")
 
 
 @styled
-def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64, n_queries=256, seed=0):
+def saturation_figure(dims=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024), n_keys=64, n_queries=256, seed=0,
+                      jacobians=None):
     """Mean entropy, max weight, ||dp/ds|| and ||dp/dq|| against d, unscaled vs scaled (2 x 2 panels).
 
     Returns (figure, {"unscaled": SaturationCurve, "scaled": SaturationCurve}) so a lesson can
-    quote the numbers it plots.
+    quote the numbers it plots. jacobians: the function the two Jacobians of one row are
+    measured with (`t5lesson.saturation.row_jacobians`, or the learner's in lesson 1).
     """
-    curves = {"unscaled": saturation_curve(dims, 1.0, n_queries, n_keys, seed),
-              "scaled": saturation_curve(dims, "sqrt_d", n_queries, n_keys, seed)}
+    curves = {"unscaled": saturation_curve(dims, 1.0, n_queries, n_keys, seed, jacobians),
+              "scaled": saturation_curve(dims, "sqrt_d", n_queries, n_keys, seed, jacobians)}
     fig = new_figure(WIDTH, 5.6)
     axes = fig.subplots(2, 2).ravel()
     panels = (("entropy", "entropy (nats)", "how spread out the row is"),

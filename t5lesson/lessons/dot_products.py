@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validate import ArgumentError, check_int
 
-__all__ = ["prefix_dot_products", "normal_pdf", "scores_standard", "scores_t5", "softmax_weight"]
+__all__ = ["prefix_dot_products", "normal_pdf", "scores_standard", "scores_t5", "softmax_weight", "jacobian_cases"]
 
 
 def prefix_dot_products(n_pairs, d_max, *, n_keys=None, seed=0):
@@ -89,3 +89,15 @@ def softmax_weight(scores, index):
     index = check_int("index", index, minimum=0, maximum=s.size - 1)
     e = np.exp(s - s.max())
     return float(e[index] / e.sum())
+
+
+def jacobian_cases(seed=0):
+    """Rows to check a learner's `row_jacobians(q, keys, multiplier)` on: (q [d], keys [n_keys, d], multiplier).
+
+    Unscaled and scaled rows of a few keys, one with d larger than the number of keys, and one
+    saturated row (a long query: one key takes nearly all the weight, so dp/ds is nearly 0).
+    """
+    rng = np.random.default_rng(seed)
+    q4, k4 = rng.standard_normal(4), rng.standard_normal((5, 4))
+    q16, k16 = rng.standard_normal(16), rng.standard_normal((6, 16))
+    return [(q4, k4, 1.0), (q4, k4, 0.5), (q16, k16, 0.25), (32 * q16, k16, 1.0)]

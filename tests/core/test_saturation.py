@@ -94,3 +94,29 @@ def test_errors(call, message):
 
 def test_softmax_rows_sum_to_one():
     np.testing.assert_allclose(softmax(random_logits(256)).sum(-1), 1.0)
+
+
+def test_row_jacobians_match_the_closed_forms_and_the_curve_can_use_them():
+    from t5lesson.saturation import query_gradient_norm, row_jacobians, saturation_curve, softmax_jacobian_norm
+
+    rng = np.random.default_rng(0)
+    q, keys = rng.standard_normal(8), rng.standard_normal((5, 8))
+    dp_ds, dp_dq = row_jacobians(q, keys, 0.5)
+    p = softmax(0.5 * keys @ q)
+    np.testing.assert_allclose(dp_ds, np.diag(p) - np.outer(p, p))
+    eps = 1e-6  # dp/dq by finite differences
+    numeric = np.stack([(softmax(0.5 * keys @ (q + eps * e)) - softmax(0.5 * keys @ (q - eps * e))) / (2 * eps)
+                        for e in np.eye(8)], axis=1)
+    np.testing.assert_allclose(dp_dq, numeric, atol=1e-8)
+    assert np.linalg.norm(dp_ds) == pytest.approx(float(softmax_jacobian_norm(p)))
+    assert np.linalg.norm(dp_dq) == pytest.approx(float(query_gradient_norm(p, keys, 0.5)))
+    # the curve measured one row at a time with row_jacobians (d above and below n_keys) equals the closed forms
+    for scale in (1.0, "sqrt_d"):
+        closed = saturation_curve((4, 64), scale, n_queries=16, n_keys=8)
+        per_row = saturation_curve((4, 64), scale, n_queries=16, n_keys=8, jacobians=row_jacobians)
+        np.testing.assert_allclose(per_row.jacobian_norm, closed.jacobian_norm, rtol=1e-9)
+        np.testing.assert_allclose(per_row.query_gradient_norm, closed.query_gradient_norm, rtol=1e-9)
+    with pytest.raises(ArgumentError, match="keys \\[n_keys, d\\]"):
+        row_jacobians(q, keys[:, :3])
+    with pytest.raises(ArgumentError, match="jacobians must be a function"):
+        saturation_curve((4,), jacobians=3)

@@ -128,3 +128,19 @@ def test_training_figure():
     np.testing.assert_array_equal(accuracy, traces[0].accuracy)
     with pytest.raises(ArgumentError, match="at least one TrainingTrace"):
         training_figure([])
+
+
+def test_attention_row_shows_the_mean_over_its_rows_beside_the_one_row():
+    """One row is one draw: at query 0 the row's max weight falls from d = 4 to 64 while the mean rises."""
+    e = AttentionRow(d=4, query=0)
+    table = prefix_dot_products(20, 1024, n_keys=16, seed=1).astype(np.float64)
+    for d in (4, 64, 1024):
+        e.update(d=d)
+        raw = table[:, :, d - 1]
+        mean_raw, mean_scaled = max_weight(softmax(raw)).mean(), max_weight(softmax(raw / math.sqrt(d))).mean()
+        assert e.mean_raw.get_ydata()[0] == pytest.approx(mean_raw)
+        assert e.mean_scaled.get_ydata()[0] == pytest.approx(mean_scaled)
+        assert f"mean of all 20 rows: unscaled {mean_raw:.2f}, standard {mean_scaled:.2f}" in e.readout()
+    means = [AttentionRow(d=d).mean_max_weights(d)[0] for d in (4, 64, 1024)]
+    rows = [float(max_weight(softmax(table[0, :, d - 1]))) for d in (4, 64, 1024)]
+    assert means[0] < means[1] < means[2] and rows[1] < rows[0]

@@ -160,3 +160,58 @@ def test_significant_figures_and_first_step():
 def test_bad_arguments(call, message):
     with pytest.raises(ArgumentError, match=message):
         call()
+
+
+# --- lesson 2's your-turn step, and what the fast (diverging) run prints ---
+
+from t5lesson.lessons.folding import (  # noqa: E402
+    first_step_above,
+    new_head,
+    runaway_table,
+    step_check,
+    times_band,
+    train_step,
+)
+
+
+def test_train_step_is_the_step_train_recall_takes():
+    task = RecallTask(seed=1)
+    with one_thread_forked_rng(0):
+        model = new_head("folded", task)
+        opt = make_optimizer("adam", model.parameters(), 3e-3)
+        loss = train_step(model, opt, *task.batch(8, torch.Generator().manual_seed(2)))
+    assert isinstance(loss, float) and loss == pytest.approx(math.log(16), abs=0.5)
+    with pytest.raises(ArgumentError, match="task must be a RecallTask"):
+        new_head("folded", task=3)
+
+
+def test_step_check_passes_the_course_step_and_says_where_a_wrong_one_differs():
+    check = step_check()
+    assert check(train_step, train_step) is None
+
+    def no_multiplier(model, opt, query, memory, answer):  # forgets the scaled head's 1/sqrt(d)
+        logits = torch.einsum("bd,bmd->bm", model.q(query), model.k(memory))
+        read = torch.einsum("bm,bmd->bd", logits.softmax(-1), model.v(memory))
+        loss = torch.nn.functional.cross_entropy(model.readout(read), answer)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    def no_step(model, opt, query, memory, answer):
+        return torch.nn.functional.cross_entropy(model(query, memory)[0], answer).item()
+
+    assert "adam, scaled head, update 1 of 3: the loss is" in check(no_multiplier, train_step)
+    assert "after the step q.weight differs" in check(no_step, train_step)
+
+
+def test_runaway_table_gives_milestones_and_times_band_gives_bands():
+    traces = [train_recall(v, "adam", lr=1e-2, steps=20, eval_every=10) for v in ("folded", "scaled")]
+    rows = runaway_table(traces).splitlines()
+    assert "std > 10" in rows[0]
+    assert first_step_above(traces[0], 10.0) == 10 and "   step 10  not in 20 steps" in rows[1]  # 11.2 at step 10
+    assert first_step_above(traces[1], 10.0) is None and "not by 20" in rows[2]
+    assert [times_band(r) for r in (1.5, 2.0, 5.9, 8.0, 20.0)] == [
+        "under 2 times", "between 2 and 4 times", "between 4 and 8 times", "between 8 and 16 times", "over 16 times"]
+    with pytest.raises(ArgumentError, match="ratio must be a positive finite number"):
+        times_band(float("nan"))
