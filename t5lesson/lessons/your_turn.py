@@ -28,6 +28,7 @@ that run live in the browser can use it.
 from __future__ import annotations
 
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable, Sequence
 
@@ -37,8 +38,14 @@ __all__ = ["your_turn", "hint", "compare_values", "NOT_WRITTEN", "MATCHES"]
 
 NOT_WRITTEN = "not written yet"
 MATCHES = "matches the course's version"
+LINE_WIDTH = 88  # characters: a printed line that fits a notebook page without wrapping mid-word
 _HINTS: dict[str, list[str]] = {}
 _HINTS_SHOWN: dict[str, int] = {}
+
+
+def _say(text: str) -> None:
+    """Print `text` with every line wrapped to fit a notebook page (continuations indented)."""
+    print("\n".join(textwrap.fill(line, LINE_WIDTH, subsequent_indent="  ") for line in text.splitlines()))
 
 
 def hint(name: str) -> None:
@@ -46,11 +53,11 @@ def hint(name: str) -> None:
     hints = _HINTS.get(name)
     if not hints:
         known = ", ".join(sorted(_HINTS)) or "none yet: run the your-turn cell first"
-        print(f"No hints for {name!r}. Your-turn cells with hints: {known}.")
+        _say(f"No hints for {name!r}. Your-turn cells with hints: {known}.")
         return
     level = min(_HINTS_SHOWN.get(name, 0), len(hints) - 1)
     _HINTS_SHOWN[name] = level + 1
-    print(f"{name}, hint {level + 1} of {len(hints)}: {hints[level]}")
+    _say(f"{name}, hint {level + 1} of {len(hints)}: {hints[level]}")
 
 
 def _as_array(value):
@@ -100,10 +107,18 @@ def compare_values(ours, theirs, tol: float = 1e-6, where: str = "") -> str | No
     return f"{label} differs at index {list(index)}: {_short(a[index])}, expected {_short(b[index])}"
 
 
+def _argument(value) -> str:
+    """A case's argument in a few characters: an array of more than a few entries by its shape."""
+    array = _as_array(value)
+    if array is not None and array.size > 6:
+        return f"a {list(array.shape)} array"
+    return _short(value)
+
+
 def _describe(case) -> str:
     if isinstance(case, dict):
-        return ", ".join(f"{k}={_short(v)}" for k, v in case.items())
-    return ", ".join(_short(v) for v in case)
+        return ", ".join(f"{k}={_argument(v)}" for k, v in case.items())
+    return ", ".join(_argument(v) for v in case)
 
 
 def _call(function, case):
@@ -143,17 +158,17 @@ def your_turn(name: str, learner: Callable, reference: Callable, cases: Sequence
                     problem = f"case {k} of {len(cases)} ({_describe(case)}): {problem}"
                     break
     except NotImplementedError:
-        print(f"{name}: {NOT_WRITTEN}. {course}; write yours above and run this cell again to use it.")
+        _say(f"{name}: {NOT_WRITTEN}. {course}; write yours above and run this cell again to use it.")
         return reference
     except Exception as exc:  # the learner's bug: one clear line, never a traceback wall
         message = str(exc).splitlines()[0][:160] if str(exc) else ""
-        print(f"{name}: your code raised {type(exc).__name__}{_learner_line(exc, learner)}: {message}\n"
+        _say(f"{name}: your code raised {type(exc).__name__}{_learner_line(exc, learner)}: {message}\n"
               f"  {course} until yours runs.{hint_note}")
         return reference
     if problem:
-        print(f"{name}: differs from the course's version on {problem}.\n  {course} until yours matches.{hint_note}")
+        _say(f"{name}: differs from the course's version on {problem}.\n  {course} until yours matches.{hint_note}")
         return reference
     on = f" on {count} cases" if count else ""
-    print(f"{name}: {MATCHES}{on}. The cells below use yours.")
+    _say(f"{name}: {MATCHES}{on}. The cells below use yours.")
     sys.stdout.flush()
     return learner
