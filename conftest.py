@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent
+# Reports go here; tools/cross_cpu.py gives each of its parallel runs a folder of its own.
+ARTIFACTS = Path(os.environ.get("T5LESSON_ARTIFACTS") or ROOT / "artifacts")
 BUDGET_S: dict = {}  # notebook number prefix -> seconds, where a notebook may take longer than the default
 DEFAULT_BUDGET_S = 20.0
 _notebook_seconds: dict = {}
@@ -23,7 +25,7 @@ _kernel_cpu_seconds: dict = {}  # notebook path -> CPU seconds its kernel had us
 
 def pytest_sessionstart(session):
     # A report left by an earlier run would be printed again below as if it were this run's.
-    (ROOT / "artifacts" / "notebooks" / "report.txt").unlink(missing_ok=True)
+    (ARTIFACTS / "notebooks" / "report.txt").unlink(missing_ok=True)
 
 
 def budget_for(path: str) -> float:
@@ -87,7 +89,7 @@ def pytest_sessionfinish(session, exitstatus):
                  f"{sum(_kernel_cpu_seconds.values()):>12.1f}")
     if over:
         lines.append(f"FAILING THE RUN: {len(over)} notebook(s) over their time budget: {', '.join(over)}")
-    report = ROOT / "artifacts" / "notebooks" / "report.txt"
+    report = ARTIFACTS / "notebooks" / "report.txt"
     report.parent.mkdir(parents=True, exist_ok=True)
     report.write_text("\n".join(lines) + "\n")
     if over and session.exitstatus == 0:
@@ -95,6 +97,6 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_terminal_summary(terminalreporter):
-    for report in sorted((ROOT / "artifacts").glob("*/report.txt")):
+    for report in sorted(ARTIFACTS.glob("*/report.txt")):
         terminalreporter.write_sep("-", f"{report.parent.name} report ({report})")
         terminalreporter.write(report.read_text())

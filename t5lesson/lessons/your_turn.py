@@ -38,14 +38,9 @@ __all__ = ["your_turn", "hint", "compare_values", "NOT_WRITTEN", "MATCHES"]
 
 NOT_WRITTEN = "not written yet"
 MATCHES = "matches the course's version"
-LINE_WIDTH = 88  # characters: a printed line that fits a notebook page without wrapping mid-word
+WIDTH = 88  # printed lines fit a 1400 px JupyterLab window without wrapping mid-word
 _HINTS: dict[str, list[str]] = {}
 _HINTS_SHOWN: dict[str, int] = {}
-
-
-def _say(text: str) -> None:
-    """Print `text` with every line wrapped to fit a notebook page (continuations indented)."""
-    print("\n".join(textwrap.fill(line, LINE_WIDTH, subsequent_indent="  ") for line in text.splitlines()))
 
 
 def hint(name: str) -> None:
@@ -121,6 +116,12 @@ def _describe(case) -> str:
     return ", ".join(_argument(v) for v in case)
 
 
+def _say(*sentences: str) -> None:
+    """Print the check's verdict, wrapped to WIDTH, later lines indented."""
+    print(textwrap.fill(" ".join(sentences), WIDTH, subsequent_indent="  ", break_on_hyphens=False))
+    sys.stdout.flush()
+
+
 def _call(function, case):
     return function(**case) if isinstance(case, dict) else function(*case)
 
@@ -158,17 +159,16 @@ def your_turn(name: str, learner: Callable, reference: Callable, cases: Sequence
                     problem = f"case {k} of {len(cases)} ({_describe(case)}): {problem}"
                     break
     except NotImplementedError:
-        _say(f"{name}: {NOT_WRITTEN}. {course}; write yours above and run this cell again to use it.")
+        _say(f"{name}: {NOT_WRITTEN}.", f"{course};", "write yours above and run this cell again to use it.")
         return reference
     except Exception as exc:  # the learner's bug: one clear line, never a traceback wall
         message = str(exc).splitlines()[0][:160] if str(exc) else ""
-        _say(f"{name}: your code raised {type(exc).__name__}{_learner_line(exc, learner)}: {message}\n"
-              f"  {course} until yours runs.{hint_note}")
+        _say(f"{name}: your code raised {type(exc).__name__}{_learner_line(exc, learner)}: {message}.",
+             f"{course} until yours runs.{hint_note}")
         return reference
     if problem:
-        _say(f"{name}: differs from the course's version on {problem}.\n  {course} until yours matches.{hint_note}")
+        _say(f"{name}: differs from the course's version on {problem}.", f"{course} until yours matches.{hint_note}")
         return reference
     on = f" on {count} cases" if count else ""
-    _say(f"{name}: {MATCHES}{on}. The cells below use yours.")
-    sys.stdout.flush()
+    _say(f"{name}: {MATCHES}{on}.", "The cells below use yours.")
     return learner
