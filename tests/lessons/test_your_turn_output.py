@@ -17,7 +17,7 @@ def test_every_printed_line_fits_the_page(capsys):
                  hints=["x " * 80])
     yt.hint("a_rather_long_step_name")
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) > 4 and all(len(line) <= yt.LINE_WIDTH for line in lines), lines
+    assert len(lines) > 4 and all(len(line) <= yt.WIDTH for line in lines), lines
 
 
 def test_a_large_array_argument_is_named_by_its_shape(capsys):
