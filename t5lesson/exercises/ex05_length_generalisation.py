@@ -97,12 +97,13 @@ EXERCISE = Exercise(
             feedback={
                 "5fd63f3e4e6ba4fa88391857": "more parameters are only as good as the signal that trains them; the far "
                                             "ones got almost none.",
-                "f248a88bc0046a458b1179af": "fewer parameters is true, but it is not the reason: in lesson 5 a "
-                                            "per-offset table clipped at 32 (33 parameters, against 64 for the "
-                                            "unclipped Model A and 16 buckets for T5) generalised as well as buckets.",
+                "f248a88bc0046a458b1179af": "fewer parameters is true, but it is not the reason: in lesson 5b "
+                                            "(section 2) a per-offset table clipped at 32 (33 parameters, against "
+                                            "64 for the unclipped Model A and 16 buckets for T5) generalised as well "
+                                            "as buckets.",
                 "15b633a079ba0132d4d31bac": "count the pairs: offset d occurs L - d times in a sequence of L tokens.",
-                "fa2088ba2bb5895041080fcc": "the lesson measured the attention on the right key shrinking with length "
-                                            "even for T5's buckets.",
+                "fa2088ba2bb5895041080fcc": "lesson 5b (section 5) measured the attention on the right key shrinking "
+                                            "with length even for T5's buckets.",
             },
         ),
         Numeric(
@@ -138,9 +139,9 @@ EXERCISE = Exercise(
             rubric=(
                 ("inputs never longer than training: far buckets buy nothing, and a per-offset table (or more exact "
                  "buckets) keeps distinctions a wide bucket merges, e.g. copying from an exact long distance", 1),
-                ("a max_distance beyond the training length leaves the far buckets untrained; the lesson's numbers "
+                ("a max_distance beyond the training length leaves the far buckets untrained; lesson 5b's numbers "
                  "for it, and the fix (max_distance inside the training length, or longer training)", 1),
-                ("alternatives judged with the lesson's evidence: a per-offset table clipped inside the training "
+                ("alternatives judged with the lessons' evidence: a per-offset table clipped inside the training "
                  "length does as well as buckets; a fixed distance penalty (ALiBi) extrapolates for recency but "
                  "could not copy with one layer", 1),
             ),
@@ -148,9 +149,9 @@ EXERCISE = Exercise(
                 "Does it name a case where inputs stay within the training length, and say what buckets cost "
                 "there and what you would use instead?",
                 "Does it say what goes wrong when the buckets' range reaches past the training length, with the "
-                "lesson's numbers, and how to fix it?",
+                "numbers of lesson 5b, and how to fix it?",
                 "Does it weigh at least one alternative (a clipped per-offset table, a fixed distance penalty "
-                "such as ALiBi) against the lesson's results?",
+                "such as ALiBi) against the results of lessons 5 and 5b?",
             ),
         ),
     ),

@@ -7,12 +7,13 @@ with the position scheme as the only thing that changes:
     results = run_experiment(["t5", "per-offset-A"], ["copy-k"], seeds=[0, 1, 2])
     results.mean("t5", "copy-k", 512)
 
-Lesson 5 writes its training loop out in the notebook; `train` holds the same lines, and the
+Lesson 5 writes its training loop out in the notebook, with a training step that the learner
+writes (`step_check` checks it against `training_step`); `train` holds the same lines, and the
 rest of `run` is plumbing (seeded models, the optimiser, the batches, evaluation, the results
 table). Modules: tasks (the synthetic tasks), schemes (the position biases), model (the tiny
 model), run (training, evaluation, the results table), counts (pairs per offset and per
 parameter), variants (the explorer's T5 runs, stored as data), stored (the full grid, run once
-and stored as JSON), figures (the lessons' plots).
+and stored as JSON), figures (the lessons' plots), step_check (lesson 5's your-turn check).
 
 Names load on first use, so the stored explorer data (`variants.load_variants`) is read
 without importing torch.
@@ -23,10 +24,11 @@ _HOME = {
     "TinyAttentionModel": "model",
     "Config": "run", "Results": "run", "evaluate": "run", "run_experiment": "run", "train": "run",
     "warmup_cosine": "run", "new_model": "run", "new_optimizer": "run", "warmup_cosine_schedule": "run",
-    "training_batches": "run", "per_model_loss": "run", "record": "run", "refill": "run",
+    "training_batches": "run", "training_step": "run", "per_model_loss": "run", "record": "run", "refill": "run",
     "SCHEMES": "schemes", "PositionBias": "schemes", "Scheme": "schemes", "alibi_slopes": "schemes",
     "get_scheme": "schemes", "t5_scheme": "schemes",
     "IGNORE": "tasks", "TASKS": "tasks", "Task": "tasks", "get_task": "tasks", "make_batch": "tasks",
+    "check_training_step": "step_check", "TRAINING_STEP_HINTS": "step_check",
     "Variant": "variants", "t5_variants": "variants", "load_variants": "variants",
 }
 __all__ = sorted(_HOME)

@@ -29,7 +29,8 @@ from .schemes import get_scheme
 from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch
 
 __all__ = ["COLUMNS", "Config", "Results", "train", "evaluate", "run_experiment", "warmup_cosine", "new_model",
-           "new_optimizer", "warmup_cosine_schedule", "training_batches", "per_model_loss", "record", "refill"]
+           "new_optimizer", "warmup_cosine_schedule", "training_batches", "training_step", "per_model_loss", "record",
+           "refill"]
 
 
 @dataclass(frozen=True)
@@ -173,15 +174,25 @@ def train(scheme, task, seeds, config=Config(), on_step=None):
         batches = training_batches(task, seeds, config)
         for _ in range(config.steps):
             tokens, targets = next(batches)
-            logits, _ = model(tokens)
-            loss = per_model_loss(logits, targets)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            schedule.step()
+            training_step(model, optimizer, schedule, tokens, targets)
             if on_step is not None:
                 on_step()
     return model.eval()
+
+
+def training_step(model, optimizer, schedule, tokens, targets):
+    """One update of the side-by-side models on one batch (lesson 5's your-turn step); returns the loss.
+
+    Forward, each model's mean cross-entropy summed over the models (`per_model_loss`), then
+    backward, one optimiser step and one step of the learning-rate schedule.
+    """
+    logits, _ = model(tokens)
+    loss = per_model_loss(logits, targets)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    schedule.step()
+    return loss
 
 
 def per_model_loss(logits, targets):

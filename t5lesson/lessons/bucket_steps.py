@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..buckets import _exact_ties, bucket_config, bucket_ids
+from ..buckets import _exact_ties, bucket_config, bucket_ids, relative_position_bucket
 
-__all__ = ["BucketSteps", "bucket_steps"]
+__all__ = ["BucketSteps", "bucket_steps", "bucket_of", "BUCKET_OF_CASES", "BUCKET_OF_HINTS"]
 
 LINE_WIDTH = 88  # characters: a printed line that fits a notebook without wrapping
 
@@ -121,3 +121,35 @@ def bucket_steps(offset, bidirectional=True, num_buckets=32, max_distance=128) -
         region = "clamped" if max_exact + math.trunc(log_value) > per_direction - 1 else "log"
     return BucketSteps(offset, bidirectional, int(num_buckets), int(max_distance), per_direction,
                        half_start, n, max_exact, region, log_value, bucket, tie)
+
+
+def bucket_of(offset, bidirectional=True, num_buckets=32, max_distance=128) -> int:
+    """The bucket of one offset (key - query) as a Python int: the course's answer to lesson 3's
+    your-turn cell, taken from `relative_position_bucket`."""
+    if isinstance(offset, bool):
+        raise ArgumentError(f"offset must be an integer (key - query), got the bool {offset!r}")
+    return int(relative_position_bucket(check_int("offset", offset), bidirectional, num_buckets, max_distance))
+
+
+# The offsets lesson 3's your-turn cell is checked on: every region of the default encoder and
+# decoder, both sides, the clamp, and two other settings. None is a tie (an offset where the log
+# formula is exactly a whole number, such as 16, 32 and 64 for the default encoder), so a learner
+# who computes the logarithm in float64 matches the reference, which computes it in float32.
+BUCKET_OF_CASES = (
+    (0,), (-1,), (1,), (-7,), (7,), (-8,), (8,), (-12,), (-20,), (20,), (-50,), (90,), (-91,), (-500,),
+    (5000,),
+    (5, False), (-15, False), (-20, False), (-112, False), (-113, False), (-1000, False),
+    (-9, True, 16, 32), (-30, False, 16, 32), (40, True, 33, 128),
+)
+
+BUCKET_OF_HINTS = (
+    "go through the regions in order. First max_exact = per_side // 2; a distance n below it is "
+    "its own bucket within the side: return n.",
+    "in the log region the bucket within the side is max_exact + int(np.log(n / max_exact) / "
+    "np.log(max_distance / max_exact) * (per_side - max_exact)); int() truncates, as the floor "
+    "of section 2.3 does for a value that is never negative.",
+    "the clamp: a side has per_side buckets, numbered 0 to per_side - 1, so return min(bucket, "
+    "per_side - 1); bucket_of adds the half's start. The reference computes the logarithm in float32; at the "
+    "few offsets where the formula is exactly a whole number (16, 32 and 64 for the default "
+    "encoder) float32 and float64 can truncate to different buckets, so the checks avoid them.",
+)

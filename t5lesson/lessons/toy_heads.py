@@ -23,7 +23,8 @@ import numpy as np
 
 from ..buckets import bucket_ranges
 
-__all__ = ["HEAD_NAMES", "WINDOW", "toy_bias_table", "bucket_representatives"]
+__all__ = ["HEAD_NAMES", "WINDOW", "toy_bias_table", "bucket_representatives", "bias_from_table_cases",
+           "BIAS_FROM_TABLE_HINTS"]
 
 HEAD_NAMES = ("local window", "previous token", "look far left", "flat")
 WINDOW = 3
@@ -53,3 +54,29 @@ def toy_bias_table(bidirectional=True, num_buckets=32, max_distance=128) -> np.n
     for bucket, offset in representatives.items():
         table[bucket] = _head_values(offset, max_distance)
     return table
+
+
+def bias_from_table_cases() -> list[dict]:
+    """The settings lesson 4's your-turn cell checks `bias_from_table` on (keyword arguments).
+
+    The toy tables with the lesson's lengths, then a table of mixed values (so a swapped head
+    axis or a reversed offset cannot pass by symmetry) with more keys than queries, and two
+    decoding steps with a cache: one new query after 9 cached tokens, three after 37.
+    """
+    mixed = np.round(np.random.default_rng(0).normal(size=(16, 3)), 2)
+    return [
+        dict(table=toy_bias_table(True), q_len=6, k_len=6),
+        dict(table=toy_bias_table(False), q_len=10, k_len=10, bidirectional=False),
+        dict(table=mixed, q_len=5, k_len=30, max_distance=20),
+        dict(table=toy_bias_table(False), q_len=1, k_len=10, bidirectional=False, query_offset=9),
+        dict(table=mixed, q_len=3, k_len=40, bidirectional=False, max_distance=20, query_offset=37),
+    ]
+
+
+BIAS_FROM_TABLE_HINTS = (
+    "the query of row i sits at position query_offset + i, the key of column j at position j; "
+    "np.arange gives both, and broadcasting (a column minus a row) gives the [q_len, k_len] offsets.",
+    "the offset is key minus query. Bucket the whole matrix at once with t5.relative_position_bucket, "
+    "passing bidirectional, the table's number of buckets (table.shape[0]) and max_distance.",
+    "table[buckets] has shape [q_len, k_len, heads]; .transpose(2, 0, 1) puts the head axis first.",
+)

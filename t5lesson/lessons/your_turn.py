@@ -48,11 +48,11 @@ def hint(name: str) -> None:
     hints = _HINTS.get(name)
     if not hints:
         known = ", ".join(sorted(_HINTS)) or "none yet: run the your-turn cell first"
-        print(f"No hints for {name!r}. Your-turn cells with hints: {known}.")
+        _say(f"No hints for {name!r}. Your-turn cells with hints: {known}.")
         return
     level = min(_HINTS_SHOWN.get(name, 0), len(hints) - 1)
     _HINTS_SHOWN[name] = level + 1
-    print(f"{name}, hint {level + 1} of {len(hints)}: {hints[level]}")
+    _say(f"{name}, hint {level + 1} of {len(hints)}: {hints[level]}")
 
 
 def _as_array(value):
@@ -102,10 +102,18 @@ def compare_values(ours, theirs, tol: float = 1e-6, where: str = "") -> str | No
     return f"{label} differs at index {list(index)}: {_short(a[index])}, expected {_short(b[index])}"
 
 
+def _argument(value) -> str:
+    """A case's argument in a few characters: an array of more than a few entries by its shape."""
+    array = _as_array(value)
+    if array is not None and array.size > 6:
+        return f"a {list(array.shape)} array"
+    return _short(value)
+
+
 def _describe(case) -> str:
     if isinstance(case, dict):
-        return ", ".join(f"{k}={_short(v)}" for k, v in case.items())
-    return ", ".join(_short(v) for v in case)
+        return ", ".join(f"{k}={_argument(v)}" for k, v in case.items())
+    return ", ".join(_argument(v) for v in case)
 
 
 def _say(*sentences: str) -> None:

@@ -50,6 +50,8 @@ def test_exercise_holds_no_solution_and_no_output(solution):
 def test_strip_quiz_answers_and_function_bodies():
     quiz = "x = 1\n### BEGIN SOLUTION\nanswer_q1 = 'B'  # why\nhelper = 3\n### END SOLUTION"
     assert strip_solutions(quiz) == "x = 1\nanswer_q1 = None  # YOUR ANSWER HERE\nhelper = None  # YOUR ANSWER HERE"
+    working = "x = 1\nanswer_q1 = None  # YOUR ANSWER HERE\nhelper = None  # your working, not graded"
+    assert strip_solutions(quiz, graded="answer_q1") == working  # scaffolding does not look like an answer
     code = "def f(x):\n    '''doc'''\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n"
     assert strip_solutions(code) == "def f(x):\n    '''doc'''\n    # YOUR CODE HERE\n    raise NotImplementedError()\n"
 

@@ -24,7 +24,8 @@ def notebook_loop():
     cells = ["".join(c["source"]) for c in json.loads(LESSON.read_text())["cells"] if c["cell_type"] == "code"]
     (source,) = [c for c in cells if c.lstrip().startswith("def train_copy_k(")]
     namespace = {name: getattr(lengthgen, name) for name in
-                 ("IGNORE", "new_model", "new_optimizer", "training_batches", "warmup_cosine_schedule")}
+                 ("IGNORE", "new_model", "new_optimizer", "training_batches", "training_step",
+                  "warmup_cosine_schedule")}
     namespace.update(F=F, one_thread_forked_rng=one_thread_forked_rng, config=SMALL)
     exec(source, namespace)  # noqa: S102  (the lesson's own code)
     return namespace["train_copy_k"]

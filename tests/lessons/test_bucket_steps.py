@@ -48,3 +48,22 @@ def test_a_tie_is_shown_as_exact_and_agrees_with_the_bucket():
     assert steps.tie and steps.log_value == 9.0 and steps.bucket == 27
     assert "= 9.000 exactly (a tie), so 18 + 9 = 27" in str(steps)
     assert not bucket_steps(-8).tie and not bucket_steps(-20).tie
+
+
+def test_bucket_of_is_the_package_bucket_as_an_int():
+    from t5lesson.lessons.bucket_steps import BUCKET_OF_CASES, bucket_of
+
+    for case in BUCKET_OF_CASES:
+        assert bucket_of(*case) == relative_position_bucket(*case) and type(bucket_of(*case)) is int
+    with pytest.raises(ArgumentError, match="offset must be an integer"):
+        bucket_of(True)
+
+
+def test_bucket_of_cases_avoid_ties_and_cover_every_region():
+    """A learner computing the log in float64 matches on every case (ties are where float32 may not)."""
+    from t5lesson.lessons.bucket_steps import BUCKET_OF_CASES
+
+    steps = [bucket_steps(*case) for case in BUCKET_OF_CASES]
+    assert not any(s.tie for s in steps)
+    assert {s.region for s in steps} == {"exact", "log", "clamped"}
+    assert {s.bidirectional for s in steps} == {True, False} and any(s.half_start > 0 for s in steps)

@@ -33,3 +33,17 @@ def test_representatives_lie_in_their_bucket_nearest_to_zero():
 def test_bad_configuration():
     with pytest.raises(ArgumentError, match="max_distance must be > max_exact"):
         toy_bias_table(True, 32, 8)
+
+
+def test_bias_from_table_cases_reach_the_cache_and_tell_heads_apart():
+    from t5lesson import relative_bias
+    from t5lesson.lessons.toy_heads import bias_from_table_cases
+
+    cases = bias_from_table_cases()
+    assert any(case.get("query_offset", 0) > 0 for case in cases)
+    assert any(case["q_len"] != case["k_len"] for case in cases)
+    for case in cases:
+        bias = relative_bias(**case)
+        assert bias.shape == (case["table"].shape[1], case["q_len"], case["k_len"])
+    mixed = cases[2]["table"]
+    assert len({tuple(column) for column in mixed.T}) == mixed.shape[1]  # no two heads alike

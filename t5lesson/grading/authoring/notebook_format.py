@@ -18,8 +18,10 @@ Solutions sit between nbgrader's markers in answer cells:
     ### END SOLUTION
 
 A region made only of assignments (a quiz answer) becomes `answer_q5 = None  # YOUR ANSWER
-HERE`; any other region (a function body) becomes `# YOUR CODE HERE` and `raise
-NotImplementedError()`, at the marker's indentation, as in nbgrader. A Markdown answer cell
+HERE`; a name assigned there that is not the question's graded name (working such as `n`)
+becomes `n = None  # your working, not graded`, so that it does not look like an answer. Any
+other region (a function body) becomes `# YOUR CODE HERE` and `raise NotImplementedError()`,
+at the marker's indentation, as in nbgrader. A Markdown answer cell
 (free text) is replaced whole by the question's placeholder. Outputs, execution counts and
 volatile metadata are dropped, so generating twice gives the same bytes.
 
@@ -46,6 +48,7 @@ __all__ = ["BEGIN", "END", "SourceError", "cell_info", "cell_key", "strip_soluti
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 ANSWER_STUB = "None  # YOUR ANSWER HERE"
+WORKING_STUB = "None  # your working, not graded"
 CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
@@ -71,7 +74,7 @@ def exercise_id_of(nb) -> str | None:
     return info.get("exercise") if isinstance(info, dict) else None
 
 
-def _blank_region(lines: list[str], indent: str) -> list[str]:
+def _blank_region(lines: list[str], indent: str, graded: str | None = None) -> list[str]:
     body = textwrap.dedent("\n".join(lines))
     try:
         tree = ast.parse(body)
@@ -81,12 +84,16 @@ def _blank_region(lines: list[str], indent: str) -> list[str]:
         isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) for node in tree.body
     ):
         names = [t.id for node in tree.body for t in node.targets]
-        return [f"{indent}{name} = {ANSWER_STUB}" for name in dict.fromkeys(names)]
+        return [f"{indent}{name} = {ANSWER_STUB if graded in (None, name) else WORKING_STUB}"
+                for name in dict.fromkeys(names)]
     return [indent + line for line in CODE_STUB]
 
 
-def strip_solutions(source: str, where: str = "cell") -> str:
-    """Replace every BEGIN/END SOLUTION region of a code cell's source by its stub."""
+def strip_solutions(source: str, where: str = "cell", graded: str | None = None) -> str:
+    """Replace every BEGIN/END SOLUTION region of a code cell's source by its stub.
+
+    graded: the question's answer name; other names a quiz region assigns get the working stub.
+    """
     out, region, indent = [], None, ""
     for number, line in enumerate(source.split("\n"), 1):
         marker = line.strip()
@@ -97,7 +104,7 @@ def strip_solutions(source: str, where: str = "cell") -> str:
         elif marker == END:
             if region is None:
                 raise SourceError(f"{where}, line {number}: {END} without {BEGIN}")
-            out.extend(_blank_region(region, indent))
+            out.extend(_blank_region(region, indent, graded))
             region = None
         elif region is not None:
             region.append(line)
@@ -200,5 +207,5 @@ def make_exercise(solution_nb, exercise: Exercise, where: str = "notebook"):
         if isinstance(question, FreeText):
             cell.source = question.placeholder
         else:
-            cell.source = strip_solutions(cell.source, f"{where}, cell {cell_key(cell)}")
+            cell.source = strip_solutions(cell.source, f"{where}, cell {cell_key(cell)}", question.name)
     return nb

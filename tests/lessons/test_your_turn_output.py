@@ -1,0 +1,28 @@
+"""What a your-turn check prints fits a notebook page, and a large array argument is named by its shape."""
+import numpy as np
+
+from t5lesson.lessons import your_turn as yt
+
+
+def _first(table, n):
+    return table[:n]
+
+
+def test_every_printed_line_fits_the_page(capsys):
+    def mine(table, n):
+        raise NotImplementedError("Your turn")
+
+    yt.your_turn("a_rather_long_step_name", mine, _first, [(np.zeros(4), 2)], hints=["x " * 80])
+    yt.your_turn("a_rather_long_step_name", lambda table, n: table[:n] + 1, _first, [(np.zeros(4), 2)],
+                 hints=["x " * 80])
+    yt.hint("a_rather_long_step_name")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 4 and all(len(line) <= yt.WIDTH for line in lines), lines
+
+
+def test_a_large_array_argument_is_named_by_its_shape(capsys):
+    yt.your_turn("first", lambda table, n: table[:n] + 1, _first, [dict(table=np.zeros((32, 4)), n=3)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "table=a [32, 4] array, n=3" in out
+    yt.your_turn("first", lambda table, n: table[:n] + 1, _first, [(np.arange(3.0), 1)])
+    assert "([0. 1. 2.], 1)" in " ".join(capsys.readouterr().out.split())
