@@ -97,15 +97,16 @@ class DecodingCode(ModuleCode):
 
 
 CASE_SPECS = (
-    (dict(seed=0, prompts=("31415",), max_new_tokens=12), "one string"),
-    (dict(seed=11, prompts=("27", "9999999", "0"), max_new_tokens=6), "a padded batch"),
+    (dict(seed=4, prompts=("31415",), max_new_tokens=12, eos_scale=2.0), "one string"),
+    (dict(seed=1, prompts=("4071952", "11"), max_new_tokens=12, eos_scale=2.0), "a padded batch of two"),
     (dict(seed=7, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-6.0),
      "rows whose hypotheses end after a few tokens"),
     (dict(seed=2, prompts=("27", "9999999", "0"), max_new_tokens=12, eos_scale=-3.0),
      "an end after one token beats every longer hypothesis"),
-    (dict(seed=3, prompts=("31415",), max_new_tokens=6, eos_scale=2.0), "no end token before the budget runs out"),
+    (dict(seed=4, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12),
+     "one string ends at once, three go on to the budget"),
     (dict(seed=1, prompts=("123456789012",), max_new_tokens=1), "one new token only"),
-    (dict(seed=9, prompts=("27", "9999999", "0"), max_new_tokens=12), "a longer answer"),
+    (dict(seed=9, prompts=("8", "80", "808"), max_new_tokens=12), "a longer answer"),
     (dict(seed=10, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-6.0),
      "four strings, their ends at different steps"),
 )
