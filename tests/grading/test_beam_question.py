@@ -112,3 +112,15 @@ def test_decoding_without_the_cache_is_refused():
                                                 "model.decode(tokens, encoder_out, mask)"))
     assert outcome.points < DECODING_QUESTION.points / 3, outcome.message  # one new token needs no cache
     assert "feed only the newest token of each beam" in outcome.message
+
+
+def test_calling_generate_earns_nothing():
+    from t5lesson.grading import harvest
+
+    def borrowed(model, input_ids, attention_mask, max_new_tokens):
+        return model._model.generate(input_ids=input_ids, attention_mask=attention_mask,
+                                     max_new_tokens=max_new_tokens, num_beams=2, early_stopping=True,
+                                     length_penalty=0.0)
+
+    outcome = score(DECODING_QUESTION, borrowed)
+    assert outcome.points == 0 and harvest.BLOCKED_MESSAGE in outcome.message, outcome.message

@@ -260,7 +260,7 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
     root = Path(__file__).resolve().parents[2]
     mistakes = {
         "no_padding": ("            allowed = allowed & attention_mask.bool()[:, None, None, :]\n"
-                       "        return allowed", "            pass\n        return allowed"),
+                       "        if segment_ids", "            pass\n        if segment_ids"),
         "no_offset": ("position_bias = self.compute_bias(q_len, k_len, query_offset=past_len)",
                       "position_bias = self.compute_bias(q_len, k_len, query_offset=0)"),
         "hangs": ("        return q @ k.transpose(-1, -2)", "        while True:\n            pass"),
