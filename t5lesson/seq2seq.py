@@ -87,14 +87,18 @@ class StepModel:
         logits, cache = model.decode(decoder_ids, encoder_out, attention_mask, cache=None)
 
     `decode` returns the logits of every position fed [batch, fed, vocab] and the cache to pass to
-    the next call (transformers' EncoderDecoderCache: self-attention keys and values, which
-    grow by the tokens fed, and cross-attention keys and values, computed once). `calls` lists,
-    for each decode call, (the decoder ids fed, whether a cache was passed).
+    the next call: a tuple with one entry per decoder block, (self-attention keys, values,
+    cross-attention keys, values), each [batch, heads, tokens, d_kv]. The self-attention ones grow
+    by the tokens fed; the cross-attention ones are computed once. Plain tensors, so that beam
+    search can pick a cache's rows (`tensor[rows]`) to follow its beams. `calls` lists, for each
+    decode call, (the decoder ids fed, whether a cache was passed); `held`, the tokens each call's
+    cache held (0 without one).
     """
 
     def __init__(self, model):
         self._model = model.eval()
         self.calls: list[tuple[torch.Tensor, bool]] = []
+        self.held: list[int] = []
 
     @torch.no_grad()
     def encode(self, input_ids, attention_mask):
@@ -102,8 +106,13 @@ class StepModel:
 
     @torch.no_grad()
     def decode(self, decoder_ids, encoder_out, attention_mask, cache=None):
+        from transformers import EncoderDecoderCache
+
         self.calls.append((torch.as_tensor(decoder_ids).clone(), cache is not None))
+        self.held.append(0 if cache is None else int(cache[0][0].shape[2]))
         out = self._model.decoder(input_ids=decoder_ids, encoder_hidden_states=encoder_out,
-                                  encoder_attention_mask=attention_mask, cache=cache, use_cache=True)
+                                  encoder_attention_mask=attention_mask, use_cache=True,
+                                  cache=None if cache is None else EncoderDecoderCache(list(cache)))
         hidden = out.last_hidden_state * self._model.model_dim ** -0.5  # T5's rescaling before the tied head
-        return self._model.lm_head(hidden), out.cache
+        blocks = zip(out.cache.self_attention_cache.layers, out.cache.cross_attention_cache.layers, strict=True)
+        return self._model.lm_head(hidden), tuple((s.keys, s.values, c.keys, c.values) for s, c in blocks)

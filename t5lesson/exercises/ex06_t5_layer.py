@@ -1,4 +1,4 @@
-"""Exercise 06: build T5 attention as a PyTorch module: self-attention and cross-attention, the cached bias, padding.
+"""Exercise 06: T5 attention as a PyTorch module: self- and cross-attention, the cached bias, padding, packed rows.
 
 Notebook: solutions/06_t5_layer.ipynb (source), exercises/06_t5_layer.ipynb (generated).
 Keys are salted hashes; recompute one with `t5grade hash QUESTION ANSWER`.
@@ -6,10 +6,12 @@ Keys are salted hashes; recompute one with `t5grade hash QUESTION ANSWER`.
 Question 4 grades a class, `MyT5Attention`, with `ModuleCode`
 (`t5lesson.grading.questions.module`): the learner's module is built and run inside their kernel on
 the hidden cases of `t5_layer_cases` (encoder, right and left padding, a long decoder, cached
-decoding, a second layer reusing layer 0's bias, large logits, the initialisation, and
-cross-attention over encoder states, which lesson 6 does not build: half of the credit) and
-only the arrays it returns come out; the grader compares them with transformers' `T5Attention`, loaded with the
-same weights, in its own process, and names the classic mistakes it recognises.
+decoding, a second layer reusing layer 0's bias, large logits, the initialisation,
+cross-attention over encoder states, and rows that pack several examples, `segment_ids`, which no
+lesson builds: two thirds of the credit, so that lesson 6's layer pasted in earns at most a
+third) and only the arrays it returns come out; the grader compares them with transformers'
+`T5Attention`, loaded with the same weights, in its own process, and names the classic mistakes
+it recognises.
 """
 from __future__ import annotations
 
@@ -93,7 +95,8 @@ EXERCISE = Exercise(
                 "a key is allowed when it passes the causal mask (decoder) AND its attention_mask is 1; with a cache, "
                 "query_offset is the number of cached keys, and the new keys go after the cached ones. With "
                 "key_value_states, k and v are projections of those states: no bias, no causal mask, the encoder's "
-                "attention_mask, and a cache that holds them as they are.",
+                "attention_mask, and a cache that holds them as they are. With segment_ids, a key is allowed only "
+                "where its segment equals the query's; the bias stays as it is (an offset is an offset).",
             ),
         ),
         FreeText(

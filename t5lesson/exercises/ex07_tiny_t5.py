@@ -1,29 +1,37 @@
 """Exercise 07: lesson 7, a whole tiny T5 (where the bias is, the cache, reading learned tables,
-cached greedy decoding).
+beam search with the cache).
 
 Notebook: solutions/07_tiny_t5.ipynb (source), exercises/07_tiny_t5.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); to change an answer, recompute its
 hash with `t5grade hash QUESTION ANSWER --exercise 07_tiny_t5`.
 
-The code question (q5) is graded like exercise 6's module question: in the learner's kernel,
-`t5lesson.exercises.tiny_t5_driver` runs their `greedy_decode` on a seeded transformers T5
-behind lesson 7's encode/decode interface and checks from its call log that they decoded with
-the cache; here, `reference_greedy` runs transformers' `generate()` on the same weights, and the
-tokens must agree exactly.
+The code question (q5) goes one step beyond lesson 7's greedy decoding: beam search with two
+beams. It is graded like exercise 6's module question: in the learner's kernel,
+`t5lesson.exercises.tiny_t5_driver` runs their `beam_decode` on a seeded transformers T5 behind
+lesson 7's encode/decode interface and checks from its call log that they decoded with the
+cache; here, `reference_beams` runs transformers' `generate(num_beams=2)` on the same weights,
+and the tokens up to each row's end token must agree exactly. The cases' weights and prompts
+are chosen so that no two candidate scores that decide a beam lie within 1e-3 of each other
+(tests/grading/test_beam_question.py measures it), so the answer is the same on every CPU.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..grading.questions.kinds import NOT_ATTEMPTED, Case, FreeText, MultipleChoice, Numeric
 from ..grading.questions.module import Expected, ModuleCode
 from . import Exercise, id_of_module
+from .tiny_t5_driver import SHORT
 
-__all__ = ["EXERCISE", "reference_greedy"]
+__all__ = ["EXERCISE", "GENERATE", "reference_beams", "reference_greedy", "diagnose"]
+
+# what the question's beam search is: transformers' generate() with these settings
+GENERATE = {"num_beams": 2, "do_sample": False, "early_stopping": True, "length_penalty": 0.0}
 
 
-def reference_greedy(seed, prompts, max_new_tokens, eos_scale=1.0) -> Expected:
-    """What `generate()` (greedy: no sampling, one beam) gives on the case's weights, exactly."""
+def _generate(seed, prompts, max_new_tokens, eos_scale, **settings):
     import torch
 
     from ..seq2seq import padded, random_model
@@ -32,8 +40,50 @@ def reference_greedy(seed, prompts, max_new_tokens, eos_scale=1.0) -> Expected:
     input_ids, attention_mask = padded(prompts)
     with torch.no_grad():
         tokens = model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
-                                do_sample=False, num_beams=1)
-    return Expected(tokens.double().numpy(), rtol=0.0, atol=0.0)
+                                **settings)
+    return tokens.double().numpy()
+
+
+def _up_to_end(tokens: np.ndarray, max_new_tokens: int) -> np.ndarray:
+    """One width for every answer (the driver fills a learner's rows alike), and NaN after each row's end
+    token: what follows it is padding, and not compared."""
+    from ..seq2seq import EOS
+
+    out = np.full((tokens.shape[0], 1 + max_new_tokens), float(SHORT))
+    out[:, :tokens.shape[1]] = tokens
+    for row in out:
+        ends = np.flatnonzero(row[1:] == EOS)
+        if ends.size:
+            row[ends[0] + 2:] = np.nan
+    return out
+
+
+def reference_beams(seed, prompts, max_new_tokens, eos_scale=1.0) -> Expected:
+    """What `generate(num_beams=2)` gives on the case's weights, up to each row's end token, exactly."""
+    tokens = _generate(seed, prompts, max_new_tokens, eos_scale, **GENERATE)
+    return Expected(_up_to_end(tokens, max_new_tokens), rtol=0.0, atol=0.0)
+
+
+def reference_greedy(seed, prompts, max_new_tokens, eos_scale=1.0) -> np.ndarray:
+    """Greedy decoding (one beam) on the same weights, up to each row's end token."""
+    return _up_to_end(_generate(seed, prompts, max_new_tokens, eos_scale, do_sample=False, num_beams=1), max_new_tokens)
+
+
+def diagnose(kwargs, got: np.ndarray, expected: Expected) -> list[tuple[tuple, str]]:
+    """One sentence: greedy decoding's answer is named as such; else the first token that differs."""
+    want = expected.values
+    greedy = reference_greedy(**dict(kwargs))
+    if np.array_equal(got[np.isfinite(greedy)], greedy[np.isfinite(greedy)]):
+        return [(("greedy",), "these are greedy decoding's tokens (one beam): keep the two best continuations at "
+                              "every step, and return the best finished hypothesis.")]
+    care = np.isfinite(want)
+    bad = np.argwhere(care & (got != np.where(care, want, 0)))
+    if not bad.size:
+        return []
+    row, token = (int(i) for i in bad[0])
+    yours = "no token (the row is shorter)" if got[row, token] == SHORT else f"token {int(got[row, token])}"
+    return [(("token",), f"row {row} first differs at position {token} (position 0 holds the start token): "
+                         f"generate(num_beams=2) gives token {int(want[row, token])}, your function {yours}.")]
 
 
 @dataclass(frozen=True)
@@ -46,20 +96,24 @@ class DecodingCode(ModuleCode):
         return self.outcome(NOT_ATTEMPTED, 0, f"write the body of {self.name} in the answer cell.")
 
 
+CASE_SPECS = (
+    (dict(seed=4, prompts=("31415",), max_new_tokens=12, eos_scale=2.0), "one string"),
+    (dict(seed=1, prompts=("4071952", "11"), max_new_tokens=12, eos_scale=2.0), "a padded batch of two"),
+    (dict(seed=7, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-6.0),
+     "rows whose hypotheses end after a few tokens"),
+    (dict(seed=2, prompts=("27", "9999999", "0"), max_new_tokens=12, eos_scale=-3.0),
+     "an end after one token beats every longer hypothesis"),
+    (dict(seed=4, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12),
+     "one string ends at once, three go on to the budget"),
+    (dict(seed=1, prompts=("123456789012",), max_new_tokens=1), "one new token only"),
+    (dict(seed=9, prompts=("8", "80", "808"), max_new_tokens=12), "a longer answer"),
+    (dict(seed=10, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-6.0),
+     "four strings, their ends at different steps"),
+)
+
+
 def _cases() -> tuple[Case, ...]:
-    specs = [
-        (dict(seed=0, prompts=("31415",), max_new_tokens=6), "one string"),
-        (dict(seed=1, prompts=("27", "9999999", "0"), max_new_tokens=10), "a padded batch"),
-        (dict(seed=0, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-3.0),
-         "some rows end at once: padding after their end token"),
-        (dict(seed=2, prompts=("31415", "27", "9999999", "0"), max_new_tokens=12, eos_scale=-6.0),
-         "every row ends at the first step: stop there"),
-        (dict(seed=5, prompts=("31415", "27", "9999999", "0"), max_new_tokens=10, eos_scale=-6.0),
-         "one row ends half-way"),
-        (dict(seed=3, prompts=("123456789012",), max_new_tokens=1), "one new token only"),
-        (dict(seed=4, prompts=("8", "80", "808"), max_new_tokens=16), "a longer answer"),
-    ]
-    return tuple(Case((), tuple(sorted(kwargs.items())), topic) for kwargs, topic in specs)
+    return tuple(Case((), tuple(sorted(kwargs.items())), topic) for kwargs, topic in CASE_SPECS)
 
 EXERCISE = Exercise(
     id=id_of_module(__name__), salted=True,
@@ -123,17 +177,22 @@ EXERCISE = Exercise(
             },
         ),
         DecodingCode(
-            id="q5", points=3, objectives=(7,), name="greedy_decode",
-            reference="t5lesson.exercises.ex07_tiny_t5:reference_greedy",
+            id="q5", points=3, objectives=(7,), name="beam_decode",
+            reference="t5lesson.exercises.ex07_tiny_t5:reference_beams",
+            diagnose="t5lesson.exercises.ex07_tiny_t5:diagnose",
             driver="t5lesson.exercises.tiny_t5_driver",
-            cases=_cases(), case_timeout=20.0, what="generate()",
+            cases=_cases(), case_timeout=20.0, what="generate(num_beams=2)",
             blocked=("transformers.generation.utils:GenerationMixin.generate",),
             hints=(
-                "encode once; then start from the start token (0) and call model.decode with only the newest "
-                "token and the cache the previous call returned.",
-                "take the argmax of the last position's logits; a row that has produced the end token (1) gets "
-                "padding (0) from then on.",
-                "stop when every row has ended, or after max_new_tokens new tokens; return the start token too.",
+                "repeat each string's encoder output and mask twice (repeat_interleave), one row per beam; "
+                "both beams start from the start token, the second with score -inf, so the first step "
+                "expands one beam only.",
+                "each step: log_softmax of the last logits plus the beam's score, flattened to [batch, 2 * vocab]; "
+                "topk(4) gives the candidates, and index // vocab the beam each extends. The best two that do not "
+                "end in EOS are the new beams: pick their cache rows, tensor[rows], for the next call.",
+                "a candidate ending in EOS is finished only when it ranks first or second; at the last step the "
+                "best two are finished whatever they end in. A string with two finished hypotheses is done: "
+                "return the higher-scoring one, start token first.",
             ),
         ),
         FreeText(

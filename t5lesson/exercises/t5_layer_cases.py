@@ -34,6 +34,7 @@ FEW = {**SMALL, "num_buckets": 8, "max_distance": 16}  # a long decoder reaches 
 INIT = {"d_model": 256, "num_heads": 4, "d_kv": 32, "num_buckets": 32, "max_distance": 128}
 LENGTH = 6
 CROSS = "cross-attention"  # the topic prefix of the cases where the layer attends to the encoder's states
+PACKED = "packed rows:"  # the topic prefix of the cases with several examples in one row (segment_ids)
 
 
 def _nested(array: np.ndarray):
@@ -67,15 +68,28 @@ def _mask(pads: dict[int, str], batch: int = 2, length: int = LENGTH, count: int
     return tuple(rows)
 
 
+def _segment_ids(examples, length: int) -> tuple:
+    """Rows of segment ids from each row's example lengths: (3, 2) -> 1 1 1 2 2, then 0 (padding) to `length`."""
+    rows = []
+    for lengths in examples:
+        row = [number for number, n in enumerate(lengths, 1) for _ in range(n)]
+        rows.append(tuple(row + [0] * (length - len(row))))
+    return tuple(rows)
+
+
 def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False, length=LENGTH, base=SMALL,
-          encoder=0):
+          encoder=0, packed=None):
     """One hidden case; `encoder` > 0: a cross-attention case (a decoder layer without a table, its keys
-    and values from `encoder` encoder states, the mask the encoder's padding)."""
+    and values from `encoder` encoder states, the mask the encoder's padding); `packed`: each row's example
+    lengths, several short examples packed into one row (the row is padded after them)."""
     rng = np.random.default_rng(seed)
     config = _config(causal, has_relative_bias=not encoder, base=base)
     kwargs = {"plan": plan, "config": config, "weights": _weights(rng, config, table=not encoder),
               "hidden": _nested(np.round(rng.normal(scale=scale, size=(2, length, base["d_model"])), 3)),
               "mask": _mask(pads or {}, length=encoder or length)}
+    if packed:
+        kwargs["segments"] = _segment_ids(packed, length)
+        kwargs["mask"] = tuple(tuple(int(s > 0) for s in row) for row in kwargs["segments"])
     if encoder:
         kwargs["encoder"] = _nested(np.round(rng.normal(scale=scale, size=(2, encoder, base["d_model"])), 3))
     if two_layers:
@@ -85,9 +99,10 @@ def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False, 
     return LayerCase((), tuple(kwargs.items()), topic)
 
 
-# (case, weight): the weights say what each case is worth. Self-attention (what lesson 6 builds) is half
-# of the question, cross-attention (what it leaves for the learner) the other half; the initialisation
-# earns its share only beside a case that computes something (see `SUPPORTING`).
+# (case, weight): the weights say what each case is worth. The layer of lesson 6 (self-attention, then
+# cross-attention) is a third of the question; packed rows, which the lesson does not build, are two
+# thirds, so a layer pasted from the lesson earns at most a third. The initialisation earns its share
+# only beside a case that computes something (see `SUPPORTING`).
 _WEIGHTED = (
     (LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))), "T5's initialisation of the projections"),
      2),
@@ -109,6 +124,16 @@ _WEIGHTED = (
     (_case(15, "cross_steps", f"{CROSS} while decoding token by token with the cache", causal=True, length=5,
            encoder=7, pads={0: "left"}), 13),
     (_case(16, "full", f"{CROSS} with large logits", causal=True, length=4, encoder=6, scale=30.0), 10),
+    (_case(17, "full", f"{PACKED} encoder, two examples per row", causal=False, packed=((3, 3), (2, 4))), 35),
+    (_case(18, "full", f"{PACKED} encoder, three examples, row 1 padded after them", causal=False,
+           packed=((2, 2, 2), (3, 1))), 35),
+    (_case(19, "full", f"{PACKED} decoder, two examples per row", causal=True, packed=((4, 2), (1, 5))), 35),
+    (_case(20, "full", f"{PACKED} decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
+           base=FEW, packed=((10, 14), (6, 9, 5))), 35),
+    (_case(21, "full", f"{PACKED} encoder with large logits", causal=False, scale=30.0, packed=((2, 4), (5, 1))),
+     30),
+    (_case(22, "two_layers", f"{PACKED} decoder, a second layer reusing layer 0's bias", causal=True,
+           two_layers=True, packed=((3, 3), (2, 2, 2))), 30),
 )
 SUPPORTING = (0,)  # the initialisation: it earns nothing on its own
 
@@ -145,8 +170,10 @@ def _one_thread():
         torch.set_num_threads(threads)
 
 
-def _allowed(mask, q_len, k_len, causal, query_offset=0):
-    """Bool [batch, 1, q_len, k_len]: the padding mask AND (in a decoder) the causal mask."""
+def _allowed(mask, q_len, k_len, causal, query_offset=0, segments=None):
+    """Bool [batch, 1, q_len, k_len]: the padding mask AND (in a decoder) the causal mask AND (packed rows)
+    the same example: a key of another segment is hidden, as T5X's segment-id masks do
+    (t5x/examples/t5/network.py, Transformer.encode and decode)."""
     import torch
 
     from ..scores import causal_mask
@@ -154,7 +181,11 @@ def _allowed(mask, q_len, k_len, causal, query_offset=0):
     allowed = torch.tensor(mask, dtype=torch.bool)[:, None, None, :k_len]
     if causal:
         allowed = allowed & torch.from_numpy(causal_mask(q_len, k_len, query_offset))
-    return allowed.expand(-1, 1, q_len, k_len)
+    allowed = allowed.expand(-1, 1, q_len, k_len)
+    if segments is not None:
+        ids = torch.tensor(segments)
+        allowed = allowed & (ids[:, None, :, None] == ids[:, None, None, :])
+    return allowed
 
 
 def _unpadded_rows(output, mask):
@@ -164,13 +195,14 @@ def _unpadded_rows(output, mask):
 
 
 def reference_case(plan, config, weights=None, hidden=None, mask=None, config1=None, weights1=None,
-                   hidden1=None, encoder=None) -> Expected:
+                   hidden1=None, encoder=None, segments=None) -> Expected:
     """What transformers' T5Attention gives for one case (see the module doc)."""
     with _one_thread():
-        return _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder)
+        return _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder, segments)
 
 
-def _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder) -> Expected:
+def _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder,
+                    segments) -> Expected:
     if plan == "init":
         return Expected(np.array([PROJECTIONS_STD[n](config) for n in "qkvo"]), rtol=0.1, atol=0.0)
     import torch
@@ -186,7 +218,7 @@ def _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidd
             additive = reference_mask(_allowed(mask, n, states.shape[1], causal=False))
             output, _, _ = layer(x, mask=additive, key_value_states=states)
             return Expected(output.numpy().astype(float))  # plan "cross_steps" too: one query at a time
-        additive = reference_mask(_allowed(mask, n, n, config["causal"]))
+        additive = reference_mask(_allowed(mask, n, n, config["causal"], segments=segments))
         if plan == "bias":
             return Expected(layer.compute_bias(n, n).numpy().astype(float))
         if plan == "steps_bias":
@@ -247,6 +279,8 @@ MISTAKES = {
                                "state (only the encoder's padding is masked).",
     "cross_self_keys": lambda kw: "in cross-attention the keys and values come from hidden_states; they come from "
                                   "key_value_states, the encoder's output.",
+    "no_segments": lambda kw: "in a packed row, tokens attend to the keys of other examples: allow a key only when "
+                              "its segment_ids equals the query's.",
 }
 
 _SELF_ONLY = ("sqrt_d_all", "bias_negated", "offset_sign", "no_bias", "bidirectional_decoder", "default_buckets",
@@ -258,7 +292,8 @@ _PLANS_OF = {  # which mistakes can show in which plan (the others give the righ
 }
 
 
-def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=frozenset(), encoder=None):
+def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=frozenset(), encoder=None,
+             segments=None):
     """One call of the layer in float64, possibly with mistakes: (output, position_bias, (keys, values))."""
     import torch
 
@@ -317,6 +352,9 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
         allowed = allowed & (torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None] + mask_offset)
     if mask is not None and "no_padding" not in mistakes:
         allowed = allowed & torch.tensor(mask, dtype=torch.bool)[:, None, None, -k_len:]
+    if segments is not None and "no_segments" not in mistakes:
+        ids = torch.tensor(segments)
+        allowed = allowed & (ids[:, None, :, None] == ids[:, None, None, :])
     scores = scores.masked_fill(~allowed, 0.0 if "mask_zero" in mistakes else torch.finfo(torch.float64).min)
     weights_ = torch.softmax(scores, dim=-1)
     context = weights_ @ v
@@ -341,7 +379,7 @@ def _steps(config, weights, x, mask, mistakes, encoder=None):
 
 
 def simulate(mistakes=frozenset(), *, plan, config, weights=None, hidden=None, mask=None, config1=None,
-             weights1=None, hidden1=None, encoder=None) -> np.ndarray:
+             weights1=None, hidden1=None, encoder=None, segments=None) -> np.ndarray:
     """The case's result as our float64 layer computes it, with the given mistakes made on purpose."""
     import torch
 
@@ -353,12 +391,13 @@ def simulate(mistakes=frozenset(), *, plan, config, weights=None, hidden=None, m
     if plan in ("steps", "steps_bias", "cross_steps"):
         outputs, bias = _steps(config, weights, x, mask, mistakes, encoder=states)
         return (bias if plan == "steps_bias" else outputs).numpy()
-    out, bias, _ = _forward(config, weights, x, mask, mistakes=mistakes - {"ignores_shared_bias"}, encoder=states)
+    out, bias, _ = _forward(config, weights, x, mask, mistakes=mistakes - {"ignores_shared_bias"}, encoder=states,
+                            segments=segments)
     if plan == "bias":
         return bias.numpy()
     if plan == "two_layers":
         out, _, _ = _forward(config1, weights1, torch.tensor(hidden1, dtype=torch.float64), mask,
-                             position_bias=bias, mistakes=mistakes)
+                             position_bias=bias, mistakes=mistakes, segments=segments)
     return out.numpy()
 
 
@@ -381,6 +420,8 @@ def _candidates(kwargs):
         names = [n for n in names if n != "default_buckets"]
     if not any(0 in row for row in kwargs.get("mask") or ()):
         names = [n for n in names if n != "no_padding"]
+    if kwargs.get("segments") is None:
+        names = [n for n in names if n != "no_segments"]
     return names
 
 
@@ -389,7 +430,7 @@ _SIMULATED: dict = {}  # (case, mistakes) -> the simulated result: the same mist
 
 def _case_key(kwargs) -> tuple:
     return (kwargs["plan"], repr(kwargs.get("hidden"))[:400], repr(kwargs.get("encoder"))[:200],
-            repr(kwargs.get("config")), repr(kwargs.get("mask")))
+            repr(kwargs.get("config")), repr(kwargs.get("mask")), repr(kwargs.get("segments")))
 
 
 def _variant(kwargs, mistakes, expected: Expected) -> Expected | None:

@@ -20,14 +20,17 @@ The contract the learner's class meets (exercise 6 states it; lesson 6 builds it
                                            key_value_states=None)
     with key_value_states (the encoder's output) the layer is cross-attention: keys and values
     from those states, no position bias, no causal mask, attention_mask the encoder's padding,
-    and with a cache the encoder's keys and values are computed once and handed back as they are
+    and with a cache the encoder's keys and values are computed once and handed back as they are;
+    and exercise 6 goes one step beyond lesson 6's layer: `segment_ids` ([batch, seq_len], passed
+    only in the packed-row cases, a full pass of self-attention) numbers the examples packed into
+    one row, and a query attends only to the keys of its own example
 
 Plans: "init" (the std of each projection right after construction), "full" (output of one
 pass), "bias" (the position_bias a pass returns), "steps" (outputs of token-by-token decoding
 with the cache, concatenated), "steps_bias" (the position_bias of the last cached step) and
 "two_layers" (the output of a layer without a table, handed the bias of layer 0); a case with
 `encoder` states is cross-attention: "full" (one pass) or "cross_steps" (token by token, the
-cache handed back each step).
+cache handed back each step); a case with `segments` (packed rows) passes them as `segment_ids`.
 
 Self-contained: standard library only at import time (torch is imported when a case runs),
 no relative imports, because it is run with `exec` from its source text.
@@ -97,7 +100,7 @@ def adapt(cls):
     """The function the harvesting code calls for each case of a module question."""
 
     def run(plan, config, weights=None, hidden=None, mask=None, config1=None, weights1=None, hidden1=None,
-            encoder=None, **_ignored):
+            encoder=None, segments=None, **_ignored):
         import torch
 
         if plan == "init":
@@ -131,6 +134,15 @@ def adapt(cls):
                             raise GradingSetupError("with use_cache=True, forward should return the cache "
                                                     "(keys, values) as its third value")
                     return torch.cat(outputs, dim=1)
+            if segments is not None:  # packed rows: one pass, or two layers sharing layer 0's bias
+                ids = torch.tensor(segments, dtype=torch.long)
+                output, bias, _ = _parts(_packed(module, x, attention_mask, ids), torch)
+                if plan == "full":
+                    return _need(output, "output", torch)
+                second = _load(torch, _build(cls, config1), weights1)
+                output, _, _ = _parts(_packed(second, _tensor(torch, hidden1, dtype), attention_mask, ids,
+                                              position_bias=_need(bias, "position_bias", torch)), torch)
+                return _need(output, "output", torch)
             if plan in ("full", "bias"):
                 output, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
                 return _need(output, "output", torch) if plan == "full" else _need(bias, "position_bias", torch)
@@ -157,16 +169,28 @@ def adapt(cls):
     return run
 
 
-def _cross(module, x, states, attention_mask, **kwargs):
-    """One cross-attention call; a forward without key_value_states is told so, not a TypeError wall."""
+def _takes(module, name):
+    """Whether the module's forward accepts the keyword `name` (True when its signature cannot be read)."""
     import inspect
 
     try:
         parameters = inspect.signature(module.forward).parameters
     except (TypeError, ValueError):
-        parameters = {}
-    takes = "key_value_states" in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
-    if parameters and not takes:
+        return True
+    return not parameters or name in parameters or any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+
+
+def _cross(module, x, states, attention_mask, **kwargs):
+    """One cross-attention call; a forward without key_value_states is told so, not a TypeError wall."""
+    if not _takes(module, "key_value_states"):
         raise GradingSetupError("forward has no key_value_states parameter, so it cannot do cross-attention "
                                 "(keys and values from the encoder's states)")
     return module(x, key_value_states=states, attention_mask=attention_mask, **kwargs)
+
+
+def _packed(module, x, attention_mask, segment_ids, **kwargs):
+    """One self-attention pass over packed rows; a forward without segment_ids is told so."""
+    if not _takes(module, "segment_ids"):
+        raise GradingSetupError("forward has no segment_ids parameter, so it cannot keep the examples packed into "
+                                "one row apart")
+    return module(x, attention_mask=attention_mask, segment_ids=segment_ids, **kwargs)

@@ -26,7 +26,7 @@ class Garbage(T5Layer):
     """Runs, and returns zeros: computes nothing useful."""
 
     def forward(self, hidden_states, attention_mask=None, position_bias=None, past_key_value=None, use_cache=False,
-                key_value_states=None):
+                key_value_states=None, segment_ids=None):
         zeros = torch.zeros_like(hidden_states)
         bias = torch.zeros(1, self.num_heads, hidden_states.shape[1], hidden_states.shape[1])
         return zeros, bias, ((zeros, zeros) if use_cache else None)
@@ -66,5 +66,7 @@ VARIANTS = (
     Variant("causal mask in cross-attention", variant(cross_causal=True), ("cross-attention applies the causal",)),
     Variant("cross-attention keys from hidden_states", variant(cross_keys_from_encoder=False),
             ("must match the size",)),  # the encoder's mask does not fit: the error says where
+    Variant("lesson 6's forward (no segment_ids)", variant(segments=False), ("segment_ids",)),
+    Variant("packed examples see each other", variant(segment_mask=False), ("in a packed row, tokens attend",)),
     Variant("computes nothing", Garbage, ("initialisation alone earns nothing",)),
 )

@@ -37,6 +37,8 @@ class T5Layer(nn.Module):
     CROSS = True  # False: no key_value_states (lesson 6's forward)
     CROSS_CAUSAL = False  # apply the causal mask in cross-attention too
     CROSS_KEYS_FROM_ENCODER = True  # False: cross-attention keys from hidden_states
+    SEGMENTS = True  # False: no segment_ids (lesson 6's forward)
+    SEGMENT_MASK = True  # False: segment_ids accepted and ignored (packed examples see each other)
     NAN = False  # return NaN everywhere
     EINSUM = False  # scores and weighted sum with einsum (a right rewrite)
     FLOAT64 = False  # compute in float64 and cast back (a right rewrite)
@@ -80,13 +82,15 @@ class T5Layer(nn.Module):
                                            num_buckets=self.num_buckets, max_distance=self.max_distance)
         return self.BIAS_SIGN * self.relative_attention_bias(buckets).permute(2, 0, 1).unsqueeze(0)
 
-    def allowed(self, q_len, k_len, attention_mask=None, query_offset=0, causal=None):
+    def allowed(self, q_len, k_len, attention_mask=None, query_offset=0, causal=None, segment_ids=None):
         allowed = torch.ones(q_len, k_len, dtype=torch.bool)
         if (self.causal if causal is None else causal) and self.CAUSAL:
             allowed = torch.from_numpy(causal_mask(q_len, k_len, query_offset))
         allowed = allowed[None, None]
         if attention_mask is not None and self.PADDING:
             allowed = allowed & attention_mask.bool()[:, None, None, :]
+        if segment_ids is not None and self.SEGMENT_MASK:  # packed rows: a query sees only its own example
+            allowed = allowed & (segment_ids[:, None, :, None] == segment_ids[:, None, None, :])
         return allowed
 
     def attend(self, scores, allowed, v):
@@ -108,12 +112,14 @@ class T5Layer(nn.Module):
         return context.transpose(1, 2).reshape(b, n, self.num_heads * self.d_kv)
 
     def forward(self, hidden_states, attention_mask=None, position_bias=None, past_key_value=None, use_cache=False,
-                key_value_states=None):
+                key_value_states=None, segment_ids=None):
         if self.FLOAT64:
             return self._float64(hidden_states, attention_mask, position_bias, past_key_value, use_cache,
-                                 key_value_states)
+                                 key_value_states, segment_ids)
         if not self.CROSS and key_value_states is not None:
             raise TypeError("forward() got an unexpected keyword argument 'key_value_states'")
+        if not self.SEGMENTS and segment_ids is not None:
+            raise TypeError("forward() got an unexpected keyword argument 'segment_ids'")
         cross = key_value_states is not None
         q = self.split_heads(self.q(hidden_states))
         if cross and past_key_value is not None:
@@ -140,13 +146,15 @@ class T5Layer(nn.Module):
         scores = self.scores(q, k) + position_bias
         if self.SQRT_D_ALL:
             scores = scores / math.sqrt(self.d_kv)
-        context = self.attend(scores, self.allowed(q_len, k_len, attention_mask, past_len, causal=causal), v)
+        allowed = self.allowed(q_len, k_len, attention_mask, past_len, causal=causal, segment_ids=segment_ids)
+        context = self.attend(scores, allowed, v)
         output = self.o(self.merge_heads(context))
         if self.NAN:
             output = output * float("nan")
         return output, position_bias, ((k, v) if use_cache else None)
 
-    def _float64(self, hidden_states, attention_mask, position_bias, past_key_value, use_cache, key_value_states):
+    def _float64(self, hidden_states, attention_mask, position_bias, past_key_value, use_cache, key_value_states,
+                 segment_ids):
         """The same layer run in float64 on a copy, cast back to the input's dtype."""
         twin = type(self).__new__(type(self))
         twin.__dict__.update(self.__dict__)
@@ -158,7 +166,7 @@ class T5Layer(nn.Module):
                 cast = (lambda t: None if t is None else t.double())
                 past = None if past_key_value is None else tuple(cast(t) for t in past_key_value)
                 out, bias, present = T5Layer.forward(twin, hidden_states.double(), attention_mask, cast(position_bias),
-                                                     past, use_cache, cast(key_value_states))
+                                                     past, use_cache, cast(key_value_states), segment_ids)
             finally:
                 self.to(dtype)
         present = None if present is None else tuple(t.to(dtype) for t in present)

@@ -24,6 +24,7 @@ from t5lesson.lessons.layer_build import check_steps, cmp
 
 QUESTION = get("06_t5_layer")["q4"]
 CASES = [dict(c.kwargs) for c in QUESTION.cases]
+PACKED = {n for n, c in enumerate(QUESTION.cases, 1) if c.topic.startswith(layer_cases.PACKED)}  # 17 to 22
 
 
 def record_of(answer):
@@ -60,9 +61,11 @@ def test_each_mistake_shows_where_it_should():
 
     assert changed("no_padding") == {5, 7, 13, 14, 15}  # right padding in a decoder: the causal mask hides it
     assert changed("query_offset") == {9, 10}
-    assert changed("bidirectional_decoder") == {3, 8}  # the 6-token decoder cases cannot tell the two rules apart
-    assert changed("ignores_shared_bias") == {11}
+    # the 6-token decoder cases cannot tell the two rules apart
+    assert changed("bidirectional_decoder") == {3, 8, 20}
+    assert changed("ignores_shared_bias") == {11, 22}
     assert changed("cross_causal") == {13, 14, 15, 16}
+    assert changed("no_segments") == PACKED
     assert 2 in changed("offset_sign") and 2 in changed("bias_negated")
 
 
@@ -78,9 +81,9 @@ def points_without(cases):
 
 
 @pytest.mark.parametrize("flags, cases, words", [
-    ({"sqrt_d": True}, {4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15}, "divided by sqrt(d_kv)"),
-    ({"bias_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "the bias is subtracted"),
-    ({"offset_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, "query − key"),
+    ({"sqrt_d": True}, {4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15} | PACKED, "divided by sqrt(d_kv)"),
+    ({"bias_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12} | PACKED, "the bias is subtracted"),
+    ({"offset_sign": -1}, {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12} | PACKED, "query − key"),
     ({"padding": False}, {5, 7, 13, 14, 15}, "with left padding, row 0 attends to a padded key"),
     ({"query_offset": False}, {9, 10}, "as if the new token were at position 0"),
 ], ids=["sqrt_d", "bias_sign", "offset_sign", "padding", "query_offset"])
@@ -104,7 +107,7 @@ def test_other_mistakes_are_named():
     init = score(variant(t5_init=False))
     assert failed_cases(init) == {1} and "T5's initialisation" in init.message
     overflow = score(variant(naive_softmax=True))
-    assert failed_cases(overflow) == {12, 16} and "subtract each row's maximum" in overflow.message
+    assert failed_cases(overflow) == {12, 16, 21} and "subtract each row's maximum" in overflow.message
     both = score(variant(sqrt_d=True, padding=False))
     assert "sqrt(d_kv)" in both.message and "Also, with left padding" in both.message
 
@@ -113,7 +116,7 @@ def test_nan_is_blamed_on_exp_only_where_exp_can_overflow():
     outcome = score(variant(nan=True))
     assert "exp overflows" not in outcome.message and "nan or inf where the reference is finite" in outcome.message
     assert all(layer_cases.largest_score(CASES[n - 1]) < layer_cases.OVERFLOW_SCORE for n in (4, 13))
-    assert all(layer_cases.largest_score(CASES[n - 1]) > layer_cases.OVERFLOW_SCORE for n in (12, 16))
+    assert all(layer_cases.largest_score(CASES[n - 1]) > layer_cases.OVERFLOW_SCORE for n in (12, 16, 21))
 
 
 def test_a_layer_that_computes_nothing_is_incorrect():
@@ -257,7 +260,7 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
     root = Path(__file__).resolve().parents[2]
     mistakes = {
         "no_padding": ("            allowed = allowed & attention_mask.bool()[:, None, None, :]\n"
-                       "        return allowed", "            pass\n        return allowed"),
+                       "        if segment_ids", "            pass\n        if segment_ids"),
         "no_offset": ("position_bias = self.compute_bias(q_len, k_len, query_offset=past_len)",
                       "position_bias = self.compute_bias(q_len, k_len, query_offset=0)"),
         "hangs": ("        return q @ k.transpose(-1, -2)", "        while True:\n            pass"),
@@ -282,10 +285,11 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
     assert "with left padding, row 0 attends to a padded key" in q4["no_padding"].message
     assert "as if the new token were at position 0" in q4["no_offset"].message
     feedback = (tmp_path / "report" / "feedback" / "no_padding.md").read_text()
-    assert "q4: Partly correct: 14 of 16 cases right." in feedback
+    assert f"q4: Partly correct: {len(CASES) - 2} of {len(CASES)} cases right." in feedback
     assert sum(outcomes["hangs"][q].points for q in ("q1", "q2", "q3")) == 4, graded["hangs"]
     assert q4["hangs"].points == 0
-    assert q4["cheat"].points == pytest.approx(points_without(set(range(2, 13))), abs=0.01)  # no bias: cross only
+    # no bias: cross-attention only
+    assert q4["cheat"].points == pytest.approx(points_without(set(range(2, 13)) | PACKED), abs=0.01)
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "## The blocked reference was called" in summary
     assert "- `cheat`, q4: t5lesson.reference:reference_bucket" in summary and "no_padding" not in summary
