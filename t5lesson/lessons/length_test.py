@@ -38,7 +38,7 @@ __all__ = ["LENGTHS", "STRINGS", "LengthResult", "per_position_accuracy", "accur
            "untrained_buckets", "untrained_pairs", "untrained_table", "WHOLE_BANDS", "whole_answer_lines",
            "position_cells", "run_figure", "RECIPE", "train_reversal", "generate_decoder", "SETTINGS", "SEEDS",
            "INTERVENTION_RECIPE", "INTERVENTION_PATH", "run_setting", "load_intervention", "mean_results",
-           "intervention_lines", "intervention_figure"]
+           "intervention_lines", "findings", "intervention_figure"]
 
 LENGTHS = (8, 9, 10, 16, 32)  # the longest trained length, one and two digits more, 2x and 4x
 STRINGS = 500  # strings per length in the stored runs
@@ -141,9 +141,9 @@ def _rounded(value, step=0.1):
 
 
 def position_cells(r, step=0.1) -> str:
-    """Answer tokens 1.. of one LengthResult rounded to `step`; past 10 tokens, 1-4 then the means of 5-8, 9-L."""
+    """Answer tokens 1.. of one LengthResult rounded to `step`; past 10 tokens, 1-4 then means of 5-8, 9-12, 13-L."""
     groups = [(t, t) for t in range(1, r.length + 1)] if r.length <= 10 else \
-        [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, r.length)]
+        [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 12), (13, r.length)]
     return " ".join(f"{lo if lo == hi else f'{lo}-{hi}'}:{_rounded(r.per_position[lo - 1:hi].mean(), step)}"
                     for lo, hi in groups)
 
@@ -305,6 +305,33 @@ def intervention_lines(data, step=0.1) -> str:
             lines.append(f"  {r.length:>6} {_rounded(r.whole, step):>6} {_rounded(r.early, step):>12}   "
                          + position_cells(r, step))
     return "\n".join(lines)
+
+
+def findings(data) -> list[tuple[str, bool]]:
+    """What lesson 7 says about the stored runs, each with whether the data bear it out.
+
+    benchmarks/length_intervention.py --check recomputes the runs and checks these on the new
+    numbers: on another CPU the runs differ in their digits, and these statements must not.
+    """
+    means = {name: {r.length: r for r in mean_results(data, name)} for name in data["settings"]}
+    lesson, trained = means["lesson"], means["all buckets trained"]
+    both = (lesson, trained)
+    return [
+        ("both settings learn the training lengths: whole answers at 8 digits right in over 90%",
+         all(m[8].whole > 0.9 for m in both)),
+        ("the lesson's bucketing already fails at 9 and 10 digits: whole answers under 80% and under 30%",
+         lesson[9].whole < 0.8 and lesson[10].whole < 0.3),
+        ("at 9 and 10 digits most wrong answers, in both settings, stop too early",
+         all(m[n].early > 0.5 * (1 - m[n].whole) for m in both for n in (9, 10))),
+        ("at 16 and 32 digits no setting gets 5% of whole answers right",
+         all(m[n].whole < 0.05 for m in both for n in (16, 32))),
+        ("at 16 digits both settings get answer tokens 1 to 8 right more than 60% of the time",
+         all(m[16].per_position[:8].mean() > 0.6 for m in both)),
+        ("at 16 and 32 digits, in both settings, answer tokens 13 on are right under 10% of the time (chance)",
+         all(m[n].per_position[12:].mean() < 0.1 for m in both for n in (16, 32))),
+        ("with every bucket trained, at 16 and 32 digits over 90% of answers stop too early",
+         all(trained[n].early > 0.9 for n in (16, 32))),
+    ]
 
 
 @styled
