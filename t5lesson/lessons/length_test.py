@@ -11,7 +11,7 @@
                                                     shows it computes what the lesson's model computes)
     SETTINGS, run_setting(name, seed)               the intervention: a bucketing whose every bucket training
                                                     reaches, against the lesson's
-    load_intervention(), intervention_lines(data), intervention_figure(data)
+    load_intervention(), intervention_lines(data), findings(data)
                                                     the stored runs (benchmarks/length_intervention.py writes
                                                     and checks length_intervention.json)
 
@@ -38,7 +38,7 @@ __all__ = ["LENGTHS", "STRINGS", "LengthResult", "per_position_accuracy", "accur
            "untrained_buckets", "untrained_pairs", "untrained_table", "WHOLE_BANDS", "whole_answer_lines",
            "position_cells", "run_figure", "RECIPE", "train_reversal", "generate_decoder", "SETTINGS", "SEEDS",
            "INTERVENTION_RECIPE", "INTERVENTION_PATH", "run_setting", "load_intervention", "mean_results",
-           "intervention_lines", "findings", "intervention_figure"]
+           "intervention_lines", "findings"]
 
 LENGTHS = (8, 9, 10, 16, 32)  # the longest trained length, one and two digits more, 2x and 4x
 STRINGS = 500  # strings per length in the stored runs
@@ -61,10 +61,11 @@ def per_position_accuracy(decode, length, n=STRINGS, seed=EVAL_SEED) -> LengthRe
     length = check_int("length", length, minimum=1)
     n = check_int("n", n, minimum=1)
     batch = reverse_batch(n, length, torch.Generator().manual_seed(seed))
-    got = decode(batch.input_ids, batch.attention_mask, length + 1)[:, 1:]
-    want = batch.labels  # [n, length + 1]: the reversed digits, then EOS
+    got = torch.as_tensor(decode(batch.input_ids, batch.attention_mask, length + 1))
     if got.ndim != 2 or got.shape[0] != n:
-        raise ArgumentError(f"decode must return [n, tokens] with n = {n} rows, got shape {tuple(got.shape)}")
+        raise ArgumentError(f"decode must return [n, tokens] with n = {n} rows (the start token first), "
+                            f"got shape {tuple(got.shape)}")
+    got, want = got[:, 1:], batch.labels  # want [n, length + 1]: the reversed digits, then EOS
     got = torch.cat([got, torch.full((n, max(0, want.shape[1] - got.shape[1])), -1, dtype=got.dtype)], 1)
     got = got[:, :want.shape[1]]
     right = (got == want).numpy()
@@ -332,19 +333,3 @@ def findings(data) -> list[tuple[str, bool]]:
         ("with every bucket trained, at 16 and 32 digits over 90% of answers stop too early",
          all(trained[n].early > 0.9 for n in (16, 32))),
     ]
-
-
-@styled
-def intervention_figure(data):
-    """Per-position accuracy at each length, mean over the stored runs, one panel per setting."""
-    fig = new_figure(WIDTH, 3.4)
-    axes = fig.subplots(1, len(data["settings"]), sharey=True, squeeze=False)[0]
-    for ax, (name, (description, _)) in zip(axes, data["settings"].items(), strict=True):
-        _accuracy_axes(ax, mean_results(data, name))
-        ax.set_title(description.replace(": ", ":\n", 1), fontsize=SMALL + 1)
-    axes[0].set_ylabel("share of strings right (mean of runs)")
-    axes[-1].legend(fontsize=SMALL, loc="upper right")
-    names = " and ".join(f"'{name}'" for name in data["settings"])
-    return describe(fig, f"Two panels, {names}: the share of strings whose answer token t is right against t, "
-                         f"mean over the stored training runs, one line per input length "
-                         f"({', '.join(map(str, data['lengths']))} digits), chance (0.1) dashed grey.")
