@@ -242,8 +242,8 @@ def generate_decoder(model):
 # on a float32 bucket edge). If untrained buckets were what breaks longer inputs, this model
 # would do much better at 16 and 32 digits than the lesson's.
 SETTINGS = {
-    "lesson": ("the lesson's bucketing: 16 buckets, max_distance 24", {}),
-    "all buckets trained": ("8 buckets, max_distance 10: training reaches every bucket of both stacks",
+    "lesson": ("16 buckets, max_distance 24, as in the lesson", {}),
+    "all buckets trained": ("8 buckets, max_distance 10, every bucket of both stacks reached in training",
                             {"num_buckets": 8, "max_distance": 10}),
 }
 SEEDS = (0, 1, 2, 3, 4)
