@@ -198,14 +198,19 @@ EXERCISE = Exercise(
         FreeText(
             id="q6", points=3, objectives=(6, 7), name="q6-answer",
             rubric=(
-                ("measured vs inferred kept apart: the model is right at the trained lengths, only the first "
-                 "answer tokens survive at 2x and 4x; the far buckets (offsets 10 and more) got no training pairs "
-                 "and kept their starting values", 1),
-                ("a second cause named: longer inputs spread every softmax over more keys, and cross-attention "
-                 "has no bias, so it must find the right input position by content alone", 1),
-                ("a concrete change with a predicted effect: train on longer strings (or a mix of lengths up to "
-                 "the test length), or choose max_distance inside the training length so every bucket is "
-                 "trained, and what that would and would not fix", 1),
+                ("measured kept apart from inferred, with what was measured: whole answers fail from 9 and 10 "
+                 "digits on, where no pair or almost none reads an untrained bucket; at 16 and 32 digits only the "
+                 "first answer tokens are mostly right; both stacks' untrained buckets (encoder 6, 7, 14, 15; "
+                 "decoder 9 to 15) are read by about a fifth of the pairs at 16 digits and half at 32", 1),
+                ("the intervention read right: with every bucket trained (8 buckets, max_distance 10) the model "
+                 "gains a little at 9 and 10 digits and nothing at 16 and 32, where answers stop too early; so "
+                 "untrained buckets are at most a second cause, and the main one (inferred) is a reversal learned "
+                 "for the training lengths only, where to stop included. Saying cross-attention finds positions "
+                 "'by content alone' earns nothing: it reads the position the self-attention biases wrote into "
+                 "the hidden states", 1),
+                ("a concrete further change with a predicted effect: train on a mix of lengths up to the test "
+                 "length, with what it would and would not fix (lengths beyond the new training range), or "
+                 "another test that separates the causes, with what each outcome would mean", 1),
             ),
         ),
     ),
