@@ -1,5 +1,6 @@
 # Answers to the your-turn cells of lesson 6 (notebooks/06_t5_attention_layer.ipynb), one block per cell.
 # Try each step yourself first, with hint("NAME") if you are stuck; read this when you have.
+# ruff: noqa: F821  (the names come from the lesson's earlier cells)
 
 # %% your_turn: compute_bias
 # Your turn (compute_bias): the bias [1, heads, q_len, k_len] from the table, with the query offset.

@@ -202,7 +202,8 @@ def check_steps(cls, seed: int = 0, cross: bool = False) -> bool:
         encoder_padding = torch.ones(2, 5, dtype=torch.long)
         encoder_padding[0, -1] = 0  # the encoder's row 0 ends with one padding token
         with torch.no_grad():
-            theirs, _, _ = ref(x, key_value_states=states, mask=reference_mask(encoder_padding[:, None, None, :].bool()))
+            encoder_mask = reference_mask(encoder_padding[:, None, None, :].bool())
+            theirs, _, _ = ref(x, key_value_states=states, mask=encoder_mask)
             mine = ours(x, attention_mask=encoder_padding, key_value_states=states)[0]
             past, steps = None, []
             for t in range(7):  # later calls pass key_value_states too, and get the cached keys and values back

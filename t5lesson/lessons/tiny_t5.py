@@ -48,6 +48,7 @@ import torch
 
 from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
+from ..perturbation import perturb_
 from ..pretrained import BiasTables, StackTables
 from ..seq2seq import CONFIG, EOS, FIRST_DIGIT, PAD, StepModel, from_text, padded, random_model, t5_config
 from .figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
@@ -63,7 +64,8 @@ def t5_init_(model):
     """Draw every weight as transformers' `T5PreTrainedModel._init_weights` does (factor 1), by name.
 
     In one fixed order, so the model starts the same whichever attention class it was built from.
-    Layer-norm gains stay at 1.
+    Layer-norm gains are set to 1. Then `perturb_` (a no-op unless T5LESSON_PERTURB is set, see
+    `t5lesson.perturbation`) may nudge the weights, for the check that stored outputs are robust.
     """
     c = model.c
     inner = c["num_heads"] * c["d_kv"]
@@ -79,7 +81,7 @@ def t5_init_(model):
                 parameter.fill_(1.0)
             else:
                 raise ArgumentError(f"t5_init_: no T5 initialisation for the parameter {name!r}")
-    return model
+    return perturb_(model)
 
 
 def block_forward(block, x, mask, position_bias, past=None, encoder_out=None, encoder_mask=None):
