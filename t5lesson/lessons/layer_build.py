@@ -304,9 +304,9 @@ def save_for_lesson_7(cls, every_step_matches: bool, yours=("compute_bias", "att
             problem = f"saving it failed ({type(exc).__name__}: {str(exc)[:100]})"
     if problem:
         path.unlink(missing_ok=True)
-        print(f"Nothing saved for lesson 7: {problem}. Lesson 7 will build its T5 from the course's layer.")
+        print(f"Nothing saved for lesson 7: {problem}.\n  Lesson 7 will build its T5 from the course's layer.")
         return False
-    print(f"Saved your {cls.__name__} to {LESSON_7_FILE}, next to this notebook: lesson 7 builds its T5 from it.")
+    print(f"Saved your {cls.__name__} to {LESSON_7_FILE}, next to this notebook.\n  Lesson 7 builds its T5 from it.")
     return True
 
 
@@ -320,15 +320,16 @@ def lesson_6_layer(folder=".") -> tuple[type, str]:
 
     from ..layer import T5SelfAttention
 
-    course = "the course's t5lesson.layer.T5SelfAttention"
+    course = "Attention layer: the course's t5lesson.layer.T5SelfAttention\n  "
     path = Path(folder) / LESSON_7_FILE
     if not path.exists():
-        return T5SelfAttention, f"Attention layer: {course} (lesson 6 saved no finished T5Layer of yours here)."
+        return T5SelfAttention, course + "(lesson 6 has saved no finished T5Layer of yours next to this notebook)."
     try:
         cls = _load_class(path)
         passes = _quietly(check_steps, cls, cross=True)
     except Exception as exc:
-        return T5SelfAttention, f"Attention layer: {course} ({LESSON_7_FILE} did not load: {type(exc).__name__})."
+        return T5SelfAttention, course + f"({LESSON_7_FILE} did not load: {type(exc).__name__})."
     if not passes:
-        return T5SelfAttention, f"Attention layer: {course} (the T5Layer in {LESSON_7_FILE} no longer passes)."
-    return cls, f"Attention layer: your T5Layer from lesson 6 ({LESSON_7_FILE}), which passed every step again."
+        return T5SelfAttention, course + f"(the T5Layer in {LESSON_7_FILE} no longer passes check_steps)."
+    return cls, (f"Attention layer: your T5Layer from lesson 6 ({LESSON_7_FILE})\n"
+                 "  It passed every step of check_steps again just now.")

@@ -229,9 +229,10 @@ def test_filled_lesson_6_hands_its_class_to_lesson_7(tmp_path):
         path.write_text(json.dumps(nb))
         execute(path, 300, cwd=tmp_path)
         ran[stem] = [printed(c, []) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
-    assert any("Saved your T5Layer to my_t5_layer.py" in out for out in ran["06_t5_attention_layer"])
+    assert any("Saved your T5Layer to my_t5_layer.py, next to this notebook." in out
+               for out in ran["06_t5_attention_layer"])
     lesson7 = "".join(ran["07_tiny_t5"])
-    assert "Attention layer: your T5Layer from lesson 6 (my_t5_layer.py)" in lesson7
+    assert "Attention layer: your T5Layer from lesson 6 (my_t5_layer.py)\n  It passed every step" in lesson7
     assert "block_forward: matches" in lesson7 and "greedy: matches" in lesson7
     assert "cached == generate(), token for token: True" in lesson7
     assert "logits [4, 9, 12]: max |ours - transformers| <= 1e-05  ✓" in lesson7
