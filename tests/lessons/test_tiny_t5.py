@@ -138,7 +138,7 @@ def test_learned_tables_figure_draws_start_and_trained():
     start = tables_of(StateOnly({n: torch.zeros(16, 4) for n in names}), "start")
     trained = tables_of(StateOnly({n: torch.randn(16, 4) for n in names}), "trained")
     fig = learned_tables_figure(trained, start)
-    assert len(fig.axes) == 2 and "thin grey lines are the same heads at the start" in alt_text(fig)
+    assert len(fig.axes) == 2 and "thin grey dashed lines are the same heads at the start" in alt_text(fig)
     assert len(fig.axes[0].lines) > 8  # 4 heads trained + 4 at the start, plus reference lines
     with pytest.raises(ArgumentError):
         learned_tables_figure("not tables")
