@@ -17,7 +17,7 @@ _HOME = {
     "RelativePositionBias": "layer", "relative_bias": "bias",
     "BucketRange": "buckets", "BucketTable": "buckets", "bucket_ranges": "buckets",
     "relative_position_bucket": "buckets",
-    "AttentionOutput": "layer", "T5SelfAttention": "layer",
+    "AttentionOutput": "layer", "T5SelfAttention": "layer", "attention_weights": "layer",
     "SaturationCurve": "saturation", "max_weight": "saturation", "random_logits": "saturation",
     "saturation_curve": "saturation", "softmax_entropy": "saturation", "softmax_jacobian_norm": "saturation",
     "query_gradient_norm": "saturation",

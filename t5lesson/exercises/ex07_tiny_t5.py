@@ -182,7 +182,7 @@ EXERCISE = Exercise(
             diagnose="t5lesson.exercises.ex07_tiny_t5:diagnose",
             driver="t5lesson.exercises.tiny_t5_driver",
             cases=_cases(), case_timeout=20.0, what="generate(num_beams=2)",
-            blocked=("transformers.generation.utils:GenerationMixin.generate",),
+            blocked=("transformers.generation.utils:GenerationMixin.generate", "t5lesson.lessons.tiny_t5:greedy"),
             hints=(
                 "repeat each string's encoder output and mask twice (repeat_interleave), one row per beam; "
                 "both beams start from the start token, the second with score -inf, so the first step "

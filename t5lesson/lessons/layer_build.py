@@ -19,7 +19,8 @@ import torch
 
 from ..reference import reference_mask, t5_attention
 
-__all__ = ["cmp", "add_to_class", "check_steps", "reference_for", "config_of", "STEP_CONFIG"]
+__all__ = ["cmp", "add_to_class", "check_steps", "reference_for", "config_of", "STEP_CONFIG", "save_for_lesson_7",
+           "lesson_6_layer", "class_source", "LESSON_7_FILE"]
 
 STEP_CONFIG = {"d_model": 32, "num_heads": 4, "d_kv": 8, "num_buckets": 32, "max_distance": 128}
 
@@ -79,10 +80,12 @@ def _step(label, run):
     return False
 
 
-def check_steps(cls, seed: int = 0) -> bool:
+def check_steps(cls, seed: int = 0, cross: bool = False) -> bool:
     """Build `cls` for a small encoder and decoder and compare each step with transformers' T5Attention.
 
-    Prints one line per step; returns True when every step matches.
+    Prints one line per step; returns True when every step matches. cross=True adds step 10,
+    cross-attention (`key_value_states=`) in one pass and token by token with the cache, every
+    call passing the encoder's states (lesson 6 teaches it; exercise 6 leaves it to the learner).
     """
     from transformers.models.t5.modeling_t5 import eager_attention_forward
 
@@ -193,10 +196,140 @@ def check_steps(cls, seed: int = 0) -> bool:
             theirs, _, _ = ref1(x1, mask=reference_mask(allowed(True)), position_bias=ref_bias0)
         return _compare(label, real(mine), real(theirs))
 
+    def cross_attention(label):
+        ours, ref = layer(True, has_relative_bias=False)
+        states = torch.randn(2, 5, c["d_model"], generator=torch.Generator().manual_seed(seed + 2))
+        encoder_padding = torch.ones(2, 5, dtype=torch.long)
+        encoder_padding[0, -1] = 0  # the encoder's row 0 ends with one padding token
+        with torch.no_grad():
+            encoder_mask = reference_mask(encoder_padding[:, None, None, :].bool())
+            theirs, _, _ = ref(x, key_value_states=states, mask=encoder_mask)
+            mine = ours(x, attention_mask=encoder_padding, key_value_states=states)[0]
+            past, steps = None, []
+            for t in range(7):  # later calls pass key_value_states too, and get the cached keys and values back
+                out, _, past = ours(x[:, t:t + 1], attention_mask=encoder_padding, key_value_states=states,
+                                    past_key_value=past, use_cache=True)
+                steps.append(out)
+        one_pass = _compare(f"{label}, one pass", mine, theirs)
+        cached = past is not None and tuple(past[0].shape) == (2, c["num_heads"], 5, c["d_kv"])
+        if not cached:
+            print(f"{label}, token by token: the cache should hold the encoder's 5 keys per head, got "
+                  f"{None if past is None else tuple(past[0].shape)}")
+            return False
+        return _compare(f"{label}, token by token with the cache", torch.cat(steps, dim=1), theirs) and one_pass
+
     steps = [("step 1, projections", projections), ("step 2, split heads", split),
              ("step 3, unscaled scores", scores), ("step 4, the bias", bias), ("step 5, masks", masks),
              ("step 6, softmax and weighted sum", attend), ("step 7, merge heads and W_o", output),
              ("step 8, token by token with the cache vs one pass", cache),
              ("step 9, layer 1 reusing layer 0's bias", shared)]
+    if cross:
+        steps.append(("step 10, cross-attention", cross_attention))
     results = [_step(label, run) for label, run in steps]
     return all(results)
+
+
+# --- handing the learner's finished class to lesson 7 ---
+
+LESSON_7_FILE = "my_t5_layer.py"  # written next to lesson 6's notebook (its working folder), git-ignored
+STEP_METHODS = ("split_heads", "scores", "compute_bias", "allowed", "attend", "merge_heads", "forward")
+_HEADER = '''"""T5Layer as you finished it in lesson 6, saved there for lesson 7 (which builds its T5 from it).
+
+Lesson 6 writes this file when your class passes every step of check_steps, cross-attention
+included, and removes it when a later run does not. Edit the lesson, not this file.
+"""
+import math
+
+import torch
+from torch import nn
+
+import t5lesson as t5
+'''
+
+
+def class_source(cls) -> str:
+    """A module's text defining `cls` from the source of its __init__ and step methods (cell by cell)."""
+    import inspect
+    import textwrap
+
+    methods = []
+    for name in ("__init__", *STEP_METHODS):
+        lines = textwrap.dedent(inspect.getsource(cls.__dict__[name])).splitlines()
+        start = next(k for k, line in enumerate(lines) if line.startswith("def "))  # drop @add_to_class(...)
+        methods.append(textwrap.indent("\n".join(lines[start:]), "    "))
+    doc = f'    """{cls.__doc__.strip()}"""\n\n' if cls.__doc__ else ""
+    return f"{_HEADER}\n\nclass {cls.__name__}(nn.Module):\n{doc}" + "\n\n".join(methods) + "\n"
+
+
+def _quietly(function, *args, **kwargs):
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return function(*args, **kwargs)
+
+
+def _load_class(path, name="T5Layer"):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"lesson6_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def save_for_lesson_7(cls, every_step_matches: bool, yours=("compute_bias", "attend"), course=None,
+                      folder=".") -> bool:
+    """Write `cls` to LESSON_7_FILE in `folder` when it passed check_steps and its your-turn steps are
+    the learner's own (not the course's versions that a your-turn cell falls back to); else remove
+    the file. Prints one line; returns whether the file was written."""
+    from pathlib import Path
+
+    from ..layer import T5SelfAttention
+
+    course = course or T5SelfAttention
+    path = Path(folder) / LESSON_7_FILE
+    not_yours = [name for name in yours if cls.__dict__.get(name) is course.__dict__.get(name)]
+    problem = None
+    if not_yours:
+        problem = f"{', '.join(not_yours)} {'is' if len(not_yours) == 1 else 'are'} still the course's version"
+    elif not every_step_matches:
+        problem = "a step above does not match transformers yet"
+    else:
+        try:  # the saved file must define the class on its own, and pass again
+            path.write_text(class_source(cls))
+            if not _quietly(check_steps, _load_class(path, cls.__name__), cross=True):
+                problem = "the saved class did not pass check_steps on its own"
+        except Exception as exc:  # e.g. a method that uses a name defined elsewhere in the notebook
+            problem = f"saving it failed ({type(exc).__name__}: {str(exc)[:100]})"
+    if problem:
+        path.unlink(missing_ok=True)
+        print(f"Nothing saved for lesson 7: {problem}.\n  Lesson 7 will build its T5 from the course's layer.")
+        return False
+    print(f"Saved your {cls.__name__} to {LESSON_7_FILE}, next to this notebook.\n  Lesson 7 builds its T5 from it.")
+    return True
+
+
+def lesson_6_layer(folder=".") -> tuple[type, str]:
+    """The attention class lesson 7 builds its model from, and one line saying which it is.
+
+    The learner's T5Layer when lesson 6 saved it in `folder` and it passes check_steps (cross-attention
+    included) again now; else the course's t5lesson.layer.T5SelfAttention, with the reason.
+    """
+    from pathlib import Path
+
+    from ..layer import T5SelfAttention
+
+    course = "Attention layer: the course's t5lesson.layer.T5SelfAttention\n  "
+    path = Path(folder) / LESSON_7_FILE
+    if not path.exists():
+        return T5SelfAttention, course + "(lesson 6 has saved no finished T5Layer of yours next to this notebook)."
+    try:
+        cls = _load_class(path)
+        passes = _quietly(check_steps, cls, cross=True)
+    except Exception as exc:
+        return T5SelfAttention, course + f"({LESSON_7_FILE} did not load: {type(exc).__name__})."
+    if not passes:
+        return T5SelfAttention, course + f"(the T5Layer in {LESSON_7_FILE} no longer passes check_steps)."
+    return cls, (f"Attention layer: your T5Layer from lesson 6 ({LESSON_7_FILE})\n"
+                 "  It passed every step of check_steps again just now.")

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int
-from ..layer import T5SelfAttention
+from ..layer import T5SelfAttention, attention_weights
 from ..perturbation import perturb_
 from .determinism import one_thread_forked_rng
 
@@ -77,8 +77,10 @@ class LagModel(nn.Module):
 
     def forward(self, tokens):
         """logits [num_lags, batch, seq_len, vocab] and the attention weights [batch, heads, q, k]."""
-        out = self.attention(self.embed(tokens))
-        return torch.stack([readout(out.output) for readout in self.readouts]), out.weights
+        x = self.embed(tokens)
+        out = self.attention(x)
+        weights = attention_weights(self.attention, x, out.position_bias)
+        return torch.stack([readout(out.output) for readout in self.readouts]), weights
 
 
 @dataclass

@@ -1,9 +1,13 @@
-"""T5SelfAttention against transformers' T5Attention with copied weights: encoder, decoder, cache."""
+"""T5SelfAttention against transformers' T5Attention with copied weights: encoder, decoder, cache, cross-attention.
+
+It follows the contract of exercise 6 and of lesson 6's class: parameters named as transformers',
+forward returning (output, position_bias, present), and lesson 6's step methods.
+"""
 import pytest
 import torch
 from transformers import DynamicCache
 
-from t5lesson import ArgumentError, T5SelfAttention
+from t5lesson import ArgumentError, T5SelfAttention, attention_weights
 from t5lesson.reference import reference_attention, reference_mask
 
 TOL = 1e-5
@@ -45,7 +49,10 @@ def test_full_pass_matches_reference(causal, seed, config):
         out, bias, weights = ref(x, mask=reference_mask(_allowed(pad, causal, x.shape[1])))
     assert (ours.output - out).abs().max().item() <= TOL
     assert torch.equal(ours.position_bias, bias)
-    assert (ours.weights - weights).abs().max().item() <= TOL
+    mine = attention_weights(layer, x, ours.position_bias, pad)
+    assert (mine - weights).abs().max().item() <= TOL
+    output, position_bias, present = ours  # a plain tuple too, as exercise 6's contract asks
+    assert present is None and position_bias is ours.position_bias
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -75,7 +82,10 @@ def test_two_layer_stack_shares_layer0_bias():
     torch.manual_seed(0)
     layer0 = T5SelfAttention(32, 4, 8, causal=True)
     layer1 = T5SelfAttention(32, 4, 8, causal=True, has_relative_bias=False)
-    assert layer1.relative_bias is None and "relative_bias.relative_attention_bias.weight" not in layer1.state_dict()
+    assert layer1.relative_bias is None and not hasattr(layer1, "relative_attention_bias")
+    names = ["q.weight", "k.weight", "v.weight", "o.weight"]
+    assert list(layer0.state_dict()) == names + ["relative_attention_bias.weight"]
+    assert list(layer1.state_dict()) == names
     x, pad = _inputs(1)
     h0 = layer0(x, attention_mask=pad)
     h1 = layer1(x + h0.output, attention_mask=pad, position_bias=h0.position_bias)
@@ -105,10 +115,52 @@ def test_initialisation_gives_unit_scale_logits():
     (lambda layer: layer(torch.zeros(2, 3, 32), attention_mask=torch.ones(2, 4)), r"attention_mask must have shape"),
     (lambda layer: layer(torch.zeros(1, 1, 32), past_key_value=(torch.zeros(1, 4, 2, 8),) * 2),
      "needs a causal layer"),
+    (lambda layer: layer(torch.zeros(1, 2, 32), key_value_states=torch.zeros(1, 3, 32)), "cross-attention has no"),
 ])
 def test_errors(call, message):
     with pytest.raises(ArgumentError, match=message):
         call(T5SelfAttention(32, 4, 8))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda layer: layer(torch.zeros(2, 3, 32), key_value_states=torch.zeros(2, 4)), "key_value_states"),
+    (lambda layer: layer(torch.zeros(2, 3, 32), key_value_states=torch.zeros(1, 4, 32)), r"\[batch=2"),
+    (lambda layer: layer(torch.zeros(2, 3, 32), key_value_states=torch.zeros(2, 4, 32),
+                         attention_mask=torch.ones(2, 3)), r"\[batch, enc_len\]"),
+    (lambda layer: layer(torch.zeros(2, 1, 32), past_key_value=torch.zeros(2, 4, 1, 8)), "the \\(keys, values\\) pair"),
+])
+def test_cross_attention_errors(call, message):
+    with pytest.raises(ArgumentError, match=message):
+        call(T5SelfAttention(32, 4, 8, causal=True, has_relative_bias=False))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cross_attention_with_its_cache_matches_reference(seed):
+    torch.manual_seed(seed)
+    layer = T5SelfAttention(32, 4, 8, causal=True, has_relative_bias=False)
+    ref = reference_attention(layer)
+    x, _ = _inputs(seed, length=6)
+    states, enc_pad = _inputs(seed + 10, length=9)
+    with torch.no_grad():
+        theirs, _, _ = ref(x, key_value_states=states, mask=reference_mask(enc_pad.bool()[:, None, None, :]))
+    ours = layer(x, attention_mask=enc_pad, key_value_states=states)
+    assert (ours.output - theirs).abs().max().item() <= TOL
+    past, steps = None, []
+    for t in range(6):  # every call passes the encoder's states; the first computes the keys, the rest reuse them
+        step = layer(x[:, t:t + 1], attention_mask=enc_pad, key_value_states=states, past_key_value=past,
+                     use_cache=True)
+        assert past is None or step.past_key_value[0] is past[0]
+        past = step.past_key_value
+        steps.append(step.output)
+    assert tuple(past[0].shape) == (3, 4, 9, 8)
+    assert (torch.cat(steps, dim=1) - theirs).abs().max().item() <= TOL
+
+
+def test_the_course_layer_passes_lesson_6s_steps(capsys):
+    from t5lesson.lessons.layer_build import check_steps
+
+    assert check_steps(T5SelfAttention, cross=True)
+    assert "step 10, cross-attention, token by token with the cache: matches" in capsys.readouterr().out
 
 
 def test_constructor_errors():

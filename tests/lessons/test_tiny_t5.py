@@ -1,4 +1,9 @@
-"""Lesson 7's plumbing: the reversal task, the name map to transformers, the bands, the figure."""
+"""Lesson 7's plumbing: the reversal task, the name map to transformers, the bands, the figure, the layer it runs on."""
+import json
+import shutil
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +17,7 @@ from t5lesson.lessons.tiny_t5 import (
     StepModel,
     accuracy_band,
     from_text,
+    greedy,
     learned_tables_figure,
     loss_milestones,
     padded,
@@ -28,7 +34,7 @@ from t5lesson.lessons.tiny_t5 import (
 def our_names(layers=CONFIG["layers"]):
     names = ["shared.weight", "encoder_norm.weight", "decoder_norm.weight"]
     for stack in ("encoder", "decoder"):
-        names.append(f"{stack}.0.self_attention.relative_bias.relative_attention_bias.weight")
+        names.append(f"{stack}.0.self_attention.relative_attention_bias.weight")
         for i in range(layers):
             names += [f"{stack}.{i}.self_attention.{p}.weight" for p in "qkvo"]
             names += [f"{stack}.{i}.norm_self.weight", f"{stack}.{i}.ff.wi.weight", f"{stack}.{i}.ff.wo.weight",
@@ -86,7 +92,7 @@ def test_every_transformers_parameter_has_exactly_one_of_ours():
     tied = {"encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight"}
     assert set(mapped) == set(reference_model().state_dict()) - tied
     with pytest.raises(ArgumentError, match="no transformers parameter"):
-        transformers_name("decoder.0.cross.relative_bias.relative_attention_bias.weight")
+        transformers_name("decoder.0.cross.relative_attention_bias.weight")
 
 
 def test_to_transformers_copies_every_weight():
@@ -110,7 +116,7 @@ def test_tables_of_reads_both_stacks():
     tables = tables_of(StateOnly(state), "test")
     assert tables.encoder.bidirectional and not tables.decoder.bidirectional
     np.testing.assert_array_equal(tables.decoder.table,
-                                  state["decoder.0.self_attention.relative_bias.relative_attention_bias.weight"])
+                                  state["decoder.0.self_attention.relative_attention_bias.weight"])
 
 
 def test_loss_milestones_and_bands():
@@ -132,29 +138,15 @@ def test_learned_tables_figure_draws_start_and_trained():
     start = tables_of(StateOnly({n: torch.zeros(16, 4) for n in names}), "start")
     trained = tables_of(StateOnly({n: torch.randn(16, 4) for n in names}), "trained")
     fig = learned_tables_figure(trained, start)
-    assert len(fig.axes) == 2 and "dotted" in alt_text(fig)
+    assert len(fig.axes) == 2 and "thin grey dashed lines are the same heads at the start" in alt_text(fig)
     assert len(fig.axes[0].lines) > 8  # 4 heads trained + 4 at the start, plus reference lines
     with pytest.raises(ArgumentError):
         learned_tables_figure("not tables")
 
 
 def lesson_greedy(model, input_ids, attention_mask, max_new_tokens, cached=True):
-    """Lesson 7's greedy decoding (and, cached=False, the slip of re-feeding the whole prefix)."""
-    encoder_out = model.encode(input_ids, attention_mask)
-    out = torch.full((input_ids.shape[0], 1), PAD)
-    done = torch.zeros(input_ids.shape[0], dtype=torch.bool)
-    cache = None
-    for _ in range(max_new_tokens):
-        if cached:
-            logits, cache = model.decode(out[:, -1:], encoder_out, attention_mask, cache)
-        else:
-            logits, _ = model.decode(out, encoder_out, attention_mask)
-        token = torch.where(done, PAD, logits[:, -1].argmax(-1))
-        out = torch.cat([out, token[:, None]], dim=1)
-        done |= token == EOS
-        if done.all():
-            break
-    return out
+    """Lesson 7's greedy decoding (the course's version; cached=False, the slip of re-feeding the whole prefix)."""
+    return greedy(model, input_ids, attention_mask, max_new_tokens, use_cache=cached)
 
 
 def test_padded_pads_on_the_right():
@@ -192,3 +184,56 @@ def test_driver_refuses_decoding_without_the_cache():
     uncached = tiny_t5_driver.adapt(lambda *a: lesson_greedy(*a, cached=False))
     with pytest.raises(tiny_t5_driver.GradingSetupError, match="feed only the newest token"):
         uncached(seed=0, prompts=["31"], max_new_tokens=3)
+
+
+# --- the layer lesson 7 is built from: the learner's lesson-6 class, or the course's ---
+
+from t5lesson.layer import T5SelfAttention  # noqa: E402
+from t5lesson.lessons.layer_build import LESSON_7_FILE, lesson_6_layer, save_for_lesson_7  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_lesson_7_uses_the_course_layer_when_lesson_6_saved_none(tmp_path):
+    cls, line = lesson_6_layer(tmp_path)
+    assert cls is T5SelfAttention and "the course's t5lesson.layer.T5SelfAttention" in line
+    (tmp_path / LESSON_7_FILE).write_text("class T5Layer:\n    pass\n")  # a file that does not pass
+    cls, line = lesson_6_layer(tmp_path)
+    assert cls is T5SelfAttention and "no longer passes" in line
+    (tmp_path / LESSON_7_FILE).write_text("import nothing_of_that_name\n")
+    assert "did not load: ModuleNotFoundError" in lesson_6_layer(tmp_path)[1]
+
+
+def test_lesson_6_saves_nothing_while_its_steps_are_the_course_versions(tmp_path, capsys):
+    (tmp_path / LESSON_7_FILE).write_text("stale")
+    assert not save_for_lesson_7(T5SelfAttention, True, folder=tmp_path)
+    assert "compute_bias, attend are still the course's version" in capsys.readouterr().out
+    assert not (tmp_path / LESSON_7_FILE).exists()  # an older copy is removed
+
+
+def test_filled_lesson_6_hands_its_class_to_lesson_7(tmp_path):
+    """Lessons 6 and 7 with every your-turn cell filled, in one folder: lesson 6 saves the learner's class,
+    and lesson 7 says it is built from it, then trains and decodes (its checks match)."""
+    sys.path.insert(0, str(ROOT / "tests" / "lessons"))
+    from your_turn_fill import fill, printed
+
+    from t5lesson.grading.authoring.generate import execute
+
+    ran = {}
+    for stem in ("06_t5_attention_layer", "07_tiny_t5"):
+        nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
+        nb["metadata"]["t5lesson_stem"] = stem
+        fill(nb)
+        del nb["metadata"]["t5lesson_stem"]
+        path = tmp_path / f"{stem}.ipynb"
+        path.write_text(json.dumps(nb))
+        execute(path, 300, cwd=tmp_path)
+        ran[stem] = [printed(c, []) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    assert any("Saved your T5Layer to my_t5_layer.py, next to this notebook." in out
+               for out in ran["06_t5_attention_layer"])
+    lesson7 = "".join(ran["07_tiny_t5"])
+    assert "Attention layer: your T5Layer from lesson 6 (my_t5_layer.py)\n  It passed every step" in lesson7
+    assert "block_forward: matches" in lesson7 and "greedy: matches" in lesson7
+    assert "cached == generate(), token for token: True" in lesson7
+    assert "logits [4, 9, 12]: max |ours - transformers| <= 1e-05  ✓" in lesson7
+    shutil.rmtree(tmp_path, ignore_errors=True)
