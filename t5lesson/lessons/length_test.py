@@ -114,7 +114,8 @@ def untrained_table(lengths, train_tokens, config) -> str:
     An input of L digits is L + 1 tokens in the encoder (the end token) and in the decoder (the
     start token, then L answer digits; the end token is predicted, not fed).
     """
-    lines = [f"buckets no training pair reached: encoder {untrained_buckets(train_tokens, True, config)}, "
+    lines = ["buckets no training pair reached:",
+             f"  encoder {untrained_buckets(train_tokens, True, config)}, "
              f"decoder {untrained_buckets(train_tokens, False, config)}",
              f"{'digits':>6}  {'encoder pairs in them':>22}  {'decoder pairs in them':>22}"]
     for n in lengths:
@@ -298,13 +299,13 @@ def mean_results(data, setting) -> list[LengthResult]:
 def intervention_lines(data, step=0.1) -> str:
     """Per setting: the whole answer, the share that ended too early and each answer token, means over seeds."""
     seeds = sorted({r["seed"] for r in data["runs"]})
-    lines = [f"{len(seeds)} runs per setting (seeds {seeds[0]}-{seeds[-1]}), {data['recipe']['steps']} steps each; "
+    lines = [f"{len(seeds)} runs per setting (seeds {seeds[0]}-{seeds[-1]}), {data['recipe']['steps']} steps each;",
              f"means over the runs, {data['strings']} strings per length"]
-    for name, (description, _) in data["settings"].items():
-        lines += [f"{name}: {description}",
-                  f"  {'digits':>6} {'whole':>6} {'ended early':>12}   answer token t: share right"]
+    for name, (description, _) in data["settings"].items():  # lines fit a 90-character page
+        lines += [f"{name}:", f"  {description}",
+                  f"{'digits':>6} {'whole':>5} {'ended early':>11}  answer token t: share right"]
         for r in mean_results(data, name):
-            lines.append(f"  {r.length:>6} {_rounded(r.whole, step):>6} {_rounded(r.early, step):>12}   "
+            lines.append(f"{r.length:>6} {_rounded(r.whole, step):>5} {_rounded(r.early, step):>11}  "
                          + position_cells(r, step))
     return "\n".join(lines)
 
