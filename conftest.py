@@ -3,7 +3,7 @@
 - Notebook time budgets: nbval makes one test item per cell; we add up every phase of every
   cell per notebook (the first cell's setup includes starting the kernel), and we read the CPU
   time its kernel process has used. A notebook fails the run when both are over its budget:
-  20 s for every notebook (BUDGET_S holds exceptions by number prefix; there are none). Wall
+  20 s for every notebook (BUDGET_S holds the exceptions, by number prefix). Wall
   time alone would fail a notebook for waiting on a busy machine (the kernel's CPU time does
   not count the wait); CPU time alone would overcount a kernel that runs threads in parallel
   (its wall time does not). A notebook over both did more work than its budget allows.
@@ -17,7 +17,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 # Reports go here; tools/cross_cpu.py gives each of its parallel runs a folder of its own.
 ARTIFACTS = Path(os.environ.get("T5LESSON_ARTIFACTS") or ROOT / "artifacts")
-BUDGET_S: dict = {}  # notebook number prefix -> seconds, where a notebook may take longer than the default
+# notebook number prefix -> seconds, where a notebook may take longer than the default. Lesson 5 trains
+# its four length-generalisation models in the open: 19.8 s of kernel CPU on a quiet machine here, 2.5 s
+# of which is PyTorch importing torch._dynamo when the first optimizer is built.
+BUDGET_S: dict = {"05": 25.0}
 DEFAULT_BUDGET_S = 20.0
 _notebook_seconds: dict = {}
 _kernel_cpu_seconds: dict = {}  # notebook path -> CPU seconds its kernel had used after its last cell
