@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent
 ARTIFACTS = Path(os.environ.get("T5LESSON_ARTIFACTS") or ROOT / "artifacts")
 # notebook number prefix -> seconds, where a notebook may take longer than the default. Lesson 5 trains
 # its four length-generalisation models in the open: 19.8 s of kernel CPU on a quiet machine here, 2.5 s
-# of which is PyTorch importing torch._dynamo when the first optimizer is built.
+# of which is PyTorch importing torch._dynamo when the first optimizer is built. (05b shares the prefix.)
 BUDGET_S: dict = {"05": 25.0}
 DEFAULT_BUDGET_S = 20.0
 _notebook_seconds: dict = {}

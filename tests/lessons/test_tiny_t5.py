@@ -1,8 +1,4 @@
 """Lesson 7's plumbing: the reversal task, the name map to transformers, the bands, the figure, the layer it runs on."""
-import json
-import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -191,8 +187,6 @@ def test_driver_refuses_decoding_without_the_cache():
 from t5lesson.layer import T5SelfAttention  # noqa: E402
 from t5lesson.lessons.layer_build import LESSON_7_FILE, lesson_6_layer, save_for_lesson_7  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_lesson_7_uses_the_course_layer_when_lesson_6_saved_none(tmp_path):
     cls, line = lesson_6_layer(tmp_path)
@@ -211,24 +205,10 @@ def test_lesson_6_saves_nothing_while_its_steps_are_the_course_versions(tmp_path
     assert not (tmp_path / LESSON_7_FILE).exists()  # an older copy is removed
 
 
-def test_filled_lesson_6_hands_its_class_to_lesson_7(tmp_path):
+def test_filled_lesson_6_hands_its_class_to_lesson_7(filled_lessons):
     """Lessons 6 and 7 with every your-turn cell filled, in one folder: lesson 6 saves the learner's class,
     and lesson 7 says it is built from it, then trains and decodes (its checks match)."""
-    sys.path.insert(0, str(ROOT / "tests" / "lessons"))
-    from your_turn_fill import fill, printed
-
-    from t5lesson.grading.authoring.generate import execute
-
-    ran = {}
-    for stem in ("06_t5_attention_layer", "07_tiny_t5"):
-        nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
-        nb["metadata"]["t5lesson_stem"] = stem
-        fill(nb)
-        del nb["metadata"]["t5lesson_stem"]
-        path = tmp_path / f"{stem}.ipynb"
-        path.write_text(json.dumps(nb))
-        execute(path, 300, cwd=tmp_path)
-        ran[stem] = [printed(c, []) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    ran = {name[:-len(".ipynb")]: result["printed"] for name, result in filled_lessons.items()}
     assert any("Saved your T5Layer to my_t5_layer.py, next to this notebook." in out
                for out in ran["06_t5_attention_layer"])
     lesson7 = "".join(ran["07_tiny_t5"])
@@ -236,4 +216,3 @@ def test_filled_lesson_6_hands_its_class_to_lesson_7(tmp_path):
     assert "block_forward: matches" in lesson7 and "greedy: matches" in lesson7
     assert "cached == generate(), token for token: True" in lesson7
     assert "logits [4, 9, 12]: max |ours - transformers| <= 1e-05  ✓" in lesson7
-    shutil.rmtree(tmp_path, ignore_errors=True)

@@ -7,7 +7,7 @@ the one stored: what the learner writes is what the cells below run on.
 import json
 
 import pytest
-from your_turn_fill import ANSWERS, LESSONS, answers_for, last_line, printed, run_filled, your_turn_cells
+from your_turn_fill import ANSWERS, LESSONS, answers_for, last_line, printed, your_turn_cells
 
 from t5lesson.lessons.your_turn import MATCHES, NOT_WRITTEN
 
@@ -35,14 +35,9 @@ def test_stored_blank_with_an_answer_each(path):
         assert "NotImplementedError" not in answers[name], f"{name}: the answer still raises"
 
 
-@pytest.fixture(scope="module")
-def filled():
-    return run_filled()
-
-
 @pytest.mark.parametrize("path", WITH_TURNS, ids=[p.name for p in WITH_TURNS])
-def test_filled_lesson_runs_on_the_learners_code(filled, path):
-    result = filled[path.name]
+def test_filled_lesson_runs_on_the_learners_code(filled_lessons, path):
+    result = filled_lessons[path.name]
     for name, text in result["your_turn"].items():
         said = " ".join(text.split())
         assert MATCHES in said, f"{name}: the answer does not pass its own check: {said[:300]}"

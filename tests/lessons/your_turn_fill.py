@@ -101,7 +101,11 @@ def compared(cell) -> bool:
 
 
 def run_filled(prefixes: list[str] | None = None, timeout: int = 300) -> dict[str, dict]:
-    """Fill and run the lessons (in order, in one scratch folder); per lesson, what came out."""
+    """Fill and run the lessons (in order, in one scratch folder); per lesson, what came out.
+
+    Per lesson: "your_turn" (name -> what its check printed), "differ" (the compared cells whose
+    output is not the stored one) and "printed" (every code cell's text, in order).
+    """
     from t5lesson.grading.authoring.generate import execute
 
     sanitizers = _sanitizers()
@@ -126,7 +130,8 @@ def run_filled(prefixes: list[str] | None = None, timeout: int = 300) -> dict[st
             differ = [(k, printed(a, sanitizers), printed(b, sanitizers))
                       for k, (a, b) in enumerate(zip(stored["cells"], ran["cells"], strict=True))
                       if compared(a) and printed(a, sanitizers) != printed(b, sanitizers)]
-            results[path.name] = {"your_turn": turns, "differ": differ}
+            shown = [printed(c, []) for c in ran["cells"] if c["cell_type"] == "code"]  # as printed, unsanitized
+            results[path.name] = {"your_turn": turns, "differ": differ, "printed": shown}
     return results
 
 
