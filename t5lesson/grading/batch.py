@@ -548,7 +548,13 @@ def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, sha
                             else "the kernel's process tree, watched"))
     if shard_text:
         settings["shard"] = shard_text
+    settings["seed"] = exercise.seed
     return settings
+
+
+def new_seed() -> str:
+    """A fresh seed for the hidden cases, when the instructor gave none (the reports record it)."""
+    return secrets.token_hex(8)
 
 
 @contextmanager
@@ -567,9 +573,14 @@ def _run_step(run: Callable | None, work: Path, template):
 def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | None = None,
                  template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
                  jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (), progress=None,
-                 shard: tuple[int, int] | None = None, run: Callable | None = None) -> Verdicts:
+                 shard: tuple[int, int] | None = None, run: Callable | None = None,
+                 seed: str | None = None) -> Verdicts:
     """Grade every submission under `submissions` (or shard K/N of them: `shard_of`); write
     the reports under `out`; return the verdicts (with `.settings`).
+
+    `seed` is the instructor's secret the hidden cases are drawn from (`Exercise.drawn`); the
+    reports record it, so grading again with it gives the same grades. None draws a new one
+    (shards must share one, so a shard needs it given).
 
     `run(prepared, limits, work, uid, walls) -> (result or None, seconds)` runs one composed
     notebook; the default starts a worker process (`run_worker`). Tests pass their own.
@@ -579,7 +590,10 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
         raise ValueError("the report folder must not be inside the submissions folder")
     every, skipped = intake.survey(submissions)
     files = shard_of(every, shard) if shard else every
-    exercise = _exercise_of(every, exercise_id, catalogue, limits.max_notebook_mb * 2 ** 20)
+    if seed is None and shard:
+        raise ValueError("every shard must draw the same hidden cases: pass the same --seed to each")
+    seed = new_seed() if seed is None else seed
+    exercise = _exercise_of(every, exercise_id, catalogue, limits.max_notebook_mb * 2 ** 20).drawn(seed)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)
     uids = _uids(max(1, len(files)))  # an empty folder or shard still probes (and writes an empty report)

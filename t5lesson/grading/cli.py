@@ -50,12 +50,14 @@ def _grade(args, catalogue: Catalogue) -> int:
     if not args.submissions.is_dir():
         print(f"error: {args.submissions} is not a folder", file=sys.stderr)
         return 2
+    seed = _seed_of(args)
     start = time.monotonic()
     progress = None if args.quiet else Progress()
     try:
         graded = grade_folder(args.submissions, args.out, catalogue=catalogue, exercise_id=args.exercise,
                               template=args.template, course=args.course, limits=limits_of(args), jobs=args.jobs,
-                              isolation=args.isolation, hide=tuple(args.hide), progress=progress, shard=args.shard)
+                              isolation=args.isolation, hide=tuple(args.hide), progress=progress, shard=args.shard,
+                              seed=seed)
     except Exception as exc:  # a report that could not be written (1), or a setting or the folder (2)
         if progress is not None:
             progress.finish()
@@ -67,6 +69,20 @@ def _grade(args, catalogue: Catalogue) -> int:
         print(f"graded {len(graded)} submissions in {seconds:.1f} s{rate}; reports in {args.out} "
               f"(report.html: the class at a glance)", file=sys.stderr)
     return 0
+
+
+def _seed_of(args) -> str | None:
+    """The hidden cases' seed: --seed, else the first line of --seed-file, else None (a new one is drawn)."""
+    if args.seed is not None and args.seed_file is not None:
+        raise ValueError("give --seed or --seed-file, not both")
+    if args.seed_file is not None:
+        seed = args.seed_file.read_text(encoding="utf-8").strip().splitlines()[:1]
+        if not seed or not seed[0].strip():
+            raise ValueError(f"{args.seed_file} is empty: write the seed of the hidden cases on its first line")
+        return seed[0].strip()
+    if args.seed is not None and not args.seed.strip():
+        raise ValueError("--seed must not be empty")
+    return None if args.seed is None else args.seed.strip()
 
 
 def _merge(args, catalogue: Catalogue) -> int:
@@ -149,6 +165,9 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--jobs", type=int, default=None, help="submissions run at once (default: one per core)")
     p.add_argument("--isolation", choices=("auto", "full", "none"), default="auto", help=ISOLATION_HELP)
     p.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
+    p.add_argument("--seed", help="the secret the hidden cases are drawn from (default: a new one, recorded in "
+                   "summary.md and grades.json; give it again to regrade with the same cases)")
+    p.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (kept away from students)")
     p.add_argument("--shard", type=parse_shard, metavar="K/N", help="grade only slice K of N of the folder "
                    "(see `merge`)")
     p.add_argument("--quiet", action="store_true",

@@ -6,6 +6,7 @@ the engine an exercise or the catalogue to look exercises up in.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -31,6 +32,7 @@ class Exercise:
     questions: tuple[Question, ...]
     practice: bool = False
     salted: bool = False
+    seed: str | None = None  # set by `drawn`: the instructor's seed the grading cases were drawn from
 
     def __post_init__(self):
         if self.salted:
@@ -42,6 +44,26 @@ class Exercise:
                 return question
         known = ", ".join(q.id for q in self.questions)
         raise KeyError(f"{question_id!r} is not a question of exercise {self.id} (its questions: {known})")
+
+    def drawn(self, seed: str) -> Exercise:
+        """The exercise as the grader runs it: every code question's hidden cases drawn from `seed`.
+
+        Each question draws from its own generator, seeded by a hash of (seed, exercise id,
+        question id), so one seed gives the same cases on every machine and in every shard, and
+        a change to one question's recipe leaves the others' cases as they were. The cases the
+        learner's `check()` runs ship with the package; these do not exist until grading.
+        """
+        import numpy as np
+
+        if not isinstance(seed, str) or not seed:
+            raise ValueError("the seed of the hidden cases must be a non-empty text")
+        questions = []
+        for q in self.questions:
+            if getattr(q, "hidden", ""):
+                digest = hashlib.sha256(f"t5lesson/hidden|{seed}|{self.id}|{q.id}".encode()).digest()
+                q = q.drawn(np.random.default_rng(int.from_bytes(digest[:16], "big")))
+            questions.append(q)
+        return replace(self, questions=tuple(questions), seed=seed)
 
     @property
     def ids(self) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 
@@ -287,12 +287,16 @@ class Code(Question):
     While the cases run, the functions named in `blocked` (the reference and its helpers) raise
     instead of answering, so `return relative_position_bucket(...)` earns nothing; see
     `t5lesson.grading.harvest.blocking`.
+    `cases` are what `check()` runs in the notebook; they ship with the package, so the learner
+    has them. The grader runs others: `hidden` names a recipe that draws cases of the same kinds
+    (same topics, same configurations) with fresh numbers from the instructor's seed (`drawn`).
     """
 
     reference: str = ""
     cases: tuple[Case, ...] = ()
     case_timeout: float = 1.0
     blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs
+    hidden: str = ""  # "module:function"(rng) -> the grading cases: `cases`' recipe, its numbers drawn
     kind = "code"
     answer_kind = "a function"  # what the learner's name should hold, in messages
 
@@ -302,6 +306,16 @@ class Code(Question):
     def harvest_spec(self) -> dict:
         return {"id": self.id, "kind": "code", "name": self.name, "timeout": self.case_timeout,
                 "cases": [c.plain() for c in self.cases], "blocked": list(self.blocked)}
+
+    def drawn(self, rng) -> Code:
+        """This question with the cases the grader uses: `hidden`'s recipe run on `rng` (a NumPy
+        Generator seeded from the instructor's secret, see `Exercise.drawn`), their expected
+        results computed here, in the grader's process. The cases `check()` runs stay `cases`."""
+        if not self.hidden:
+            return self
+        question = replace(self, cases=tuple(resolve(self.hidden)(rng)))
+        _ = question.expected  # computed once, now, before any kernel runs
+        return question
 
     def reference_results(self) -> list:
         """The reference's result for every case, as it returns them, computed in this process."""

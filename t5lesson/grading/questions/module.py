@@ -76,6 +76,15 @@ def closeness(expected: Expected, got: np.ndarray) -> str | None:
     return None
 
 
+def _raised(got) -> bool:
+    """Whether the learner's code raised (or ran out of time) on a case. A contract the driver found
+    broken (SETUP_ERROR: no cache used, a wrong result type) is a wrong answer, not an Error: the
+    course calls Error only what the learner's own code raised."""
+    if not isinstance(got, dict):
+        return False
+    return "timeout" in got or ("error" in got and not str(got["error"]).startswith(SETUP_ERROR))
+
+
 @dataclass(frozen=True)
 class LayerCase(Case):
     """A case of a module question: in reports it reads as its topic (its weights are data, not text)."""
@@ -165,7 +174,7 @@ class ModuleCode(Code):
                 grouped.setdefault(sentence, []).append(name)
             else:
                 passed.append(number - 1)
-        raised = sum(isinstance(got, dict) and ("error" in got or "timeout" in got) for _, _, got in failed)
+        raised = sum(_raised(got) for _, _, got in failed)
         useful = [i for i in passed if i not in self.supporting]
         earned = sum((self._weight(i) for i in passed), Fraction(0)) if useful else Fraction(0)
         fraction = earned / sum((self._weight(i) for i in range(total)), Fraction(0))

@@ -124,6 +124,9 @@ def read(report_dir: Path, catalogue) -> Run:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ValueError(f"{path} is not in the format {FORMAT}")
     exercise = catalogue.get(doc["exercise"])
+    seed = doc["settings"].get("seed") if isinstance(doc.get("settings"), dict) else None
+    if isinstance(seed, str) and seed:  # the cases the verdicts name: drawn again from the recorded seed
+        exercise = exercise.drawn(seed)
     graded = []
     for s in doc["submissions"]:
         outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"])
