@@ -115,7 +115,7 @@ def _autograder(args, catalogue: Catalogue) -> int:
 
     limits = limits_of(args)
     names = build(args.exercise, args.out, catalogue=catalogue, limits=limits, visibility=args.visibility,
-                  template=args.template, isolation=args.isolation)
+                  template=args.template, isolation=args.isolation, seed=_seed_of(args))
     print(f"wrote {args.out} ({len(names)} files); upload it as the assignment's autograder (Ubuntu 24.04 base "
           f"image, at least 2 GB of memory; a run takes at most {limits.hard_limit():.0f} s)", file=sys.stderr)
     return 0
@@ -147,6 +147,11 @@ def _generate(args, catalogue: Catalogue) -> int:
                     check=args.check, execute_first=args.execute)
 
 
+def _add_seed(p: argparse.ArgumentParser, where: str) -> None:
+    p.add_argument("--seed", help=f"the secret the hidden cases are drawn from (default: a new one, {where})")
+    p.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (keep it from students)")
+
+
 def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> argparse.ArgumentParser:
     from .integrations.gradescope import DEFAULT_ROOT, ROOT_VARIABLE, VISIBILITY
     from .integrations.lms import CANVAS_IDENTITY
@@ -165,9 +170,7 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--jobs", type=int, default=None, help="submissions run at once (default: one per core)")
     p.add_argument("--isolation", choices=("auto", "full", "none"), default="auto", help=ISOLATION_HELP)
     p.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
-    p.add_argument("--seed", help="the secret the hidden cases are drawn from (default: a new one, recorded in "
-                   "summary.md and grades.json; give it again to regrade with the same cases)")
-    p.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (kept away from students)")
+    _add_seed(p, "recorded in summary.md and grades.json; give it again to regrade with the same cases")
     p.add_argument("--shard", type=parse_shard, metavar="K/N", help="grade only slice K of N of the folder "
                    "(see `merge`)")
     p.add_argument("--quiet", action="store_true",
@@ -210,6 +213,7 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--isolation", choices=("auto", "full", "none"), default="auto",
                    help="auto: isolate each kernel where the container allows it, else grade with the limits "
                         "only (results.json says which); full: refuse without isolation; none: never isolate")
+    _add_seed(p, "kept in the zip's autograder.json")
     add_limits(p, {"cell_timeout", "notebook_timeout", "memory_mb"})
     p.set_defaults(run=_autograder)
 

@@ -279,6 +279,63 @@ def blocking(targets):
     return restore
 
 
+def _block_now(module, module_name, path, seen):
+    """Give every function a target names in a loaded module a refusing code object (see `blocking`)."""
+    for function in target_functions(module, path, seen):
+        where = f"{module_name}:{getattr(function, '__qualname__', '?')}"
+        function.__code__ = _refusing_code(where, function.__code__.co_freevars)
+
+
+class _BlockOnImport:
+    """A meta path finder that lets a target module load as usual and blocks its targets the
+    moment its code has run, so a module imported after the run's first cell is blocked too."""
+
+    def __init__(self, pending):
+        self.pending = pending  # module name -> [paths of targets], for modules not loaded yet
+        self.seen = set()
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.pending:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None) if finder is not self else None
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None or isinstance(spec.loader, type) or not hasattr(spec.loader, "exec_module"):
+            return spec  # a built-in or frozen module (its loader is a shared class): left to `blocking`
+        paths = self.pending.pop(name)
+        original = spec.loader.exec_module
+
+        def exec_then_block(module):
+            original(module)
+            for item in paths:
+                _block_now(module, name, item, self.seen)
+        spec.loader.exec_module = exec_then_block  # this spec's loader object only: made for this import
+        return spec
+
+
+def block_for_the_run(targets):
+    """Block the reference implementations for the rest of the kernel's life, from the run's first
+    cell on: loaded modules now, the others as soon as they are imported (they still import, so
+    the notebook's own imports work). Nothing undoes it. A target without a path ("transformers:",
+    which `blocking` refuses to import while an answer is read) is left to `blocking`."""
+    pending, seen = {}, set()
+    for target in targets:
+        module_name, _, path = target.partition(":")
+        if not path:
+            continue
+        module = sys.modules.get(module_name)
+        if module is not None:
+            _block_now(module, module_name, path, seen)
+        else:
+            pending.setdefault(module_name, []).append(path)
+    if pending:
+        sys.meta_path.insert(0, _BlockOnImport(pending))
+
+
 def blocked_calls() -> list:
     """The blocked targets called so far in this process (see `blocking`), in order."""
     return list(getattr(sys, HITS_ATTRIBUTE, []))

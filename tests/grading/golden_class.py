@@ -27,6 +27,8 @@ REPO = HERE.parents[1]
 GOLDEN = HERE / "golden"
 sys.path.insert(0, str(HERE))
 
+from conftest import SEED  # noqa: E402
+
 import synthetic_class  # noqa: E402
 
 # synthetic_class.build_class's students that end the same way on every machine and every load
@@ -75,7 +77,7 @@ def grade(name: str, tmp: Path) -> Path:
     submissions, report = tmp / name / "submissions", tmp / name / "report"
     build(submissions)
     command = [sys.executable, "-m", "t5lesson.grade", "grade", str(submissions), "--out", str(report), "--quiet",
-               "--isolation", isolation, "--jobs", "2"]
+               "--isolation", isolation, "--jobs", "2", "--seed", SEED]
     if exercise:
         command += ["--exercise", exercise]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)

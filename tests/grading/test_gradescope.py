@@ -20,7 +20,7 @@ import jsonschema
 import nbformat
 import pytest
 
-from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SAMPLES, grade_cli
+from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SAMPLES, SEED, grade_cli
 from t5lesson.check import Checker
 from t5lesson.grading.integrations.gradescope import RESULTS_SCHEMA
 from t5lesson.grading.questions.kinds import Code, format_points
@@ -33,7 +33,7 @@ SETUP = os.environ.get("T5LESSON_AUTOGRADER_SETUP") == "1"
 def autograder(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gradescope")
     bundle = tmp / "autograder.zip"
-    built = subprocess.run(grade_cli("autograder", EXERCISE, "--out", str(bundle)), cwd=ROOT, capture_output=True,
+    built = subprocess.run(grade_cli("autograder", EXERCISE, "--out", str(bundle), "--seed", SEED), cwd=ROOT, capture_output=True,
                            text=True, timeout=120)
     assert built.returncode == 0, built.stderr
     root = tmp / "autograder"
@@ -85,8 +85,10 @@ def test_the_zip_has_gradescope_layout_and_no_solutions(autograder):
     syntax = subprocess.run(["bash", "-n", str(autograder["root"] / "source" / "setup.sh")], capture_output=True)
     assert syntax.returncode == 0
     again = autograder["zip"].with_name("again.zip")
-    subprocess.run(grade_cli("autograder", EXERCISE, "--out", str(again)), cwd=ROOT, check=True, capture_output=True)
-    assert again.read_bytes() == autograder["zip"].read_bytes()  # reproducible
+    subprocess.run(grade_cli("autograder", EXERCISE, "--out", str(again), "--seed", SEED), cwd=ROOT, check=True,
+                   capture_output=True)
+    assert again.read_bytes() == autograder["zip"].read_bytes()  # reproducible for one seed
+    assert config["seed"] == SEED  # every submission draws the same hidden cases, in the container
 
 
 def _solution_lines() -> list[str]:

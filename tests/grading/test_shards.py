@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from isolation_helpers import ISOLATION_ARGS
 
-from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
+from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SEED, grade_cli
 from t5lesson.grading.batch import shard_of as select
 from t5lesson.grading.integrations.shards import parse_shard
 from t5lesson.grading.questions.kinds import format_points
@@ -99,7 +99,7 @@ def test_an_empty_shard_is_a_valid_report_and_merges(tmp_path):
     for k in (1, 2):
         out = tmp_path / f"shard{k}"
         done = subprocess.run(grade_cli("grade", str(submissions), "--out", str(out), "--shard", f"{k}/2", "--quiet",
-                                        "--exercise", "01_unscaled_scores", *ISOLATION_ARGS),
+                                        "--seed", SEED, "--exercise", "01_unscaled_scores", *ISOLATION_ARGS),
                               cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         reports.append(out)

@@ -7,7 +7,8 @@ builds a zip in the layout of Gradescope's autograder specification: at its root
 /autograder/venv with the pinned requirements.txt + constraints.txt and this package) and
 `run_autograder` (run for every submission). Beside them: the package source, pyproject.toml,
 the pinned requirements, the handed-out exercise notebook (never the solutions; the answer
-keys are the bank's hashes) and autograder.json (the exercise, the limits, the visibility).
+keys are the bank's hashes) and autograder.json (the exercise, the limits, the visibility, and the
+seed of the hidden cases: every submission is graded on the same cases, drawn in the container).
 
 `run_autograder` runs `t5grade autograder-run`, which grades every
 `/autograder/submission/**/*.ipynb` with the class grader itself (`grade_folder`: the same
@@ -146,19 +147,24 @@ def _package_files() -> list[Path]:
 
 
 def build(exercise_id: str, out: Path, *, catalogue, limits: Limits = Limits(), visibility: str = "visible",
-          template: Path | None = None, isolation: str = "auto") -> list[str]:
+          template: Path | None = None, isolation: str = "auto", seed: str | None = None) -> list[str]:
     """Write the autograder zip for one exercise; return the names in it. The zip is reproducible
-    (sorted entries, fixed times)."""
+    (sorted entries, fixed times) for a given `seed`: the secret every submission's hidden cases
+    are drawn from (None: a new one). It sits in autograder.json, which students never see."""
     import nbformat
 
-    from ..batch import load_template  # the handed-out notebook, as the class grader finds it
+    from ..batch import (
+        load_template,  # the handed-out notebook, as the class grader finds it
+        new_seed,
+    )
 
     exercise = catalogue.get(exercise_id)
     if visibility not in VISIBILITY:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITY)}")
     if isolation not in ("auto", "full", "none"):
         raise ValueError("isolation must be auto, full or none")
-    config = {"exercise": exercise.id, "visibility": visibility, "isolation": isolation, "limits": asdict(limits)}
+    config = {"exercise": exercise.id, "visibility": visibility, "isolation": isolation, "limits": asdict(limits),
+              "seed": new_seed() if seed is None else seed}
     entries: dict[str, tuple[bytes, int]] = {
         "setup.sh": (SETUP_SH.encode(), _EXECUTABLE),
         "run_autograder": (RUN_AUTOGRADER.encode(), _EXECUTABLE),
@@ -261,7 +267,8 @@ def run(root: Path, catalogue) -> dict:
                                 course=source,
                                 template=template,
                                 limits=Limits.from_dict(config.get("limits", {})), jobs=1,
-                                isolation="none" if isolation == "none" else "auto", hide=(str(out),))
+                                isolation="none" if isolation == "none" else "auto", hide=(str(out),),
+                                seed=config.get("seed"))
 
         graded, summary, isolation = [], "", ""
         if found:  # with no notebook, nothing runs: results.json says so

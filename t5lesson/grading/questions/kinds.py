@@ -297,6 +297,9 @@ class Code(Question):
     case_timeout: float = 1.0
     blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs
     hidden: str = ""  # "module:function"(rng) -> the grading cases: `cases`' recipe, its numbers drawn
+    # of `blocked`, what stays usable until this answer is read, because other questions of the
+    # exercise are answered with it (every other target is blocked from the run's first cell on)
+    open_until_read: tuple[str, ...] = ()
     kind = "code"
     answer_kind = "a function"  # what the learner's name should hold, in messages
 

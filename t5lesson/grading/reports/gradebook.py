@@ -171,6 +171,11 @@ def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipp
         lines += [f"- `{student}`, {question}: {what}" for student, question, what in hits]
     if failed:
         lines += ["", "## Reports not written", ""] + [f"- {f}" for f in failed]
+    if settings.get("seed"):
+        lines += ["", "## Hidden cases", "", f"The code questions were graded on cases drawn from the seed "
+                  f"`{settings['seed']}`. Grading again with `--seed {settings['seed']}` draws the same cases and "
+                  "gives the same grades. Keep the seed from students: with it, and the recipe in the package, the "
+                  "cases can be drawn again. Use a new one for each class."]
     lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in sorted(settings.items())]
     return "\n".join(lines) + "\n"
 

@@ -198,6 +198,31 @@ def _add_harvest_cells(run: _RunCells, exercise: Exercise, nonce: str, limits: L
             run.out.harvest_cell[q.id] = run.add(cell, f"the grader's reading of {q.id}")
 
 
+_BLOCKING_CELL = """def __t5lesson_block():
+    namespace = {{"__name__": "t5lesson_harvest"}}
+    exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
+    namespace["block_for_the_run"]({targets!r})
+__t5lesson_block()
+del __t5lesson_block"""
+
+
+def run_blocked(exercise: Exercise) -> list[str]:
+    """The reference implementations blocked for the whole run: every code question's `blocked`
+    targets, but those another question of the exercise is answered with (`open_until_read`)."""
+    kept_open = {t for q in exercise.questions for t in getattr(q, "open_until_read", ())}
+    targets = (t for q in exercise.questions for t in getattr(q, "blocked", ()))
+    return [t for t in dict.fromkeys(targets) if t not in kept_open]
+
+
+def _add_blocking_cell(run: _RunCells, exercise: Exercise) -> None:
+    """First of all, before any cell of the submission: the references blocked (see `run_blocked`)."""
+    targets = run_blocked(exercise)
+    if targets:
+        cell = new_code_cell(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=targets))
+        mark_harvest(cell, "")
+        run.add(cell, "the grader's first cell")
+
+
 def _notebook(cells):
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
@@ -219,6 +244,7 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limit
         out.notes.append("Some cells were moved; the notebook was run in the original order of the exercise.")
 
     run = _RunCells(out)
+    _add_blocking_cell(run, exercise)
     run.add_extras(found.extras.get(None, []))
     for template_cell in template.cells:
         key = cell_key(template_cell)
