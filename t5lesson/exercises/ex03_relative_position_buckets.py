@@ -183,6 +183,12 @@ EXERCISE = Exercise(
             )) + ("t5lesson.bias:relative_bias", "t5lesson.lessons.bucket_steps:bucket_steps",
                   "t5lesson.reference:reference_bucket", "transformers:",
                   "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket"),
+            # question 8 is answered with the package's bucketing (and question 4 with its ranges):
+            # these stay usable until this answer is read
+            open_until_read=tuple(f"t5lesson.buckets:{name}" for name in (
+                "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",
+                "_log_bucket_numpy",
+            )),
             hints=(
                 "check the three regions in order: the sign (which half), the exact range, the logarithmic range.",
                 "in the logarithmic range, use int() to truncate and min() to clamp to the last bucket.",
@@ -196,6 +202,7 @@ EXERCISE = Exercise(
             blocked=("t5lesson.buckets:bucket_ranges", "t5lesson.lessons.toy_heads:bucket_representatives",
                      "t5lesson.exercises.ex03_relative_position_buckets:reference_ranges",
                      "t5lesson.lessons.pair_counts:bucket_offset_counts"),
+            open_until_read=("t5lesson.buckets:bucket_ranges",),  # question 4 is answered with it
             hints=(
                 "each bucket covers one contiguous range of offsets on one side, so scan the offsets "
                 "in order and note where the bucket changes.",
