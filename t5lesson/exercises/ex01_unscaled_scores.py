@@ -18,7 +18,7 @@ from ..grading.questions.kinds import Case, FreeText, MultipleChoice, Numeric
 from ..grading.questions.structured import FloatCode
 from . import Exercise, id_of_module
 
-__all__ = ["EXERCISE", "reference_entropy", "reference_scores"]
+__all__ = ["EXERCISE", "reference_entropy", "reference_scores", "hidden_entropy_cases"]
 
 
 # --- references, called in the grader's process with the plain (list) arguments ----------------
@@ -67,12 +67,54 @@ def _entropy_cases() -> tuple[Case, ...]:
     return tuple(Case((row,), (), topic) for row, topic in rows)
 
 
+def _weights(rng, n: int, zeros: int = 0, first: float | None = None) -> tuple:
+    """A drawn row of n probabilities on a grid of 1/1000, `zeros` of them 0 (at drawn places),
+    summing to 1 exactly in thousandths; `first` fixes the largest share in front."""
+    live = n - zeros
+    if first is not None:
+        rest = rng.dirichlet(np.ones(live - 1)) * (1000 - round(first * 1000)) if live > 1 else np.zeros(0)
+        counts = np.concatenate([[round(first * 1000)], np.floor(rest)])
+    else:
+        counts = np.floor(rng.dirichlet(np.ones(live)) * 1000)
+    counts = np.maximum(counts, 1)
+    counts[int(np.argmax(counts))] += 1000 - counts.sum()  # the grid's remainder on the largest share
+    row = np.zeros(n)
+    places = np.sort(rng.choice(n, size=live, replace=False)) if first is None else np.arange(live)
+    row[places] = counts / 1000
+    return _row(row)
+
+
+def hidden_entropy_cases(rng) -> tuple[Case, ...]:
+    """The grading cases of q7: each public case's purpose, with drawn weights and sizes."""
+    n_uniform = rng.choice([5, 6, 8, 12, 20])
+    tiny = float(rng.choice([1e-8, 3e-9, 5e-10]))
+    logits = np.round(rng.normal(size=int(rng.integers(12, 24))), 2)
+    soft = np.exp(logits) / np.exp(logits).sum()
+    hot = np.zeros(int(rng.integers(3, 7)))
+    hot[rng.integers(hot.size)] = 1.0
+    rows = [
+        ((1 / int(n_uniform),) * int(n_uniform), "uniform weights over many keys"),
+        (_row(hot), "one-hot weights (0 log 0 counts as 0)"),
+        (_weights(rng, int(rng.integers(4, 7)), zeros=2), "weights with zeros"),
+        (_weights(rng, 3), "uneven weights"),
+        (_row(rng.permutation([1.0 - tiny, tiny])), "almost one-hot"),
+        (_row(np.round(soft, 15)), "a softmax row over many keys"),
+        (_weights(rng, 2, first=float(rng.uniform(0.55, 0.95))), "two keys, one favoured"),
+        (_weights(rng, 4), "uneven weights over 4 keys"),
+        (_weights(rng, int(rng.integers(5, 8)), zeros=3), "some keys left, with zeros between"),
+        (_weights(rng, int(rng.integers(5, 9)), first=float(rng.uniform(0.5, 0.7))), "a long tail"),
+        (_weights(rng, int(rng.integers(3, 6)), first=float(rng.uniform(0.95, 0.99))), "nearly saturated"),
+    ]
+    return tuple(Case((row,), (), topic) for row, topic in rows)
+
+
 def _matrix(a) -> tuple:
     return tuple(_row(r) for r in np.atleast_2d(a))
 
 
-def _score_cases() -> tuple[Case, ...]:
-    rng = np.random.default_rng(2)
+def _score_cases(rng=None) -> tuple[Case, ...]:
+    """q9's cases: the public ones from a fixed generator, the grading ones (`hidden`) from a drawn one."""
+    rng = np.random.default_rng(2) if rng is None else rng
     r = lambda *shape: np.round(rng.standard_normal(shape), 2)
     causal3 = np.tril(np.ones((3, 3)))
     padded = np.array([[1, 1, 1, 0], [1, 1, 1, 0]])
@@ -204,7 +246,7 @@ EXERCISE = Exercise(
         FloatCode(
             id="q7", points=3, objectives=(3,), name="my_entropy",
             reference="t5lesson.exercises.ex01_unscaled_scores:reference_entropy",
-            cases=_entropy_cases(), case_timeout=1.0, tolerance=1e-6,
+            cases=_entropy_cases(), hidden=f"{__name__}:hidden_entropy_cases", case_timeout=1.0, tolerance=1e-6,
             blocked=("t5lesson.saturation:softmax_entropy", f"{__name__}:reference_entropy", "scipy.stats:entropy"),
             hints=(
                 "the entropy is minus the sum over keys of p log p, with the natural logarithm.",
@@ -228,7 +270,8 @@ EXERCISE = Exercise(
         FloatCode(
             id="q9", points=4, objectives=(1,), name="my_scores",
             reference="t5lesson.exercises.ex01_unscaled_scores:reference_scores",
-            cases=_score_cases(), case_timeout=1.0, tolerance=1e-6, masked_below=-1e9,
+            cases=_score_cases(), hidden=f"{__name__}:_score_cases", case_timeout=1.0, tolerance=1e-6,
+            masked_below=-1e9,
             blocked=("t5lesson.scores:attention_scores", "t5lesson.scores:attention",
                      "t5lesson.lessons.dot_products:scores_t5", f"{__name__}:reference_scores"),
             hints=(

@@ -29,21 +29,42 @@ def reference_bias_lists(table, q_len, k_len, bidirectional=True, max_distance=1
 
 
 def _table(num_buckets, heads, seed):
+    """A bias table [num_buckets, heads] of rounded normal values; `seed` an int or a Generator."""
     values = np.round(np.random.default_rng(seed).normal(size=(num_buckets, heads)), 2)
     return tuple(tuple(float(v) for v in row) for row in values)
 
 
-def _bias_cases() -> tuple[Case, ...]:
+def _bias_cases(rng=None) -> tuple[Case, ...]:
+    """q5's cases: the public tables from fixed seeds; the grading ones (`hidden`) drawn from `rng`,
+    with the same sizes, configurations and cache offsets (what each case tests)."""
+    table = (lambda n, heads, seed: _table(n, heads, seed)) if rng is None else (lambda n, heads, _: _table(n, heads, rng))
     specs = [
-        ((_table(32, 2, 0), 6, 6), (), "the default encoder, 6 tokens"),
-        ((_table(32, 2, 1), 6, 6), (("bidirectional", False),), "the default decoder, 6 tokens"),
-        ((_table(16, 1, 2), 12, 12), (("max_distance", 20),), "an encoder whose log region is reached"),
-        ((_table(8, 2, 3), 15, 15), (("max_distance", 5),), "offsets far beyond max_distance"),
-        ((_table(32, 2, 4), 4, 7), (), "more keys than queries"),
-        ((_table(32, 2, 5), 1, 10), (("bidirectional", False), ("query_offset", 9)), "one new query, 9 cached"),
-        ((_table(16, 2, 6), 3, 8), (("bidirectional", False), ("max_distance", 12), ("query_offset", 5)),
+        ((table(32, 2, 0), 6, 6), (), "the default encoder, 6 tokens"),
+        ((table(32, 2, 1), 6, 6), (("bidirectional", False),), "the default decoder, 6 tokens"),
+        ((table(16, 1, 2), 12, 12), (("max_distance", 20),), "an encoder whose log region is reached"),
+        ((table(8, 2, 3), 15, 15), (("max_distance", 5),), "offsets far beyond max_distance"),
+        ((table(32, 2, 4), 4, 7), (), "more keys than queries"),
+        ((table(32, 2, 5), 1, 10), (("bidirectional", False), ("query_offset", 9)), "one new query, 9 cached"),
+        ((table(16, 2, 6), 3, 8), (("bidirectional", False), ("max_distance", 12), ("query_offset", 5)),
          "three new queries, 5 cached"),
-        ((_table(4, 1, 7), 1, 1), (("max_distance", 3),), "one query, one key"),
+        ((table(4, 1, 7), 1, 1), (("max_distance", 3),), "one query, one key"),
+    ]
+    return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
+
+
+def hidden_mask_cases(rng) -> tuple[Case, ...]:
+    """q6's grading cases: each public case's shape of problem, with drawn sizes and cache lengths."""
+    n, new, cached = (int(rng.integers(lo, hi)) for lo, hi in ((3, 9), (2, 5), (3, 9)))
+    specs = [
+        ((n, n), (), "a square mask"),
+        ((1, 1), (), "one query, one key"),
+        ((1, cached + 1), (("query_offset", cached),), "one new query, the rest cached"),
+        ((new, cached + new), (("query_offset", cached),), "new queries after a cache"),
+        ((new, new + int(rng.integers(2, 6))), (), "more keys than queries, no cache"),
+        ((n + 2, int(rng.integers(2, n + 1))), (), "more queries than keys"),
+        ((new + 1, cached + new + 1 + int(rng.integers(1, 4))), (("query_offset", cached),),
+         "new queries after a cache, keys beyond them"),
+        ((int(rng.integers(2, 4)),) * 2, (("query_offset", 0),), "a square mask, query_offset given as 0"),
     ]
     return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
 
@@ -128,7 +149,7 @@ EXERCISE = Exercise(
         PlainCode(
             id="q5", points=4, objectives=(7,), name="my_bias",
             reference="t5lesson.exercises.ex04_bias_heatmaps:reference_bias_lists",
-            cases=_bias_cases(), case_timeout=2.0, tolerance=1e-9,
+            cases=_bias_cases(), hidden=f"{__name__}:_bias_cases", case_timeout=2.0, tolerance=1e-9,
             blocked=("t5lesson.bias:relative_bias", "t5lesson.bias:_toeplitz_numpy", "t5lesson.bias:_toeplitz_torch",
                      "t5lesson.layer:RelativePositionBias.forward", "t5lesson.reference:reference_bias",
                      "t5lesson.exercises.ex04_bias_heatmaps:reference_bias_lists",
@@ -143,7 +164,8 @@ EXERCISE = Exercise(
         ),
         PlainCode(
             id="q6", points=2, objectives=(7,), name="my_causal_mask",
-            reference="t5lesson.scores:causal_mask", cases=_mask_cases(), case_timeout=1.0,
+            reference="t5lesson.scores:causal_mask", cases=_mask_cases(), hidden=f"{__name__}:hidden_mask_cases",
+            case_timeout=1.0,
             blocked=("t5lesson.scores:causal_mask",),
             hints=(
                 "True where key j is not after query i.",
