@@ -20,7 +20,11 @@ far beyond max_distance, and the smallest legal tables.
 """
 from __future__ import annotations
 
-from ..buckets import bucket_ranges
+import math
+
+import numpy as np
+
+from ..buckets import _exact_ties, bucket_ranges, relative_position_bucket
 from ..grading.questions.kinds import Case, Code, FreeText, MultipleChoice, Numeric
 from ..grading.questions.structured import PlainCode
 from . import Exercise, id_of_module
@@ -74,6 +78,111 @@ def _cases() -> tuple[Case, ...]:
         for rel in offsets:
             cases.append(Case((rel,), kwargs, _topic(rel, bidirectional, num_buckets, max_distance)))
     return tuple(cases)
+
+
+def _kwargs(bidirectional: bool, num_buckets: int, max_distance: int) -> tuple:
+    """A configuration as a case passes it: nothing for the default, only what differs from it."""
+    if (bidirectional, num_buckets, max_distance) == _DEFAULT:
+        return ()
+    if num_buckets == 32 and max_distance == 128:
+        return (("bidirectional", bidirectional),)
+    return (("bidirectional", bidirectional), ("num_buckets", num_buckets), ("max_distance", max_distance))
+
+
+def _float64_bucket(n: int, per_direction: int, max_exact: int, max_distance: int) -> int:
+    """The bucket of n >= max_exact in float64, as a learner's math.log gives it."""
+    spread = math.log(n / max_exact) / math.log(max_distance / max_exact) * (per_direction - max_exact)
+    return min(max_exact + int(spread), per_direction - 1)
+
+
+def _safe(n: int, config) -> bool:
+    """n's bucket is the same in float32 (the reference) and float64, and n is no exact tie (see buckets)."""
+    bidirectional, num_buckets, max_distance = config
+    per_direction = num_buckets // 2 if bidirectional else num_buckets
+    max_exact = per_direction // 2
+    if n < max_exact or n >= max_distance:
+        return True
+    if _exact_ties(np.array([n]), per_direction, max_exact, max_distance)[0]:
+        return False
+    want = relative_position_bucket(-n, bidirectional, num_buckets, max_distance)  # a key before the query
+    return int(want) == _float64_bucket(n, per_direction, max_exact, max_distance)
+
+
+def _draw_offset(rng, config, side: int, region: str) -> int:
+    """An offset on `side` (+1 after the query, -1 before) in `region`; in the logarithmic range at or
+    just below a drawn bucket boundary, where off-by-one mistakes show."""
+    bidirectional, num_buckets, max_distance = config
+    max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    for _ in range(200):
+        if region == "exact":
+            n = int(rng.integers(1, max_exact))
+        elif region == "beyond":
+            n = int(rng.choice([max_distance, int(rng.integers(max_distance + 1, 4 * max_distance)),
+                                int(rng.integers(10 ** 3, 10 ** 6))]))
+        elif region == "inside":  # anywhere in the logarithmic range (the public cases hold its boundaries)
+            n = int(rng.integers(max_exact, max_distance))
+        else:
+            n_range = np.arange(max_exact, max_distance)
+            buckets = relative_position_bucket(-n_range, bidirectional, num_buckets, max_distance)
+            starts = n_range[1:][np.diff(buckets) != 0]  # the first distance of each bucket after the first
+            n = int(rng.choice(starts)) - int(rng.integers(0, 2)) if starts.size else int(rng.choice(n_range))
+        if _safe(n, config):
+            return side * n
+    raise RuntimeError(f"no safe offset in {region} for {config}")
+
+
+# Each configuration family and what its cases probe: (side, region); side 0 is offset 0.
+_HIDDEN_FAMILIES = (
+    (lambda rng: _DEFAULT, [(0, "exact"), (1, "exact"), (-1, "exact")] + [(1, "inside"), (-1, "inside")] * 4
+     + [(1, "beyond"), (-1, "beyond")]),
+    (lambda rng: (False, int(rng.choice([24, 32, 40])), int(rng.integers(64, 161))),
+     [(-1, "exact")] * 2 + [(-1, "log")] * 4 + [(-1, "beyond"), (1, "exact"), (1, "beyond")]),
+    (lambda rng: (True, int(rng.choice([8, 10, 12])), int(rng.integers(14, 31))),
+     [(1, "exact"), (-1, "exact"), (1, "log"), (1, "log"), (-1, "log"), (-1, "log"), (1, "beyond"), (-1, "beyond")]),
+    (lambda rng: (False, int(rng.choice([12, 16, 20])), int(rng.integers(24, 49))),
+     [(-1, "exact")] + [(-1, "log")] * 3 + [(-1, "beyond"), (1, "log")]),
+    (lambda rng: (True, int(rng.choice([27, 33, 41])), int(rng.integers(100, 201))),
+     [(1, "log"), (-1, "log"), (1, "exact"), (-1, "exact")]),
+)
+
+
+def hidden_cases(rng) -> tuple[Case, ...]:
+    """q7's grading cases: the public recipe (the default tables' ranges and boundaries, four other
+    configurations) with drawn configurations and offsets, none of them a float32/float64 disagreement."""
+    cases = []
+    for draw_config, slots in _HIDDEN_FAMILIES:
+        config = draw_config(rng)
+        for side, region in slots:
+            rel = 0 if side == 0 else _draw_offset(rng, config, side, region)
+            cases.append(Case((rel,), _kwargs(*config), _topic(rel, *config)))
+    return tuple(cases)
+
+
+def _hidden_config(rng, topic: str):
+    """One drawn configuration of q8 that still has the property its topic names."""
+    draws = {
+        "T5's default encoder table": lambda: (True, 32, 128),
+        "T5's default decoder table": lambda: (False, 32, 128),
+        "an odd number of buckets": lambda: (True, int(rng.choice([21, 27, 35, 41])), int(rng.integers(64, 200))),
+        "max_distance small for the number of buckets": lambda: (True, int(rng.choice([40, 44, 48])),
+                                                                  int(rng.integers(13, 24))),
+        "a small decoder table": lambda: (False, int(rng.choice([12, 16, 20])), int(rng.integers(24, 48))),
+        "a decoder table that skips buckets": lambda: (False, int(rng.choice([36, 40, 44])), int(rng.integers(24, 34))),
+        "the smallest encoder table": lambda: (True, 4, int(rng.integers(3, 9))),
+        "the smallest decoder table": lambda: (False, 2, int(rng.integers(2, 9))),
+        "a long logarithmic range": lambda: (True, int(rng.choice([10, 12, 14])), int(rng.integers(500, 5000))),
+    }
+    for _ in range(100):
+        config = draws[topic]()
+        if "skips" in topic and None not in reference_ranges(*config):
+            continue
+        return config
+    raise RuntimeError(f"no configuration for {topic!r}")
+
+
+def hidden_range_cases(rng) -> tuple[Case, ...]:
+    """q8's grading cases: each public configuration's purpose, with drawn sizes."""
+    return tuple(Case((), _kwargs(*_hidden_config(rng, topic)) or (), topic) for _, topic in _CONFIGS)
 
 
 _CONFIGS = [
@@ -176,7 +285,8 @@ EXERCISE = Exercise(
         ),
         Code(
             id="q7", points=4, objectives=(5,), name="my_bucket",
-            reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), case_timeout=1.0,
+            reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), hidden=f"{__name__}:hidden_cases",
+            case_timeout=1.0,
             blocked=tuple(f"t5lesson.buckets:{name}" for name in (
                 "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",
                 "_log_bucket_numpy",
@@ -198,7 +308,8 @@ EXERCISE = Exercise(
         PlainCode(
             id="q8", points=4, objectives=(5,), name="my_bucket_ranges",
             reference="t5lesson.exercises.ex03_relative_position_buckets:reference_ranges",
-            cases=tuple(Case((), kwargs, topic) for kwargs, topic in _CONFIGS), case_timeout=2.0,
+            cases=tuple(Case((), kwargs, topic) for kwargs, topic in _CONFIGS), hidden=f"{__name__}:hidden_range_cases",
+            case_timeout=2.0,
             blocked=("t5lesson.buckets:bucket_ranges", "t5lesson.lessons.toy_heads:bucket_representatives",
                      "t5lesson.exercises.ex03_relative_position_buckets:reference_ranges",
                      "t5lesson.lessons.pair_counts:bucket_offset_counts"),
