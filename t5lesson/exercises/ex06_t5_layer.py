@@ -85,6 +85,7 @@ EXERCISE = Exercise(
             name="MyT5Attention", driver="t5lesson.exercises.t5_layer_driver",
             reference=f"{_CASES}:reference_case", diagnose=f"{_CASES}:diagnose", shows=f"{_CASES}:shows",
             what="transformers' T5Attention", cases=layer_cases.cases(), case_timeout=5.0,
+            hidden="t5lesson.exercises.t5_layer_cases:hidden_cases",
             case_weights=layer_cases.case_weights(), supporting=layer_cases.SUPPORTING,
             blocked=_BLOCKED,
             hints=(

@@ -26,7 +26,7 @@ import numpy as np
 from ..grading.questions.kinds import Case
 from ..grading.questions.module import Expected, LayerCase, closeness, compare
 
-__all__ = ["cases", "reference_case", "simulate", "diagnose", "shows", "MISTAKES", "PROJECTIONS_STD"]
+__all__ = ["cases", "hidden_cases", "reference_case", "simulate", "diagnose", "shows", "MISTAKES", "PROJECTIONS_STD"]
 
 # small, so that the record of all cases stays far below the harvest limits
 SMALL = {"d_model": 8, "num_heads": 2, "d_kv": 4, "num_buckets": 32, "max_distance": 128}
@@ -103,44 +103,60 @@ def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False, 
 # cross-attention) is a third of the question; packed rows, which the lesson does not build, are two
 # thirds, so a layer pasted from the lesson earns at most a third. The initialisation earns its share
 # only beside a case that computes something (see `SUPPORTING`).
-_WEIGHTED = (
-    (LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))), "T5's initialisation of the projections"),
-     2),
-    (_case(1, "bias", "the encoder's position_bias", causal=False), 4),
-    (_case(11, "bias", "the decoder's position_bias, 10 tokens", causal=True, length=10), 4),
-    (_case(2, "full", "encoder, no padding", causal=False), 4),
-    (_case(3, "full", "encoder, row 1 padded on the right", causal=False, pads={1: "right"}), 4),
-    (_case(4, "full", "decoder, row 1 padded on the right", causal=True, pads={1: "right"}), 3),
-    (_case(5, "full", "decoder, row 0 padded on the left", causal=True, pads={0: "left"}), 4),
-    (_case(12, "full", "decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24, base=FEW), 5),
-    (_case(6, "steps_bias", "the position_bias of the 6th token, 5 in the cache", causal=True), 4),
-    (_case(7, "steps", "decoding token by token with the cache, against one full pass", causal=True), 6),
-    (_case(8, "two_layers", "a second layer reusing layer 0's bias", causal=True, two_layers=True), 5),
-    (_case(9, "full", "large logits (about a thousand)", causal=False, scale=30.0), 5),
-    (_case(13, "full", f"{CROSS}, 5 decoder tokens, 7 encoder tokens, row 1 padded on the right", causal=True,
-           length=5, encoder=7, pads={1: "right"}), 15),
-    (_case(14, "full", f"{CROSS}, 8 decoder tokens, 6 encoder tokens, row 0 padded on the left", causal=True,
-           length=8, encoder=6, pads={0: "left"}), 12),
-    (_case(15, "cross_steps", f"{CROSS} while decoding token by token with the cache", causal=True, length=5,
-           encoder=7, pads={0: "left"}), 13),
-    (_case(16, "full", f"{CROSS} with large logits", causal=True, length=4, encoder=6, scale=30.0), 10),
-    (_case(17, "full", f"{PACKED} encoder, two examples per row", causal=False, packed=((3, 3), (2, 4))), 35),
-    (_case(18, "full", f"{PACKED} encoder, three examples, row 1 padded after them", causal=False,
-           packed=((2, 2, 2), (3, 1))), 35),
-    (_case(19, "full", f"{PACKED} decoder, two examples per row", causal=True, packed=((4, 2), (1, 5))), 35),
-    (_case(20, "full", f"{PACKED} decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
-           base=FEW, packed=((10, 14), (6, 9, 5))), 35),
-    (_case(21, "full", f"{PACKED} encoder with large logits", causal=False, scale=30.0, packed=((2, 4), (5, 1))),
-     30),
-    (_case(22, "two_layers", f"{PACKED} decoder, a second layer reusing layer 0's bias", causal=True,
-           two_layers=True, packed=((3, 3), (2, 2, 2))), 30),
-)
+def _weighted(seed=lambda n: n) -> tuple:
+    """(case, weight) of every case; `seed(n)` gives the seed of the case whose public seed is n (the
+    public cases use n itself; the grading cases, drawn ones: same purposes, other numbers)."""
+    return (
+        (LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))),
+                   "T5's initialisation of the projections"),
+         2),
+        (_case(seed(1), "bias", "the encoder's position_bias", causal=False), 4),
+        (_case(seed(11), "bias", "the decoder's position_bias, 10 tokens", causal=True, length=10), 4),
+        (_case(seed(2), "full", "encoder, no padding", causal=False), 4),
+        (_case(seed(3), "full", "encoder, row 1 padded on the right", causal=False, pads={1: "right"}), 4),
+        (_case(seed(4), "full", "decoder, row 1 padded on the right", causal=True, pads={1: "right"}), 3),
+        (_case(seed(5), "full", "decoder, row 0 padded on the left", causal=True, pads={0: "left"}), 4),
+        (_case(seed(12), "full", "decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
+               base=FEW), 5),
+        (_case(seed(6), "steps_bias", "the position_bias of the 6th token, 5 in the cache", causal=True), 4),
+        (_case(seed(7), "steps", "decoding token by token with the cache, against one full pass", causal=True), 6),
+        (_case(seed(8), "two_layers", "a second layer reusing layer 0's bias", causal=True, two_layers=True), 5),
+        (_case(seed(9), "full", "large logits (about a thousand)", causal=False, scale=30.0), 5),
+        (_case(seed(13), "full", f"{CROSS}, 5 decoder tokens, 7 encoder tokens, row 1 padded on the right", causal=True,
+               length=5, encoder=7, pads={1: "right"}), 15),
+        (_case(seed(14), "full", f"{CROSS}, 8 decoder tokens, 6 encoder tokens, row 0 padded on the left", causal=True,
+               length=8, encoder=6, pads={0: "left"}), 12),
+        (_case(seed(15), "cross_steps", f"{CROSS} while decoding token by token with the cache", causal=True, length=5,
+               encoder=7, pads={0: "left"}), 13),
+        (_case(seed(16), "full", f"{CROSS} with large logits", causal=True, length=4, encoder=6, scale=30.0), 10),
+        (_case(seed(17), "full", f"{PACKED} encoder, two examples per row", causal=False, packed=((3, 3), (2, 4))), 35),
+        (_case(seed(18), "full", f"{PACKED} encoder, three examples, row 1 padded after them", causal=False,
+               packed=((2, 2, 2), (3, 1))), 35),
+        (_case(seed(19), "full", f"{PACKED} decoder, two examples per row", causal=True, packed=((4, 2), (1, 5))), 35),
+        (_case(seed(20), "full", f"{PACKED} decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
+               base=FEW, packed=((10, 14), (6, 9, 5))), 35),
+        (_case(seed(21), "full", f"{PACKED} encoder with large logits", causal=False, scale=30.0,
+               packed=((2, 4), (5, 1))),
+         30),
+        (_case(seed(22), "two_layers", f"{PACKED} decoder, a second layer reusing layer 0's bias", causal=True,
+               two_layers=True, packed=((3, 3), (2, 2, 2))), 30),
+    )
+
+
+_WEIGHTED = _weighted()
 SUPPORTING = (0,)  # the initialisation: it earns nothing on its own
 
 
 def cases() -> tuple[Case, ...]:
     """The hidden cases of exercise 6's module question, in the order the feedback numbers them."""
     return tuple(case for case, _ in _WEIGHTED)
+
+
+def hidden_cases(rng) -> tuple[Case, ...]:
+    """The grading cases: every public case's plan, configuration, lengths and padding, with weights
+    and states drawn from `rng` (one seed per case)."""
+    seeds = {}
+    return tuple(case for case, _ in _weighted(lambda n: seeds.setdefault(n, int(rng.integers(2 ** 32)))))
 
 
 def case_weights() -> tuple[int, ...]:

@@ -6,14 +6,18 @@ layer, pasted in, earns at most a third: test_pasting_lessons.py.)
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from module_variants import VARIANTS
 from t5_layer_answers import T5Layer
 from test_module_code import QUESTION, failed_cases, score
 
+from t5lesson.exercises import get
 from t5lesson.exercises import t5_layer_cases as layer_cases
-from t5lesson.grading.questions.kinds import CORRECT, INCORRECT, PARTIAL
+from t5lesson.grading import harvest
+from t5lesson.grading.questions.kinds import CORRECT, INCORRECT, PARTIAL, clean_record
 
 
 @pytest.mark.parametrize("entry", VARIANTS, ids=[v.name for v in VARIANTS])
@@ -134,3 +138,18 @@ def test_blocking_covers_closures_and_restores_them():
         assert saved(1) == 2 and module.helper(1) == 2
     finally:
         del sys.modules["fake_reference"]
+
+
+DRAWN = get("06_t5_layer").drawn("a grading seed")["q4"]
+
+
+@pytest.mark.parametrize("entry", VARIANTS, ids=[v.name for v in VARIANTS])
+def test_on_drawn_cases_every_mistake_still_loses_credit(entry):
+    """The grader runs drawn cases (same plans and paddings, other weights and states): a mistake
+    still costs marks there, and a right rewrite still gets them all."""
+    raw = harvest.collect(DRAWN.harvest_spec(), {DRAWN.name: entry.layer})
+    outcome = DRAWN.score(clean_record(json.loads(json.dumps(raw, allow_nan=False))))
+    if entry.full:
+        assert (outcome.status, outcome.points) == (CORRECT, DRAWN.points), outcome.message
+    else:
+        assert outcome.points < DRAWN.points and outcome.status in (PARTIAL, INCORRECT), outcome.message
