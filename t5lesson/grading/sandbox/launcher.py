@@ -39,10 +39,10 @@ from pathlib import Path
 
 from ..protocol import KERNEL_MODULE, SandboxPlan
 from . import namespaces as isolation
-from .namespaces import _private_namespace, expose, needed_paths  # noqa: F401 (the sandbox's own API too)
+from .namespaces import _private_namespace, expose, needed_paths, outside_allowlist  # noqa: F401 (the sandbox's own API too)
 
 __all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment", "kill_user_processes",
-           "remove_user_files", "expose", "needed_paths"]
+           "remove_user_files", "expose", "needed_paths", "outside_allowlist"]
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
             "JPY_PARENT_PID")

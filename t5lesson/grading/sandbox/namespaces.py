@@ -366,10 +366,41 @@ def expose(paths) -> None:
                 os.close(fd)
 
 
+# The top-level folders a kernel sees (read-only), all of them the system's own: everything else at
+# the top (/home, /root, /srv, /opt, /mnt, /media, a /work of checkouts, ...) is covered, and under
+# /var only /var/tmp (private to the kernel) and the /var/lock and /var/run links are left.
+SYSTEM_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev", "tmp", "run")
+VAR_KEPT = ("tmp", "lock", "run")
+
+
+def outside_allowlist() -> list[str]:
+    """The folders the kernel must not see because they are not the system's: every top-level folder
+    but SYSTEM_TOP, and /var's but VAR_KEPT (links are left: covering one would cover its target).
+    `needed_paths` inside them are bound back, so the interpreter and the course package stay."""
+    found = []
+    for parent, kept in (("/", SYSTEM_TOP + ("var",)), ("/var", VAR_KEPT)):
+        try:
+            names = sorted(os.listdir(parent))
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(parent, name)
+            if name not in kept and os.path.isdir(path) and not os.path.islink(path):
+                found.append(path)
+    return found
+
+
 def needed_paths() -> list[str]:
-    """What the kernel must reach: the interpreter, its libraries and this package."""
-    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, str(PACKAGE_PARENT)]
-    return list(dict.fromkeys(p for p in paths + [p for p in sys.path if p] if os.path.exists(p)))
+    """What the kernel must reach: the interpreter, its libraries and this package, and no more.
+
+    The folder holding the package (a course checkout, named on sys.path by PYTHONPATH or an
+    editable install) is replaced by the package folder itself, so the checkout's other folders
+    (its solutions, a virtual environment's neighbours) are not bound back with it.
+    """
+    parent, package = str(PACKAGE_PARENT), str(PACKAGE_PARENT / "t5lesson")
+    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, package]
+    paths += [package if os.path.realpath(p) == os.path.realpath(parent) else p for p in sys.path if p]
+    return list(dict.fromkeys(p for p in paths if os.path.exists(p)))
 
 
 def probe(uid: int | None = None) -> str | None:
