@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 from isolation_helpers import REQUIRED, WHY_NOT, normal_user, run_as
-from synthetic_class import add_after, full, write
 
 from conftest import ROOT, SEED
 from t5lesson.grading.course import PACKAGE_PARENT
+
+from synthetic_class import add_after, full, write
 
 PLACES = ("/srv", "/opt", "/work", "/var/lib", os.path.expanduser("~"))
 
