@@ -33,8 +33,8 @@ SETUP = os.environ.get("T5LESSON_AUTOGRADER_SETUP") == "1"
 def autograder(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gradescope")
     bundle = tmp / "autograder.zip"
-    built = subprocess.run(grade_cli("autograder", EXERCISE, "--out", str(bundle), "--seed", SEED), cwd=ROOT, capture_output=True,
-                           text=True, timeout=120)
+    built = subprocess.run(grade_cli("autograder", EXERCISE, "--out", str(bundle), "--seed", SEED), cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
     assert built.returncode == 0, built.stderr
     root = tmp / "autograder"
     with zipfile.ZipFile(bundle) as archive:
