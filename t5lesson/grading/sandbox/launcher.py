@@ -15,16 +15,20 @@ Always (any user):
 With isolation (`config["isolation"]`, the grader's default; as root or as a normal user, see
 `t5lesson.grading.sandbox.namespaces`):
 - private mount, IPC, network and PID namespaces: the machine read-only, one size-limited
-  tmpfs for /tmp, /var/tmp, /dev/shm, /run/lock and the home, the submissions, the report, the
-  solutions and the grader's run folder covered, the kernel's socket folder bound in;
+  tmpfs for /tmp, /var/tmp, /dev/shm, /run/lock and the home; of the file system only the
+  system's folders (/usr, /etc, ...), the interpreter, its virtual environment and the course
+  package are seen (every other top-level folder is covered: homes, /srv, /opt, other
+  checkouts), the submissions, the report, the solutions and the grader's run folder covered
+  even there, the kernel's socket folder bound in;
 - this process stays outside as the kernel's supervisor, and the kernel runs as process 1 of
   its PID namespace: when either dies, everything the submission started dies;
 - as root, the kernel drops to a user id of its own (one per submission, no name, no home),
   and a cgroup (where one can be made) bounds its memory, shared memory included, and its
   number of processes; as a normal user, it keeps that user's id inside a user namespace.
 
-What a kernel can still do, honestly: read world-readable files outside the hidden folders
-(the Python installation, the course package, /etc), use the CPU until its limits, and, with
+What a kernel can still do, honestly: read world-readable files of the system's folders
+(/usr, /etc, /run) and of the Python environment and the course package, use the CPU until its
+limits, and, with
 the other limits, nothing that outlives its run. Without isolation (`--isolation none`) the
 kernel runs as the grader's own user, with only the limits.
 """

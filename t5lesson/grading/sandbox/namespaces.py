@@ -21,9 +21,12 @@ In that private world:
   `ipc` transport), and cannot reach any other kernel's sockets or ports;
 - the kernel is process 1 of a PID namespace: it sees and signals only its own processes, and
   when it dies every process it started dies with it;
-- the folders in `hide` (submissions, report, solutions, the grader's run folder, and as a
-  normal user also the user's home) are covered by empty read-only tmpfs mounts; the paths in
-  `keep` (the interpreter, the course package, the kernel's socket folder) are bound back.
+- the folders in `hide` are covered by empty read-only tmpfs mounts: every top-level folder that
+  is not the system's (`outside_allowlist`: /home, /root, /srv, /opt, /work, /var/lib, ...), so
+  no other checkout, home or data is seen, and inside what is bound back the submissions, the
+  report, the solutions, the grader's run folder (and as a normal user the user's home); the
+  paths in `keep` (the interpreter, its virtual environment, the course package folder alone, the
+  kernel's socket folder) are bound back.
 A kernel cannot undo any of this: it has no capability left (it runs as a plain user id), and
 mounts inherited into a namespace it might create are locked together.
 
