@@ -1,6 +1,6 @@
 """One graded class shared by the tests of what comes after grading (shards, merge, report, LMS).
 
-The three real sample submissions (tests/sample_class: ada full marks, ben 11.25, cy 0; see
+The three real sample submissions (tests/sample_class: ada full marks, ben 11.4, cy 0; see
 SAMPLE_TOTALS and README's instructor's guide) plus one file
 that is not JSON, graded three ways: in one go (in this process), and as shards 1/2 and 2/2
 through the command line, the first under a pseudo-terminal (so it draws the progress bar),
@@ -34,8 +34,8 @@ SAMPLES = ROOT / "tests" / "sample_class"
 # answers everything right, so she gets every automatically graded point of that exercise.
 SAMPLE_EXERCISE = bank.get(nbformat.read(SAMPLES / "ada.ipynb", as_version=4).metadata["t5lesson"]["exercise"])
 # the seed every test grades with (the hidden cases are drawn from it), so reports are reproducible
-SEED = "the test suite's seed"
-SAMPLE_TOTALS = {"ada": SAMPLE_EXERCISE.auto_points, "ben": 11.25, "cy": 0.0}
+SEED = "test-suite-seed"
+SAMPLE_TOTALS = {"ada": SAMPLE_EXERCISE.auto_points, "ben": 11.4, "cy": 0.0}
 
 
 def run_in_terminal(argv: list[str], timeout: float = 300) -> tuple[int, str]:

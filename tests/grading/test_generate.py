@@ -107,7 +107,7 @@ def test_check_mode_reports_stale_and_orphan_files(tmp_path, capsys):
 
 def _grade(folder: Path, out: Path, exercise_id: str) -> None:
     command = [sys.executable, "-m", "t5lesson.grade", "grade", str(folder), "--out", str(out),
-               "--exercise", exercise_id, *ISOLATION_ARGS]
+               "--exercise", exercise_id, "--seed", "test_generate", *ISOLATION_ARGS]
     result = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "[2/2]" in result.stderr  # progress lines

@@ -56,7 +56,7 @@ def test_one_seed_gives_identical_reports_and_another_seed_other_cases(tmp_path)
     assert runs["a"] == runs["again"]
     assert runs["a"]["feedback/pat.md"] != runs["b"]["feedback/pat.md"]
     summary = runs["a"]["summary.md"].decode()
-    assert "`first seed`" in summary and "--seed first seed" in summary
+    assert "`first seed`" in summary and "--seed 'first seed'" in summary
     assert json.loads(runs["a"]["grades.json"])["settings"]["seed"] == "first seed"
     assert b"first seed" not in runs["a"]["feedback/pat.md"]  # feedback goes to the student
 

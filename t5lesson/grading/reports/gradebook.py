@@ -12,6 +12,7 @@ import hashlib
 import io
 import os
 import re
+import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,10 +173,11 @@ def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipp
     if failed:
         lines += ["", "## Reports not written", ""] + [f"- {f}" for f in failed]
     if settings.get("seed"):
-        lines += ["", "## Hidden cases", "", f"The code questions were graded on cases drawn from the seed "
-                  f"`{settings['seed']}`. Grading again with `--seed {settings['seed']}` draws the same cases and "
-                  "gives the same grades. Keep the seed from students: with it, and the recipe in the package, the "
-                  "cases can be drawn again. Use a new one for each class."]
+        seed = str(settings["seed"])
+        lines += ["", "## Hidden cases", "", f"The code questions were graded on cases drawn from the seed `{seed}`. "
+                  f"Grading again with `--seed {shlex.quote(seed)}` draws the same cases and gives the same grades. "
+                  "Keep the seed from students: with it, and the recipe in the package, the cases can be drawn "
+                  "again. Use a new one for each class."]
     lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in sorted(settings.items())]
     return "\n".join(lines) + "\n"
 
