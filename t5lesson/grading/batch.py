@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections import Counter
@@ -431,6 +432,7 @@ class _Batch:
     walls: dict | None  # the isolation shared by every kernel (None: --isolation none)
     as_root: bool
     run: Callable
+    references: threading.Thread | None = None  # computing the expected results; scoring waits for it
 
 
 def shard_of(files: list, shard: tuple[int, int]) -> list:
@@ -517,6 +519,8 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
     uid = batch.uids[index] if batch.walls is not None and batch.as_root else None
     result, seconds = batch.run(prep, limits, batch.work, uid, batch.walls)
     records = harvested(exercise, result, nonce)
+    if batch.references is not None:
+        batch.references.join()
     status, outcomes, notes = score(exercise, prep, result, nonce, limits, records=records)
     return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
                   answers=given_answers(exercise, result, nonce, records))
@@ -557,6 +561,20 @@ def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, sha
         settings["shard"] = shard_text
     settings["seed"] = exercise.seed
     return settings
+
+
+def _expected_in_background(exercise: Exercise) -> threading.Thread:
+    """Compute every code question's expected results (the reference on the drawn cases, in this
+    process) while the first kernels start and run; a failure here shows where it is asked again."""
+    def compute():
+        for q in exercise.questions:
+            try:
+                getattr(q, "expected", None)
+            except Exception:  # scoring asks again, and that row gets the error
+                pass
+    thread = threading.Thread(target=compute, name="t5grade-references", daemon=True)
+    thread.start()
+    return thread
 
 
 def new_seed() -> str:
@@ -610,7 +628,8 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
         shown = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
         walls = _walls(shown, root, hide, as_root) if full else None
         with _run_step(run, work, template_nb) as run_one:
-            batch = _Batch(exercise, template_nb, limits, work, uids, walls, as_root, run_one)
+            batch = _Batch(exercise, template_nb, limits, work, uids, walls, as_root, run_one,
+                           _expected_in_background(exercise))
             graded = Verdicts(_grade_all(batch, files, jobs, progress))
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
     graded.settings = _settings(limits, exercise, full, as_root, shard_text)

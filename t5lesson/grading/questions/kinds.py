@@ -312,13 +312,12 @@ class Code(Question):
 
     def drawn(self, rng) -> Code:
         """This question with the cases the grader uses: `hidden`'s recipe run on `rng` (a NumPy
-        Generator seeded from the instructor's secret, see `Exercise.drawn`), their expected
-        results computed here, in the grader's process. The cases `check()` runs stay `cases`."""
+        Generator seeded from the instructor's secret, see `Exercise.drawn`); their expected
+        results (`expected`) are computed here, in the grader's process, when first asked for
+        (the grader asks while the first kernels run). The cases `check()` runs stay `cases`."""
         if not self.hidden:
             return self
-        question = replace(self, cases=tuple(resolve(self.hidden)(rng)))
-        _ = question.expected  # computed once, now, before any kernel runs
-        return question
+        return replace(self, cases=tuple(resolve(self.hidden)(rng)))
 
     def reference_results(self) -> list:
         """The reference's result for every case, as it returns them, computed in this process."""
