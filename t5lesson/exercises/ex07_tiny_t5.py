@@ -115,6 +115,22 @@ CASE_SPECS = (
 def _cases() -> tuple[Case, ...]:
     return tuple(Case((), tuple(sorted(kwargs.items())), topic) for kwargs, topic in CASE_SPECS)
 
+
+def _digits(rng, like: str) -> str:
+    """A digit string as long as `like`, drawn."""
+    return "".join(str(d) for d in rng.integers(0, 10, size=len(like)))
+
+
+def hidden_cases(rng) -> tuple[Case, ...]:
+    """The grading cases: each public case's batch shape, budget and end-token scale, with drawn model
+    seeds (from 1000 on, none of the public ones) and drawn prompts of the same lengths."""
+    cases = []
+    for kwargs, topic in CASE_SPECS:
+        drawn = dict(kwargs, seed=int(rng.integers(1000, 10 ** 6)),
+                     prompts=tuple(_digits(rng, p) for p in kwargs["prompts"]))
+        cases.append(Case((), tuple(sorted(drawn.items())), topic))
+    return tuple(cases)
+
 EXERCISE = Exercise(
     id=id_of_module(__name__), salted=True,
     title="Exercise 7: a whole tiny T5",
@@ -181,7 +197,7 @@ EXERCISE = Exercise(
             reference="t5lesson.exercises.ex07_tiny_t5:reference_beams",
             diagnose="t5lesson.exercises.ex07_tiny_t5:diagnose",
             driver="t5lesson.exercises.tiny_t5_driver",
-            cases=_cases(), case_timeout=20.0, what="generate(num_beams=2)",
+            cases=_cases(), hidden=f"{__name__}:hidden_cases", case_timeout=20.0, what="generate(num_beams=2)",
             blocked=("transformers.generation.utils:GenerationMixin.generate", "t5lesson.lessons.tiny_t5:greedy"),
             hints=(
                 "repeat each string's encoder output and mask twice (repeat_interleave), one row per beam; "
