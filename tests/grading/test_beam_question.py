@@ -1,12 +1,13 @@
 """Exercise 7 q5, beam search with two beams: the rules the question states are what generate() does,
-every case's answer is the same on any CPU, and the grader's feedback says what to fix.
+every case's answer is the same on any CPU and shows what its topic says, and the grader's feedback
+says what to fix.
 
 `rules` below follows the question's five rules literally (a test oracle, kept apart from the
-solution notebook's answer). On every hidden case it gives generate(num_beams=2)'s tokens, and it
-measures the margins: at every step, the gaps between the five best candidate scores of every
-string, and at the end the gap between the two finished hypotheses. Each is over 1e-3 (the
-smallest, 1.7e-3), hundreds of times float32's rounding of sums of this size (about 1e-6), so no
-order of additions flips a beam.
+solution notebook's answer and from the bank's `beam_search`, which the recipe decodes with). On
+every public case and on drawn ones it gives generate(num_beams=2)'s tokens, on the models the
+kernel builds (float32, the secret offset added to decode's logits). The margins themselves (no two
+scores that decide a beam within MARGIN, 1e-3, hundreds of times float32's rounding of sums of this
+size, about 1e-6) are measured by the bank's `unfit`, which the recipe also runs on every draw.
 """
 from __future__ import annotations
 
@@ -19,16 +20,17 @@ import pytest
 import torch
 from test_pasting_lessons import DECODING_QUESTION, score
 
-from t5lesson.exercises.ex07_tiny_t5 import CASE_SPECS, reference_beams
-from t5lesson.grading.questions.kinds import PARTIAL
-from t5lesson.seq2seq import EOS, PAD, StepModel, padded, random_model
+from t5lesson.exercises import get
+from t5lesson.exercises.ex07_tiny_t5 import CASE_SPECS, TOPICS, beam_search, grading_model, reference_beams, unfit
+from t5lesson.grading.questions.kinds import INCORRECT, PARTIAL
+from t5lesson.seq2seq import EOS, PAD, padded
 
-MARGIN = 1e-3
 ROOT = Path(__file__).resolve().parents[2]
+TOPIC = {topic.name: topic for topic in TOPICS}
 
 
-def rules(model, input_ids, attention_mask, max_new_tokens, gaps):
-    """The question's rules, step by step; appends every decisive gap between scores to `gaps`."""
+def rules(model, input_ids, attention_mask, max_new_tokens):
+    """The question's rules, step by step."""
     batch, beams = input_ids.shape[0], 2
     encoder_out = model.encode(input_ids, attention_mask).repeat_interleave(beams, 0)
     mask = attention_mask.repeat_interleave(beams, 0)
@@ -44,7 +46,6 @@ def rules(model, input_ids, attention_mask, max_new_tokens, gaps):
             candidates = sorted(((score + float(log_p[b * beams + k, t]), k, t)
                                  for k, (score, _) in enumerate(running[b]) for t in range(log_p.shape[-1])),
                                 key=lambda c: -c[0])
-            gaps += [candidates[r][0] - candidates[r + 1][0] for r in range(2 * beams)]
             best = candidates[:2 * beams]
             last = step == max_new_tokens - 1
             if len(finished[b]) < beams:
@@ -57,33 +58,50 @@ def rules(model, input_ids, attention_mask, max_new_tokens, gaps):
             break
         rows = torch.tensor([r for p in picked for r in p])
         cache = tuple(tuple(t[rows] for t in block) for block in cache)
-    gaps += [f[0][0] - f[1][0] for f in finished if len(f) == beams]
-    best = [f[0][1] for f in finished]
-    out = torch.full((batch, 1 + max_new_tokens), -1)
-    for b, tokens in enumerate(best):
-        out[b, :len(tokens)] = torch.tensor(tokens)
-    return out.double().numpy()
+    return [f[0][1] for f in finished]
 
 
-@pytest.mark.parametrize("spec", [kwargs for kwargs, _ in CASE_SPECS], ids=[topic for _, topic in CASE_SPECS])
-def test_the_rules_are_generate_and_the_scores_are_apart(spec):
-    gaps: list[float] = []
-    ids, mask = padded(spec["prompts"])
+def _generated(kwargs) -> list[list[int]]:
+    """generate()'s answer for a case, each row up to its end token."""
+    want = reference_beams(**kwargs).values
+    return [[int(t) for t in row[np.isfinite(row)] if t >= 0] for row in want]
+
+
+def _decoded(decoder, kwargs) -> list[list[int]]:
+    ids, mask = padded(kwargs["prompts"])
     with torch.no_grad():
-        ours = rules(StepModel(random_model(spec["seed"], spec.get("eos_scale", 1.0))), ids, mask,
-                     spec["max_new_tokens"], gaps)
-    want = reference_beams(**spec).values
-    care = np.isfinite(want)
-    assert np.array_equal(ours[care], want[care])
-    assert min(gaps) > MARGIN, min(gaps)
+        return decoder(grading_model(kwargs["seed"], kwargs["eos_scale"], kwargs["shift"]), ids, mask,
+                       kwargs["max_new_tokens"])
+
+
+PUBLIC = [kwargs for kwargs, _ in CASE_SPECS]
+DRAWN = [dict(case.kwargs) for case in get("07_tiny_t5").drawn("beam question")["q5"].cases]
+
+
+@pytest.mark.parametrize("kwargs", PUBLIC + DRAWN, ids=[f"public {t}" for _, t in CASE_SPECS]
+                         + [f"drawn {c}" for c in range(len(DRAWN))])
+def test_the_rules_are_generate(kwargs):
+    want = _generated(kwargs)
+    assert _decoded(rules, kwargs) == want
+    assert _decoded(beam_search, kwargs) == want  # the recipe's decoder, in float32 as the kernel runs
+
+
+@pytest.mark.parametrize("kwargs, topic", CASE_SPECS, ids=[topic for _, topic in CASE_SPECS])
+def test_every_public_case_is_apart_shows_its_topic_and_defeats_the_shortcuts(kwargs, topic):
+    assert unfit(TOPIC[topic], kwargs) == ""
+
+
+def test_the_public_cases_follow_the_recipe():
+    assert [topic for _, topic in CASE_SPECS] == [topic.name for topic in TOPICS]
+    assert all(0 <= kwargs["seed"] < 1000 for kwargs in PUBLIC)  # the drawn seeds start at 1000
 
 
 def test_the_cases_use_what_beam_search_adds():
-    """Most cases end, finish or pick differently from greedy decoding (test_pasting_lessons: greedy earns
-    at most a third), and some strings end while others go on."""
-    widths = [np.isfinite(reference_beams(**kwargs).values).sum(1) for kwargs, _ in CASE_SPECS]
-    assert any(len(set(w)) > 1 for w in widths)
-    assert any((w == 2).all() for w in widths)  # an end after one token wins
+    """Rows of a case end at different steps, and a row may end at once while others go on; cases that
+    end or pick otherwise than greedy decoding (test_pasting_lessons: greedy earns at most a third)."""
+    widths = [[len(row) for row in _generated(kwargs)] for kwargs in PUBLIC]
+    assert sum(len(set(w)) > 1 for w in widths) >= 4
+    assert any(2 in w for w in widths)  # an end after one token wins
 
 
 def _solution_source():
@@ -92,25 +110,48 @@ def _solution_source():
     return "".join(cell["source"])
 
 
-def _variant(old, new):
+def variant(*edits):
+    """The solution's beam_decode with each (old, new) text edit made."""
     source = _solution_source()
-    assert old in source
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
     scope: dict = {"torch": torch, "PAD": PAD, "EOS": EOS}
-    exec(source.replace(old, new), scope)
+    exec(source, scope)
     return scope["beam_decode"]
 
 
-def test_a_beam_search_that_keeps_the_cache_unsorted_is_told_where_it_differs():
-    unsorted = _variant("        cache = tuple(tuple(t[rows] for t in block) for block in cache)\n", "")
+def test_a_beam_search_that_keeps_the_cache_unsorted_is_told_to_pick_its_rows():
+    unsorted = variant(("        cache = tuple(tuple(t[rows] for t in block) for block in cache)\n", ""))
     outcome = score(DECODING_QUESTION, unsorted)
-    assert outcome.status == PARTIAL and outcome.points <= DECODING_QUESTION.points / 2, outcome.message
-    assert re.search(r"row \d first differs at position \d+ \(position 0 holds the start token\): "
-                     r"generate\(num_beams=2\) gives token \d+, your function token \d+\.", outcome.message)
+    assert outcome.status in (PARTIAL, INCORRECT) and outcome.points <= DECODING_QUESTION.points / 3, outcome.message
+    assert "pick the cache rows of the beams you keep, tensor[rows]" in outcome.message
+
+
+def test_a_token_that_differs_is_told_where():
+    """A decoder that reads the second-best beam's hypothesis (a slip in the last rule) is told the first
+    position where it differs, which position 0 is, and which token generate() gives there."""
+    second = variant(("best = [max(f, key=lambda h: h[0])[1] for f in finished]",
+                      "best = [min(f, key=lambda h: h[0])[1] for f in finished]"))
+    outcome = score(DECODING_QUESTION, second)
+    assert outcome.status in (PARTIAL, INCORRECT) and outcome.points < DECODING_QUESTION.points, outcome.message
+    assert re.search(r"row \d first differs at position \d+ \(position 0 holds the start token, so this is new "
+                     r"token \d+\): generate\(num_beams=2\) gives token \d+, your function token \d+\.",
+                     outcome.message), outcome.message
+
+
+def test_an_answer_without_the_start_token_is_told_to_begin_with_it():
+    headless = variant(("    return out\n", "    return out[:, 1:]\n"))
+    outcome = score(DECODING_QUESTION, headless)
+    assert outcome.status == INCORRECT and outcome.points == 0, outcome.message
+    assert "your rows begin with the first new token: every row of the answer starts with the start token " \
+           "PAD (0)" in outcome.message
+    assert "differs from" not in outcome.message and "Error" not in outcome.line()
 
 
 def test_decoding_without_the_cache_is_refused():
-    outcome = score(DECODING_QUESTION, _variant("model.decode(tokens[:, -1:], encoder_out, mask, cache)",
-                                                "model.decode(tokens, encoder_out, mask)"))
+    outcome = score(DECODING_QUESTION, variant(("model.decode(tokens[:, -1:], encoder_out, mask, cache)",
+                                                "model.decode(tokens, encoder_out, mask)")))
     assert outcome.points < DECODING_QUESTION.points / 3, outcome.message  # one new token needs no cache
     assert "feed only the newest token of each beam" in outcome.message
 
