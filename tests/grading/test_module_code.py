@@ -164,7 +164,8 @@ def test_the_contract_is_explained():
     assert "self.q has a bias term" in outcome.message and outcome.status == INCORRECT
     assert "W_q does not start with T5's initialisation" in outcome.message
     outcome = score(OtherNames)
-    assert outcome.status == ERROR and "no parameter q.weight" in outcome.message
+    # the driver found the contract broken; the learner's code raised nothing, so this is no Error
+    assert outcome.status == INCORRECT and "no parameter q.weight" in outcome.message
     outcome = score(OnlyOutput)
     assert "should return (output, position_bias, past_key_value)" in outcome.message
     assert score(42).status == INCORRECT and "should be a class" in score(42).message
