@@ -10,12 +10,13 @@ exercise id, its title and every question's heading and points against the bank.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 
 from ..grading.exercise import Exercise
 
-__all__ = ["Exercise", "get", "exercise_ids", "id_of_module"]
+__all__ = ["Exercise", "get", "exercise_ids", "id_of_module", "one_torch_thread"]
 
 PREFIX = "ex"
 
@@ -27,6 +28,21 @@ def id_of_module(module_name: str) -> str:
 
 _MODULES = dict(sorted((id_of_module(m.name), m.name) for m in pkgutil.iter_modules(__path__)
                        if m.name.startswith(PREFIX) and m.name[len(PREFIX):][:2].isdigit()))
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """PyTorch on one thread while a bank computes references in the grader's process: the tensors
+    are tiny, and on a machine whose cores are busy with kernels a thread pool makes each call tens of
+    times slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def exercise_ids() -> tuple[str, ...]:

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..buckets import _exact_ties, bucket_ranges, relative_position_bucket
+from ..buckets import _exact_ties, bucket_config, bucket_ranges, relative_position_bucket
 from ..grading.questions.kinds import Case, Code, FreeText, MultipleChoice, Numeric
 from ..grading.questions.structured import PlainCode
 from . import Exercise, id_of_module
@@ -67,17 +67,7 @@ def _cases() -> tuple[Case, ...]:
         ((False, 16, 32), [3, 0, -7, -8, -9, -31, -32, -33, -100]),
         ((True, 33, 128), [-8, 8, -100, 100, -15, 15]),
     ]
-    cases = []
-    for (bidirectional, num_buckets, max_distance), offsets in configs:
-        if (bidirectional, num_buckets, max_distance) == _DEFAULT:
-            kwargs = ()
-        elif num_buckets == 32 and max_distance == 128:
-            kwargs = (("bidirectional", bidirectional),)
-        else:
-            kwargs = (("bidirectional", bidirectional), ("num_buckets", num_buckets), ("max_distance", max_distance))
-        for rel in offsets:
-            cases.append(Case((rel,), kwargs, _topic(rel, bidirectional, num_buckets, max_distance)))
-    return tuple(cases)
+    return tuple(Case((rel,), _kwargs(*config), _topic(rel, *config)) for config, offsets in configs for rel in offsets)
 
 
 def _kwargs(bidirectional: bool, num_buckets: int, max_distance: int) -> tuple:
@@ -98,8 +88,7 @@ def _float64_bucket(n: int, per_direction: int, max_exact: int, max_distance: in
 def _safe(n: int, config) -> bool:
     """n's bucket is the same in float32 (the reference) and float64, and n is no exact tie (see buckets)."""
     bidirectional, num_buckets, max_distance = config
-    per_direction = num_buckets // 2 if bidirectional else num_buckets
-    max_exact = per_direction // 2
+    per_direction, max_exact = bucket_config(*config)
     if n < max_exact or n >= max_distance:
         return True
     if _exact_ties(np.array([n]), per_direction, max_exact, max_distance)[0]:
@@ -112,7 +101,7 @@ def _draw_offset(rng, config, side: int, region: str) -> int:
     """An offset on `side` (+1 after the query, -1 before) in `region`; in the logarithmic range at or
     just below a drawn bucket boundary, where off-by-one mistakes show."""
     bidirectional, num_buckets, max_distance = config
-    max_exact = (num_buckets // 2 if bidirectional else num_buckets) // 2
+    _, max_exact = bucket_config(*config)
     for _ in range(200):
         if region == "exact":
             n = int(rng.integers(1, max_exact))
@@ -182,7 +171,7 @@ def _hidden_config(rng, topic: str):
 
 def hidden_range_cases(rng) -> tuple[Case, ...]:
     """q8's grading cases: each public configuration's purpose, with drawn sizes."""
-    return tuple(Case((), _kwargs(*_hidden_config(rng, topic)) or (), topic) for _, topic in _CONFIGS)
+    return tuple(Case((), _kwargs(*_hidden_config(rng, topic)), topic) for _, topic in _CONFIGS)
 
 
 _CONFIGS = [

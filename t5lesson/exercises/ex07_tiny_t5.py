@@ -42,7 +42,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -51,7 +50,7 @@ import numpy as np
 from ..grading.questions.kinds import NOT_ATTEMPTED, Case, FreeText, MultipleChoice, Numeric
 from ..grading.questions.module import Expected, ModuleCode
 from ..seq2seq import BEAM_SEARCH
-from . import Exercise, id_of_module
+from . import Exercise, id_of_module, one_torch_thread
 from .tiny_t5_driver import SHORT, logit_offset
 
 __all__ = ["EXERCISE", "GENERATE", "MARGIN", "TOPICS", "CASE_SPECS", "reference_beams", "reference_greedy",
@@ -64,20 +63,6 @@ PUBLIC_SEEDS, DRAWN_SEEDS = (0, 1000), (1000, 10 ** 6)  # the ranges of model se
 
 
 # --- the case's model, as the kernel and the grader build it ---
-
-@contextmanager
-def _one_thread():
-    """PyTorch on one thread while the grader decodes: on models this small, more threads only wait on
-    each other, a hundred times longer when the machine's cores are busy with kernels."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
 
 def grading_model(seed, eos_scale=1.0, shift=None, exact=False):
     """The case's model behind lesson 7's interface, as the driver builds it in the kernel; `exact`: in
@@ -111,7 +96,7 @@ def _generate(seed, prompts, max_new_tokens, eos_scale=1.0, shift=None, **settin
 
     from ..seq2seq import CONFIG, padded, structured_model
 
-    with torch.no_grad(), _one_thread():
+    with torch.no_grad(), one_torch_thread():
         model = structured_model(seed, eos_scale)
         if shift is not None:
             _add_offset(model, logit_offset(shift, CONFIG["vocab_size"]))
@@ -356,7 +341,7 @@ def unfit(topic: Topic, kwargs: dict, model=None) -> str:
     from ..seq2seq import StepModel, padded
 
     prompts, budget = kwargs["prompts"], kwargs["max_new_tokens"]
-    with torch.no_grad(), _one_thread():
+    with torch.no_grad(), one_torch_thread():
         model = model or grading_model(kwargs["seed"], kwargs["eos_scale"], kwargs["shift"], exact=True)
         gaps: list[float] = []
         answers, firsts = _answers(model, prompts, budget, gaps)
@@ -382,7 +367,7 @@ def draw_case(topic: Topic, rng, seeds=DRAWN_SEEDS, tries: int = 100) -> Case:
     kept if `unfit` finds nothing against it, else drawn again."""
     import torch
 
-    with torch.no_grad(), _one_thread():
+    with torch.no_grad(), one_torch_thread():
         for _ in range(tries):
             kwargs = {"seed": int(rng.integers(*seeds)), "max_new_tokens": topic.max_new_tokens,
                       "eos_scale": round(float(rng.uniform(*topic.eos_scales)), 2),

@@ -17,7 +17,6 @@ transformers on every case, and that each mistake changes the cases it is meant 
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from ..grading.questions.kinds import Case
 from ..grading.questions.module import Expected, LayerCase, closeness, compare
+from . import one_torch_thread
 
 __all__ = ["cases", "hidden_cases", "reference_case", "simulate", "diagnose", "shows", "MISTAKES", "PROJECTIONS_STD"]
 
@@ -172,20 +172,6 @@ PROJECTIONS_STD = {
 }
 
 
-@contextlib.contextmanager
-def _one_thread():
-    """Torch on one thread: these tensors are tiny, and on a busy machine a thread pool makes each
-    call some twenty times slower (and the grader runs kernels beside it)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _allowed(mask, q_len, k_len, causal, query_offset=0, segments=None):
     """Bool [batch, 1, q_len, k_len]: the padding mask AND (in a decoder) the causal mask AND (packed rows)
     the same example: a key of another segment is hidden, as T5X's segment-id masks do
@@ -213,7 +199,7 @@ def _unpadded_rows(output, mask):
 def reference_case(plan, config, weights=None, hidden=None, mask=None, config1=None, weights1=None,
                    hidden1=None, encoder=None, segments=None) -> Expected:
     """What transformers' T5Attention gives for one case (see the module doc)."""
-    with _one_thread():
+    with one_torch_thread():
         return _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder, segments)
 
 
@@ -456,7 +442,7 @@ def _variant(kwargs, mistakes, expected: Expected) -> Expected | None:
         if len(_SIMULATED) > 20_000:
             _SIMULATED.clear()
         try:
-            with _one_thread():
+            with one_torch_thread():
                 _SIMULATED[key] = simulate(mistakes, **kwargs)
         except RuntimeError:  # e.g. cross-attention keys from hidden_states of another length: shapes clash
             _SIMULATED[key] = None
@@ -501,7 +487,7 @@ def diagnose(kwargs, got: np.ndarray, expected: Expected) -> list[tuple[tuple, s
     if plan == "init":
         return [(("init",), _diagnose_init(kwargs["config"], got))]
     if not np.isfinite(got[np.isfinite(expected.values)]).all():
-        with _one_thread():
+        with one_torch_thread():
             large = largest_score(kwargs) > OVERFLOW_SCORE
         if large:
             return [(("overflow",), "the result holds nan or inf: with scores this large exp overflows; subtract "
@@ -521,7 +507,7 @@ def diagnose(kwargs, got: np.ndarray, expected: Expected) -> list[tuple[tuple, s
 def shows(kwargs, key, expected: Expected) -> bool:
     """Would the mistake(s) `key` change this case's result? (Unknown keys: no.)"""
     if tuple(key) == ("overflow",):
-        with _one_thread():
+        with one_torch_thread():
             return largest_score(kwargs) > OVERFLOW_SCORE
     if not all(name in MISTAKES for name in key) or kwargs["plan"] == "init":
         return False

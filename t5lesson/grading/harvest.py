@@ -267,10 +267,7 @@ def blocking(targets):
         module = sys.modules[module_name]
         if module is None or not path:
             continue
-        for function in target_functions(module, path, seen):
-            code = function.__code__
-            where = f"{module_name}:{getattr(function, '__qualname__', '?')}"
-            function.__code__ = _refusing_code(where, code.co_freevars)
+        for function, code in _block_now(module, module_name, path, seen):
             undo.append(lambda f=function, c=code: setattr(f, "__code__", c))
 
     def restore():
@@ -280,10 +277,15 @@ def blocking(targets):
 
 
 def _block_now(module, module_name, path, seen):
-    """Give every function a target names in a loaded module a refusing code object (see `blocking`)."""
+    """Give every function a target names in a loaded module a refusing code object (see `blocking`);
+    return (function, its own code) of each, so that the caller can undo it."""
+    replaced = []
     for function in target_functions(module, path, seen):
+        code = function.__code__
         where = f"{module_name}:{getattr(function, '__qualname__', '?')}"
-        function.__code__ = _refusing_code(where, function.__code__.co_freevars)
+        function.__code__ = _refusing_code(where, code.co_freevars)
+        replaced.append((function, code))
+    return replaced
 
 
 class _BlockOnImport:
