@@ -461,7 +461,8 @@ def _inside(path: str, folders) -> bool:
 
 
 def _walls(shown: list[str], root: Path, hide, as_root: bool) -> dict:
-    """The folders every kernel must not see, and the paths it keeps (never a hidden one)."""
+    """What every kernel's root shows of the Python environment (`keep`, never inside a hidden folder) and the
+    folders it must never show (`hide`: covered where one lies inside a kept path, a second line of defence)."""
     hidden = shown + [str(root / name) for name in HIDDEN] + [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
     keep = [p for p in sandbox.needed_paths() if not _inside(os.path.realpath(p), hidden)]
