@@ -61,7 +61,6 @@ import platform
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 from ..course import PACKAGE_PARENT
 from ..protocol import SandboxPlan
@@ -166,7 +165,7 @@ def needed_paths() -> list[str]:
     """
     import site
 
-    package = Path(__file__).resolve().parents[2]
+    package = PACKAGE_PARENT / "t5lesson"
     prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     entries = list(_installation_path())
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
