@@ -463,20 +463,14 @@ def _inside(path: str, folders) -> bool:
 
 
 def _walls(shown: list[str], root: Path, hide, as_root: bool) -> dict:
-    """The folders every kernel must not see, and the paths it keeps (never a hidden one).
-
-    Two lists: everything outside the system's own folders (`namespaces.outside_allowlist`: other
-    checkouts, homes, data), where only the interpreter and the course package are bound back;
-    and the folders that stay covered even inside those (submissions, reports, the run folder,
-    the course's solutions/ and tests/, --hide), so nothing bound back can reveal them.
-    """
+    """What every kernel's root shows of the Python environment (`keep`, never inside a hidden folder) and the
+    folders it must never show (`hide`: covered where one lies inside a kept path, a second line of defence)."""
     hidden = shown + [str(root / name) for name in HIDDEN] + [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
     keep = [p for p in sandbox.needed_paths() if not _inside(os.path.realpath(p), hidden)]
     if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
         hidden.append(os.path.realpath(os.path.expanduser("~")))
-    outside = [p for p in sandbox.outside_allowlist() if p not in hidden]
-    return {"hide": outside + hidden, "keep": keep}
+    return {"hide": hidden, "keep": keep}
 
 
 @contextmanager

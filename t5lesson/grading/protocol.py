@@ -180,11 +180,11 @@ class SandboxPlan:
     """
 
     home: str  # the kernel's home folder (bound in from the scratch tmpfs)
-    scratch: str  # an empty folder to mount the kernel's one writable tmpfs on
+    scratch: str  # an empty folder to mount the kernel's one writable tmpfs on (its new root is built in it)
     disk_bytes: int  # size of that tmpfs: every file, shared memory and lock of the submission
-    hide: tuple[str, ...] = ()  # folders covered by empty read-only tmpfs mounts
-    keep: tuple[str, ...] = ()  # paths bound back (read-only) where a hidden folder covered them
-    writable_keep: tuple[str, ...] = ()  # paths of `keep` bound back writable (the kernel's socket folder)
+    hide: tuple[str, ...] = ()  # folders never shown; one inside a kept path is covered by an empty tmpfs
+    keep: tuple[str, ...] = ()  # read-only in the kernel's root, beside the system: Python and the course package
+    writable_keep: tuple[str, ...] = ()  # paths of `keep` bound writable (the kernel's socket folder)
     uid: int | None = None  # as root: the kernel's own user id (its home is chowned to it); else None
 
     def to_json(self) -> dict:

@@ -7,7 +7,8 @@ still run everywhere, and those that do skip with the reason in `WHY_NOT`.
 `normal_user()` and `run_as()` let a test started as root run the grader as a normal user (CI
 runs as root; T5LESSON_REQUIRE_ISOLATION=1 makes those tests required there). Python may sit
 in a folder a normal user cannot enter (here under /root): `run_as` opens just the way to it in
-a private mount namespace, as the grader's own sandbox does, before it drops to the user.
+a private mount namespace (`expose`) before it drops to the user. (The grader's kernels need no
+such opening: each sees a root of its own, made of folders it may enter.)
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from t5lesson.grading.batch import _uids
 from t5lesson.grading.sandbox import launcher as sandbox
+from t5lesson.grading.sandbox import namespaces as ns
 
 WHY_NOT = sandbox.probe(_uids(1)[0])
 ISOLATION = "auto" if WHY_NOT is None else "none"
@@ -45,15 +47,68 @@ def normal_user() -> tuple[int, int] | str:
 def run_as(uid: int, gid: int, argv: list[str], *, cwd: str, env: dict, timeout: float,
            reach: list[str]) -> subprocess.CompletedProcess:
     """Run argv as uid:gid (the caller is root), with the paths in `reach` reachable for that user."""
+    needed = sandbox.needed_paths() + reach  # here: it may start a process, which preexec_fn must not
+
     def become():
-        sandbox._private_namespace()
-        sandbox.expose(sandbox.needed_paths() + reach)
+        _private_namespace()
+        expose(needed)
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
 
     return subprocess.run(argv, cwd=cwd, env=env, preexec_fn=become, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def _private_namespace() -> None:
+    """Give this process its own mount namespace, whose mounts never propagate back."""
+    libc = ns._libc()
+    ns._check(libc.unshare(ns.CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    ns._check(libc.mount(b"none", b"/", None, ns.MS_REC | ns.MS_PRIVATE, None), "make / private")
+
+
+def _blocked(path: str):
+    """(folder, child) for the first folder on the way to `path` that other users cannot enter."""
+    current = "/"
+    for name in path.strip("/").split("/"):
+        if not name:
+            continue
+        if not os.stat(current).st_mode & 0o001:
+            return current, name
+        current = os.path.join(current, name)
+    return None
+
+
+def expose(paths) -> None:
+    """Make `paths` reachable for an unprivileged user, inside this process's mount namespace.
+
+    For each folder on the way to a needed path that others cannot enter (/root, mode 0700), an
+    empty tmpfs is laid over it and only the needed child is bind-mounted back.
+    """
+    libc = ns._libc()
+    for _ in range(8):  # nested closed folders are opened one level per round
+        groups: dict[str, set] = {}
+        for path in paths:
+            found = _blocked(os.path.realpath(path)) if os.path.exists(path) else None
+            if found:
+                groups.setdefault(found[0], set()).add(found[1])
+        if not groups:
+            return
+        for folder, children in groups.items():
+            fds = {child: os.open(os.path.join(folder, child), os.O_PATH) for child in children}
+            data = b"size=64k,mode=0711"
+            ns._check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", ns.MS_NOSUID | ns.MS_NODEV, data),
+                      f"cover {folder}")
+            for child, fd in fds.items():
+                target = os.path.join(folder, child)
+                if os.path.isdir(f"/proc/self/fd/{fd}"):
+                    os.mkdir(target)
+                else:
+                    open(target, "w").close()
+                source = os.fsencode(f"/proc/self/fd/{fd}")
+                bound = libc.mount(source, os.fsencode(target), None, ns.MS_BIND | ns.MS_REC, None)
+                ns._check(bound, f"expose {target}")
+                os.close(fd)
 
 
 def python() -> str:

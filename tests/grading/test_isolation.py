@@ -6,6 +6,11 @@ useradd when missing), through the instructor's command. In both runs:
   /proc/net/unix, the grader's socket folders) while a victim is being graded reaches none;
 - a thief reads nothing of the solutions or the other submissions, and the gradebook it tries
   to replace is the grader's; a vandal changes no submission;
+- a snoop finds nothing of a second copy of the course placed elsewhere on the machine (outside
+  every folder the grader hides), neither by its path nor through /proc (/proc/self/root,
+  /proc/1/root, /proc/PID/cwd) nor by walking /; of the course folder it sees only the package,
+  and its own submission's folder is not there at all: a kernel sees an allowlist, not the
+  machine minus a list;
 - what a submission leaves behind (System V and POSIX shared memory, files in /tmp, /var/tmp,
   /dev/shm, /run/lock, a process in a session of its own) is gone after the run;
 - the disk a submission may fill is bounded in total, not per file;
@@ -33,10 +38,11 @@ from isolation_helpers import REQUIRED, WHY_NOT, normal_user, processes_running,
 
 from t5lesson.grade import grade_folder
 from t5lesson.grade import main as t5grade
-from t5lesson.grading.batch import IsolationUnavailable
+from t5lesson.grading.batch import IsolationUnavailable, _uids
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
 from t5lesson.grading.sandbox import launcher as sandbox
+from t5lesson.grading.sandbox import namespaces
 
 from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
 
@@ -98,6 +104,44 @@ subprocess.Popen(["sleep", "{SLEEPER}"], start_new_session=True)
 raise RuntimeError(f"leaver made segment {{segment}}")
 '''
 
+SNOOP = '''
+import glob, json, os, sys, time
+copy, submissions, course = {copy!r}, {submissions!r}, {course!r}
+for notebook in glob.glob(os.path.join(copy, "solutions", "03_*.ipynb")):  # this exercise's answers, if seen
+    for cell in json.load(open(notebook))["cells"]:
+        if cell.get("metadata", {{}}).get("t5lesson", {{}}).get("role") == "answer" and cell["cell_type"] == "code":
+            exec("".join(cell["source"]), globals())
+found = []
+def look(path):
+    try:
+        if os.path.isdir(path):
+            if os.listdir(path):
+                found.append(path)
+        elif os.path.exists(path):
+            open(path, "rb").read(1)
+            found.append(path)
+    except OSError:
+        pass
+pids = [p for p in os.listdir("/proc") if p.isdigit()]
+for way in ["", "/proc/self/root", "/proc/1/root"] + [f"/proc/{{p}}/root" for p in pids]:
+    look(way + copy)
+    look(way + copy + "/solutions")
+for pid in pids:  # a process whose working folder lies outside the root would lead back to the machine's
+    look(f"/proc/{{pid}}/cwd/" + "../" * 30 + copy.lstrip("/"))
+if os.path.lexists(submissions):
+    found.append(submissions)
+found += [os.path.join(course, name) for name in os.listdir(course) if name != "t5lesson"]
+deadline = time.monotonic() + 8
+skip = {{"/proc", "/sys", "/dev", "/usr", os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}}
+for folder, subfolders, files in os.walk("/"):
+    subfolders[:] = [d for d in subfolders if os.path.join(folder, d) not in skip]
+    if os.path.basename(copy) in subfolders:
+        found.append(os.path.join(folder, os.path.basename(copy)))
+    if time.monotonic() > deadline:
+        break
+raise RuntimeError(f"snoop found {{len(found)}}: {{found[:4]}}")
+'''
+
 DISK_HOG = '''
 written = 0
 try:
@@ -132,7 +176,21 @@ def _need_isolation():
         pytest.skip(f"kernels cannot be isolated here: {WHY_NOT}")
 
 
-def _build(folder: Path, report: Path) -> None:
+@pytest.fixture
+def course_copy():
+    """A second copy of the course's solutions and exercises, readable by all, outside every folder the grader hides."""
+    base = next((d for d in ("/srv", "/opt", "/var/lib") if os.access(d, os.W_OK)), str(Path.home()))
+    copy = Path(tempfile.mkdtemp(prefix="t5copy-", dir=base))
+    try:
+        shutil.copytree(PACKAGE_PARENT / "solutions", copy / "solutions")
+        shutil.copytree(PACKAGE_PARENT / "t5lesson" / "exercises", copy / "t5lesson" / "exercises")
+        os.chmod(copy, 0o755)
+        yield copy
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
+
+
+def _build(folder: Path, report: Path, copy: Path) -> None:
     folder.mkdir(parents=True)
     nb = full()
     add_after(nb, "setup", "import time\ntime.sleep(10)")
@@ -145,6 +203,9 @@ def _build(folder: Path, report: Path) -> None:
     add_after(nb, "q7-check", VANDAL.format(submissions=str(folder)))
     add_after(nb, "q7-check", THIEF.format(submissions=str(PACKAGE_PARENT / "solutions"), report=str(report)))
     write(nb, folder / "thief.ipynb")
+    nb = blank()
+    add_after(nb, "q7-check", SNOOP.format(copy=str(copy), submissions=str(folder), course=str(PACKAGE_PARENT)))
+    write(nb, folder / "snoop.ipynb")
     nb = full()
     add_after(nb, "setup", LEAVER)
     write(nb, folder / "leaver.ipynb")
@@ -179,10 +240,12 @@ def _leftovers() -> list[str]:
 
 def _check_report(report: Path, folder: Path, before: dict, notes: dict[str, str], extra=()) -> None:
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((report / "gradebook.csv").read_text()))}
-    assert set(rows) == {"a_victim", "a_spy", "thief", "leaver", "disk_hog", "memory_hog", *extra}, rows
+    assert set(rows) == {"a_victim", "a_spy", "thief", "snoop", "leaver", "disk_hog", "memory_hog", *extra}, rows
     assert rows["a_victim"]["total"] == FULL_MARKS
     assert "spy reached 0 of" in notes["a_spy"], notes["a_spy"]
     assert rows["thief"]["total"] == "0", notes["thief"]  # nothing of the solutions' or the others' answers
+    assert "snoop found 0:" in notes["snoop"], notes["snoop"]
+    assert rows["snoop"]["total"] == "0", notes["snoop"]  # nothing of the second copy's solutions either
     assert (report / "gradebook.csv").read_text().startswith("student,q1,")  # the grader's, not the thief's
     assert _hashes(folder) == before
     assert "No space left on device" in notes["disk_hog"], notes["disk_hog"]
@@ -195,13 +258,13 @@ def _check_report(report: Path, folder: Path, before: dict, notes: dict[str, str
     assert _leftovers() == []
 
 
-def test_a_hostile_class_graded_by_root(tmp_path):
+def test_a_hostile_class_graded_by_root(tmp_path, course_copy):
     _need_isolation()
     if os.geteuid() != 0:
         pytest.skip("this run is the root one; test_a_hostile_class_graded_by_a_normal_user covers this user")
     folder, report = tmp_path / "subs", tmp_path / "report"
     report.mkdir()
-    _build(folder, report)
+    _build(folder, report, course_copy)
     before = _hashes(folder)
     graded = grade_folder(folder, report, limits=LIMITS, jobs=2)
     notes = {g.student: " ".join(g.notes + [o.line() for o in g.outcomes]) for g in graded}
@@ -209,7 +272,7 @@ def test_a_hostile_class_graded_by_root(tmp_path):
     assert "own user id per kernel" in (report / "summary.md").read_text()
 
 
-def test_a_hostile_class_graded_by_a_normal_user():
+def test_a_hostile_class_graded_by_a_normal_user(course_copy):
     _need_isolation()
     user = normal_user() if os.geteuid() == 0 else (os.getuid(), os.getgid())
     if isinstance(user, str):
@@ -221,7 +284,7 @@ def test_a_hostile_class_graded_by_a_normal_user():
     try:
         folder, report = root / "subs", root / "report"
         report.mkdir()
-        _build(folder, report)
+        _build(folder, report, course_copy)
         for path in [root, report, folder, *folder.iterdir()]:
             os.chown(path, uid, gid) if os.geteuid() == 0 else None
         os.chmod(root, 0o755)
@@ -258,6 +321,26 @@ def test_a_hostile_class_graded_by_a_normal_user():
         for pid in _sleepers():
             os.kill(pid, 9)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_kernel_is_shown_the_course_package_not_the_checkout():
+    paths = namespaces.needed_paths()
+    package = str(PACKAGE_PARENT / "t5lesson")
+    assert package in paths
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    in_checkout = [p for p in paths if p.startswith(str(PACKAGE_PARENT) + "/") and p not in prefixes]
+    assert in_checkout == [package]  # nor tests/ (on sys.path under pytest), nor the checkout itself
+    assert not any(str(PACKAGE_PARENT).startswith(p.rstrip("/") + "/") or p == str(PACKAGE_PARENT) for p in paths)
+
+
+def test_the_probe_sees_a_wall_that_does_not_hold(monkeypatch):
+    """A root that showed the whole checkout (as PYTHONPATH names it) would show its solutions: the probe says so."""
+    _need_isolation()
+    views = namespaces._read_only_views
+    monkeypatch.setattr(namespaces, "_read_only_views",
+                        lambda plan, private: [(str(PACKAGE_PARENT), str(PACKAGE_PARENT)), *views(plan, private)])
+    why = namespaces.probe(_uids(1)[0] if os.geteuid() == 0 else None)
+    assert why is not None and "sees paths outside its allowlist" in why, why
 
 
 def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):

@@ -14,23 +14,27 @@ Always (any user):
 
 With isolation (`config["isolation"]`, the grader's default; as root or as a normal user, see
 `t5lesson.grading.sandbox.namespaces`):
-- private mount, IPC, network and PID namespaces: the machine read-only, one size-limited
-  tmpfs for /tmp, /var/tmp, /dev/shm, /run/lock and the home; of the file system only the
-  system's folders (/usr, /etc, ...), the interpreter, its virtual environment and the course
-  package are seen (every other top-level folder is covered: homes, /srv, /opt, other
-  checkouts), the submissions, the report, the solutions and the grader's run folder covered
-  even there, the kernel's socket folder bound in;
+- private mount, IPC, network and PID namespaces, and a root of its own that holds only what a
+  kernel needs (an allowlist): the system's programs and libraries, a few files of /etc, the
+  Python environment and the course package, all read-only; one size-limited tmpfs for /tmp,
+  /var/tmp, /dev/shm, /run/lock and the home; the kernel's socket folder bound in;
 - this process stays outside as the kernel's supervisor, and the kernel runs as process 1 of
   its PID namespace: when either dies, everything the submission started dies;
 - as root, the kernel drops to a user id of its own (one per submission, no name, no home),
   and a cgroup (where one can be made) bounds its memory, shared memory included, and its
-  number of processes; as a normal user, it keeps that user's id inside a user namespace.
+  number of processes; as a normal user, it keeps that user's id inside a user namespace;
+  either way it keeps no capability.
 
-What a kernel can still do, honestly: read world-readable files of the system's folders
-(/usr, /etc, /run) and of the Python environment and the course package, use the CPU until its
-limits, and, with
-the other limits, nothing that outlives its run. Without isolation (`--isolation none`) the
-kernel runs as the grader's own user, with only the limits.
+What a kernel can still do, honestly: read what its root shows, all of it world-readable on the
+machine too: /usr (programs, libraries, documentation), the files of /etc in `namespaces.ETC`
+(the users' names in passwd and group among them), /sys/devices/system (CPUs and memory nodes),
+the Python environment (the interpreter, its standard library, site-packages) and the course
+package `t5lesson/` (the exercises' public cases and the recipes of the hidden cases, not the
+numbers drawn for a run); write to its own stdout and stderr, which are the worker's log; use
+the CPU until its limits; and, with the other limits, nothing that outlives its run. Nothing
+else of the machine is there: no home folder, no other checkout of the course, no submission,
+no report, no solution. Without isolation (`--isolation none`) the kernel runs as the grader's
+own user, with only the limits.
 """
 from __future__ import annotations
 
@@ -43,10 +47,10 @@ from pathlib import Path
 
 from ..protocol import KERNEL_MODULE, SandboxPlan
 from . import namespaces as isolation
-from .namespaces import _private_namespace, expose, needed_paths, outside_allowlist  # noqa: F401 (the sandbox's own API too)
+from .namespaces import needed_paths
 
 __all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment", "kill_user_processes",
-           "remove_user_files", "expose", "needed_paths", "outside_allowlist"]
+           "remove_user_files", "needed_paths"]
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
             "JPY_PARENT_PID")
@@ -82,8 +86,7 @@ def _enter(config: dict, connection_file: str) -> tuple[list[str], dict]:
 
         Cgroup([Path(p) for p in config["cgroup"]], 0).join()
     if plan:
-        isolation.enter(plan)
-        isolation.supervise()  # from here on: the kernel-to-be, process 1 of its PID namespace
+        isolation.enter(plan)  # from here on: the kernel-to-be, process 1 of its PID namespace, in its own root
     own = os.path.join(home, "connection.json")
     with open(own, "w", encoding="utf-8") as f:
         f.write(connection)
@@ -106,6 +109,7 @@ def _enter(config: dict, connection_file: str) -> tuple[list[str], dict]:
         _limit(resource.RLIMIT_NPROC, _count_processes(os.getuid()) + int(config["max_processes"]))
     if plan:
         isolation.die_with_parent()
+        isolation.drop_capabilities()
     os.chdir(home)
     return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
 

@@ -1,7 +1,7 @@
 """Namespaces for one student's kernel: what it can see, write and reach. Linux only.
 
-`enter(plan)` runs in the kernel's launcher (`t5lesson.grading.sandbox.launcher`) before it becomes the
-kernel. It works the same as root and as a normal user:
+`enter(plan)` runs in the kernel's launcher (`t5lesson.grading.sandbox.launcher`) before it
+becomes the kernel, and returns in the kernel-to-be. It works the same as root and as a normal user:
 
 - as root, the launcher unshares a mount, IPC, network and PID namespace, and later drops to a
   user id of its own (one per submission);
@@ -9,59 +9,95 @@ kernel. It works the same as root and as a normal user:
   Ubuntu and Fedora allow them by default) in which it maps only its own user id, so the
   kernel keeps the grader's user id but gains no privilege outside.
 
-In that private world:
-- every mount of the machine is read-only (except /proc, /sys and /dev), so the kernel can
-  write nowhere but in its own scratch space;
-- /tmp, /var/tmp, /dev/shm, /run/lock (/var/lock) and the kernel's home are folders of *one*
-  tmpfs of `disk_bytes`: a submission's files, shared memory and locks together are bounded
-  by it, and all of it vanishes with the kernel;
+The file system is an **allowlist**. The kernel gets a root of its own, a small tmpfs, and
+`pivot_root` moves it there; the machine's root is then detached, so nothing else of the
+machine is reachable, by any path (`/proc/self/root`, `/proc/1/root` and `/proc/PID/cwd` lead
+to the new root too). That root holds only:
+- read-only, as on the machine: `/usr` (and `/bin`, `/sbin`, `/lib*`, which on a merged-/usr
+  system are links into it); a few files of `/etc` (`ETC`): the dynamic loader's cache and
+  configuration, `passwd`, `group` and `nsswitch.conf` (user names, for getpwuid), `localtime`,
+  `hosts` (localhost), `alternatives` (links that programs in /usr/bin go through) and `fonts`
+  (matplotlib lists the system's fonts with fc-list), but no certificates (there is no
+  network), no shadow files, no machine-id; the devices `null`, `zero`, `full`, `random` and
+  `urandom` (`/dev/fd` and `/dev/std*` are links into `/proc`; no tty, no pts); and
+  `/sys/devices/system/cpu` (the CPUs and their caches, which thread pools may size themselves by);
+- read-only, the Python environment, as the plan's `keep` names it (`needed_paths`): the
+  interpreter and its prefixes and the installation's own `sys.path` entries, but of the
+  course folder only the package folder `t5lesson/`, never the checkout around it;
+- a fresh `/proc` of the kernel's PID namespace;
+- writable, *one* tmpfs of `disk_bytes`: `/tmp`, `/var/tmp`, `/dev/shm`, `/run/lock`
+  (`/var/lock`) and the kernel's home are folders of it, so a submission's files, shared
+  memory and locks together are bounded by it, and all of it vanishes with the kernel;
+- writable, the kernel's socket folder (the plan's `writable_keep`).
+No home folder, `/root`, `/work`, `/srv`, `/opt`, `/mnt` or `/var` beyond `/var/tmp` is there,
+and no other checkout of the course: only the paths above, with the folders on the way to them
+(empty but for those paths). The folders of the plan's `hide` (submissions, report, solutions,
+the grader's run folder) are not in the root; where one lies inside a path that is shown, it is
+covered by an empty read-only tmpfs, a second line of defence. Every mount of the new root is
+read-only and nosuid, except `/proc` and the writable places above.
+
+The rest of the wall:
 - System V IPC and POSIX message queues are private (IPC namespace) and vanish with it;
 - the network is a namespace of its own with nothing in it (not even a loopback that is up):
-  the kernel talks to the grader over Unix sockets in one folder bound in for it (ZeroMQ's
+  the kernel talks to the grader over Unix sockets in the one folder bound in for it (ZeroMQ's
   `ipc` transport), and cannot reach any other kernel's sockets or ports;
-- the kernel is process 1 of a PID namespace: it sees and signals only its own processes, and
-  when it dies every process it started dies with it;
-- the folders in `hide` are covered by empty read-only tmpfs mounts: every top-level folder that
-  is not the system's (`outside_allowlist`: /home, /root, /srv, /opt, /work, /var/lib, ...), so
-  no other checkout, home or data is seen, and inside what is bound back the submissions, the
-  report, the solutions, the grader's run folder (and as a normal user the user's home); the
-  paths in `keep` (the interpreter, its virtual environment, the course package folder alone, the
-  kernel's socket folder) are bound back.
-A kernel cannot undo any of this: it has no capability left (it runs as a plain user id), and
-mounts inherited into a namespace it might create are locked together.
+- the kernel is process 1 of a PID namespace, under a supervisor (this process, which stays
+  outside it): it sees and signals only its own processes, and when it dies every process it
+  started dies with it.
+A kernel cannot undo any of this: it has no capability left (`drop_capabilities`: as root it
+runs as a plain user id; as a normal user, a kernel forked from the zygote would otherwise keep
+its capabilities in its user namespace, since it never execs), and mounts inherited into a
+namespace it might create are locked together.
 
 `probe()` says whether this works on this machine, and if not, why and what to do.
 """
 from __future__ import annotations
 
 import ctypes
+import functools
+import json
 import os
+import platform
 import signal
+import subprocess
 import sys
 
 from ..course import PACKAGE_PARENT
 from ..protocol import SandboxPlan
 
-__all__ = ["probe", "enter", "WRITABLE", "supervise", "die_with_parent", "expose", "needed_paths"]
+__all__ = ["probe", "enter", "WRITABLE", "SYSTEM", "ETC", "DEVICES", "die_with_parent", "drop_capabilities",
+           "needed_paths"]
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWIPC = 0x00020000, 0x10000000, 0x08000000
 CLONE_NEWNET, CLONE_NEWPID = 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 1 << 18
 MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-PR_SET_PDEATHSIG = 1
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+CAPABILITY_VERSION_3 = 0x20080522
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian
-SPECIAL = ("/proc", "/sys", "/dev")  # left as they are (writes there need privileges or are devices)
-# Sizes of the grader's own tmpfs mounts, not limits of a submission: a cover is empty and read-only
-# to the kernel (or root's, mode 0711), and the probe writes one small file.
-COVER_SIZE, EXPOSE_COVER_SIZE, PROBE_DISK_BYTES = "256k", "64k", 1 << 20
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # programs and libraries
+ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf", "/etc/passwd",
+       "/etc/group", "/etc/localtime", "/etc/hosts", "/etc/alternatives", "/etc/fonts")
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+DEVICE_LINKS = {"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0", "/dev/stdout": "/proc/self/fd/1",
+                "/dev/stderr": "/proc/self/fd/2"}
+CPU_INFO = ("/sys/devices/system/cpu",)  # online, possible, caches: what thread pools and BLAS may size themselves by
+# Sizes of the grader's own tmpfs mounts, not limits of a submission: the root holds folders and
+# links only, a cover is empty, and the probe writes one small file.
+ROOT_SIZE, COVER_SIZE, PROBE_DISK_BYTES = "1m", "64k", 1 << 20
 _FLAG_OF_OPTION = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                    "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 
 
+@functools.cache
 def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
     libc.unshare.argtypes = [ctypes.c_int]
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     return libc
@@ -96,62 +132,52 @@ def _unshare(as_root: bool) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE, None, "make / private")
 
 
-def _mounts() -> list[tuple[str, int]]:
-    """(mount point, flags to keep when remounting) of every mount, in mount order."""
-    found = []
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-        for line in f:
-            fields = line.split()
-            point = fields[4].encode().decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape")
-            flags = 0
-            for option in fields[5].split(","):
-                flags |= _FLAG_OF_OPTION.get(option, 0)
-            found.append((point, flags))
-    return found
+def _inside(path: str, folders) -> bool:
+    """`path` is one of `folders` or lies in one."""
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def _read_only_everywhere() -> None:
-    """Remount every mount read-only, except /proc, /sys and /dev (and what is under them)."""
-    for point, flags in _mounts():
-        if any(point == s or point.startswith(s + "/") for s in SPECIAL) and point != "/dev/shm":
-            continue
-        try:
-            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, None, f"read-only {point}")
-        except OSError:
-            if point == "/":
-                raise
-            # a mount hidden under another one, or one we may not touch: it is covered anyway
+# --------------------------------------------------------------------------- what the kernel sees
 
 
-_ST_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
-             os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
+@functools.cache
+def _installation_path() -> tuple[str, ...]:
+    """The interpreter's own sys.path: what it has started in isolated mode (no PYTHONPATH, no script folder).
 
-
-def _flags_of(path: str) -> int:
-    """The per-mount flags of the mount holding `path` (a remount must keep them in a user namespace)."""
-    flag = os.statvfs(path).f_flag
-    return sum(ms for st, ms in _ST_TO_MS.items() if flag & st)
-
-
-def _same(path: str, fd: int) -> bool:
+    It holds the standard library and the site folders with what their .pth files add, but not
+    the folders a caller put first (the current folder, a test runner's, PYTHONPATH's).
+    """
     try:
-        a, b = os.stat(path), os.fstat(fd)
-    except OSError:
-        return False
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+        found = subprocess.run([sys.executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
+                               capture_output=True, text=True, timeout=60, check=True)
+        return tuple(p for p in json.loads(found.stdout) if p)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return tuple(p for p in sys.path if p and _inside(p, {sys.prefix, sys.base_prefix}))
 
 
-def _make_path(path: str, is_dir: bool) -> None:
-    if is_dir:
-        os.makedirs(path, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if not os.path.exists(path):
-            open(path, "w").close()
+def needed_paths() -> list[str]:
+    """What a kernel must see of the Python environment (the plan's `keep`): real paths, each once.
 
+    The interpreter and its prefixes, the installation's own sys.path entries (with the user's
+    site folder where it is on sys.path) and the course package, `t5lesson/`. A folder on sys.path
+    that holds the package (a course checkout, put there by PYTHONPATH or an old-style editable
+    install) is not shown whole: only its `t5lesson/`. Other PYTHONPATH folders are not shown.
+    """
+    import site
 
-def _cover(folder: str, mode: str = "0755") -> None:
-    _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={COVER_SIZE},mode={mode}", f"cover {folder}")
+    package = PACKAGE_PARENT / "t5lesson"
+    prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    entries = list(_installation_path())
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+    if user_site and user_site in sys.path:
+        entries.append(user_site)
+    paths = [os.path.realpath(sys.executable), *prefixes]
+    for entry in entries:
+        holds_package = os.path.isfile(os.path.join(entry, "t5lesson", "__init__.py"))
+        paths.append(os.path.join(entry, "t5lesson") if holds_package and not _inside(entry, prefixes) else entry)
+    paths.append(str(package))
+    real = [os.path.realpath(p) for p in paths if os.path.exists(p)]
+    return list(dict.fromkeys(real))
 
 
 def _writable_folders() -> list[str]:
@@ -164,116 +190,236 @@ def _writable_folders() -> list[str]:
     return writable
 
 
-def _uncovers(path: str, writable: list[str]) -> bool:
-    """Binding `path` back would undo a private folder (/tmp, say, where sys.path names it)."""
-    return any(w == path or w.startswith(path.rstrip("/") + "/") for w in writable)
+def _system_paths() -> list[str]:
+    return [p for p in (*SYSTEM, *ETC, *DEVICES, *CPU_INFO) if os.path.lexists(p)]
 
 
-def _hold(path: str) -> int:
-    """A handle on `path` that still reaches it after something is mounted over it."""
-    return os.open(path, os.O_PATH | os.O_CLOEXEC)
+def _read_only_views(plan: SandboxPlan, private: list[str]) -> list[tuple[str, str]]:
+    """(path, real path) of everything shown read-only, shortest first; never one that holds a private folder."""
+    wanted = dict.fromkeys([*_system_paths(), *(p for p in plan.keep if p not in plan.writable_keep)])
+    views = [(path, os.path.realpath(path)) for path in wanted]
+    return sorted(((p, r) for p, r in views if os.path.exists(r) and not any(_inside(f, [r]) for f in private)),
+                  key=lambda view: len(view[0]))
 
 
-def _bind(fd: int, target: str, what: str) -> None:
-    _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND, None, what)
+def _mounts() -> list[tuple[str, bool, int]]:
+    """(mount point, read-only?, flags to keep when remounting) of every mount, in mount order."""
+    found = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            fields = line.split()
+            point = fields[4]
+            if "\\" in point:  # octal escapes: a space is \040
+                point = point.encode().decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape")
+            options = fields[5].split(",")
+            flags = 0
+            for option in options:
+                flags |= _FLAG_OF_OPTION.get(option, 0)
+            found.append((point, "ro" in options, flags))
+    return found
 
 
-def _private_scratch(plan: SandboxPlan, writable: list[str]) -> dict[str, int]:
-    """One tmpfs for everything the kernel may write, mounted on its (hidden) scratch folder.
+def _read_only_sources(reals: list[str]) -> None:
+    """Make the machine's mounts that hold these paths (or lie inside them) read-only and nosuid, here.
 
-    It gets a folder for each world-writable place and one for the home; they are returned held
-    open (place they will serve -> handle), since binding /tmp may hide the scratch folder.
+    Only in this mount namespace, and before anything is bound: a bind copies its source's
+    flags, so every view of them is read-only from the start, without a remount of its own.
     """
-    size = int(plan.disk_bytes)
-    _mount("tmpfs", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=0755", "scratch tmpfs")
-    places = {}
-    for i, path in enumerate(writable):
-        places[path] = os.path.join(plan.scratch, f"w{i}")
-        os.mkdir(places[path])
-        os.chmod(places[path], 0o1777)
-    own_home = os.path.join(plan.scratch, "home")
-    os.mkdir(own_home, 0o700)
+    mounts = _mounts()
+    points = [point for point, _, _ in mounts]
+    needed = set()
+    for real in reals:
+        needed.add(max((p for p in points if _inside(real, [p])), key=len))
+        needed.update(p for p in points if _inside(p, [real]))
+    for point, read_only, flags in mounts:
+        if point in needed and not (read_only and flags & MS_NOSUID):
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | flags, None, f"read-only {point}")
+
+
+_ST_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
+             os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
+
+
+def _flags_of(path: str) -> int:
+    """The per-mount flags of the mount holding `path` (a remount must keep them in a user namespace)."""
+    flag = os.statvfs(path).f_flag
+    return sum(ms for st, ms in _ST_TO_MS.items() if flag & st)
+
+
+# --------------------------------------------------------------------------- building the root
+
+
+class _Root:
+    """The kernel's new root, a small tmpfs mounted at `top`, and the trees of the machine bound into it."""
+
+    def __init__(self, top: str):
+        self.top = top
+        self.bound: list[str] = []  # real paths of the machine shown here (read-only trees)
+        _mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, f"size={ROOT_SIZE},mode=0755", "new root")
+
+    def inside(self, path: str) -> str:
+        return self.top + path
+
+    def reach(self, path: str) -> str:
+        """Lay the way to `path` in the root as it is on the machine; return where `path` really is.
+
+        The folders on the way become empty folders, the symbolic links on the way the same
+        links (`/lib -> usr/lib`), so that every way to a shown path works as on the machine.
+        Inside a tree bound from the machine nothing is made: there the way is the machine's already.
+        """
+        done, rest, hops = "/", [p for p in path.split("/") if p], 0
+        while rest:
+            name = rest.pop(0)
+            if name == ".":
+                continue
+            if name == "..":
+                done = os.path.dirname(done)
+                continue
+            here = os.path.join(done, name)
+            if os.path.islink(here):
+                hops += 1
+                if hops > 40:
+                    raise OSError(f"too many links on the way to {path}")
+                target = os.readlink(here)
+                if not os.path.lexists(self.inside(here)):
+                    os.symlink(target, self.inside(here))
+                rest = [p for p in target.split("/") if p] + rest
+                done = "/" if target.startswith("/") else done
+                continue
+            if rest and not os.path.lexists(self.inside(here)):
+                self._folder(here)
+            done = here
+        return done
+
+    def _folder(self, path: str) -> None:
+        os.mkdir(self.inside(path))
+        os.chmod(self.inside(path), 0o755)  # whatever the umask: a dropped user id must get through
+
+    def mount_point(self, real: str, is_dir: bool) -> str:
+        target = self.inside(real)
+        if is_dir and not os.path.lexists(target):
+            self._folder(real)
+        elif not os.path.lexists(target):
+            with open(target, "w"):
+                pass
+        return target
+
+    def show(self, path: str) -> None:
+        """Bind `path` of the machine (and lay the way to it) into the root; read-only, as its source is."""
+        real = self.reach(path)
+        if _inside(real, self.bound):
+            return
+        target = self.mount_point(real, os.path.isdir(real))
+        _mount(real, target, None, MS_BIND | MS_REC, None, f"show {real}")
+        self.bound.append(real)
+
+    def bind_writable(self, source: str, path: str) -> str:
+        """Bind the folder `source` at `path` in the root, writable; return the mount point."""
+        real = self.reach(path)
+        target = self.mount_point(real, True)
+        _mount(source, target, None, MS_BIND, None, f"writable {real}")
+        if os.statvfs(target).f_flag & os.ST_RDONLY:  # its source is one of the machine's mounts made read-only
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | _flags_of(target), None, f"writable {real}")
+        return real
+
+    def cover(self, folder: str) -> None:
+        _mount("tmpfs", self.inside(folder), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+               f"size={COVER_SIZE},mode=0755", f"cover {folder}")
+
+    def seal(self) -> None:
+        """The root's own tmpfs read-only, now that every mount point and link is in it."""
+        _mount(None, self.top, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None, "read-only root")
+
+
+def _build(plan: SandboxPlan, private: list[str]) -> tuple[str, list[str]]:
+    """The kernel's root, complete but for /proc; return its top.
+
+    The scratch folder gets the kernel's one tmpfs of `disk_bytes`: a folder of it for each
+    private place (1777), one for the home, and one the root's own small tmpfs is mounted on.
+    Both tmpfs leave the namespace with the machine's root when the kernel moves in (`_pivot`):
+    then only the folders bound into the root show the writable one.
+    """
+    _mount("tmpfs", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(plan.disk_bytes)},mode=0755",
+           "scratch tmpfs")
+    home, top = os.path.join(plan.scratch, "home"), os.path.join(plan.scratch, "root")
+    os.mkdir(home, 0o700)
     if plan.uid is not None:
-        os.chown(own_home, plan.uid, plan.uid)
-    held = {path: _hold(place) for path, place in places.items()}
-    held[plan.home] = _hold(own_home)
-    return held
+        os.chown(home, plan.uid, plan.uid)
+    os.mkdir(top)
+    root = _Root(top)
+    writable = []
+    for i, path in enumerate(private):
+        folder = os.path.join(plan.scratch, f"w{i}")
+        os.mkdir(folder)
+        os.chmod(folder, 0o1777)
+        writable.append(root.bind_writable(folder, path))
+    for path in WRITABLE:  # the links among them (/var/lock -> /run/lock)
+        if os.path.islink(path):
+            root.reach(path)
+    views = _read_only_views(plan, private)
+    _read_only_sources([real for _, real in views])
+    for path, _ in views:
+        root.show(path)
+    for path in plan.writable_keep:  # the socket folder
+        if os.path.isdir(path):
+            writable.append(root.bind_writable(os.path.realpath(path), path))
+    writable.append(root.bind_writable(home, plan.home))  # last: its way may lie in a private place (/tmp)
+    for folder in _second_line(plan, root.bound, writable):
+        root.cover(folder)
+    for link, target in DEVICE_LINKS.items():
+        if not os.path.lexists(root.inside(link)):
+            os.symlink(target, root.inside(link))
+    root.mount_point("/proc", True)
+    root.seal()
+    return top
 
 
-def _cover_hidden(hide: list[str]) -> list[str]:
-    """Lay an empty tmpfs over every folder to hide; return those covered."""
-    covered = []
-    for folder in hide:
-        if os.path.isdir(folder):
-            _cover(folder)
-            covered.append(folder)
-    return covered
+def _second_line(plan: SandboxPlan, bound: list[str], writable: list[str]) -> list[str]:
+    """The hidden folders that lie inside a tree shown from the machine (and hold nothing the kernel needs)."""
+    found = []
+    for folder in dict.fromkeys(os.path.realpath(h) for h in plan.hide):
+        strictly_inside = any(folder.startswith(b.rstrip("/") + "/") for b in bound)
+        needed = any(_inside(w, [folder]) for w in writable)
+        if strictly_inside and not needed and os.path.isdir(folder):
+            found.append(folder)
+    return found
 
 
-def _bind_back(kept: dict[str, int], writable_keep) -> None:
-    """What was covered on the way and is needed, bound back read-only (or writable, if so kept).
-
-    Shortest path first, so a path inside another kept one lands on top of it. Every handle is closed.
-    """
-    for path in sorted(kept, key=len):
-        fd = kept[path]
-        if not _same(path, fd) or path in writable_keep:
-            _make_path(path, os.path.isdir(f"/proc/self/fd/{fd}"))
-            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC, None, f"keep {path}")
-            read_only = 0 if path in writable_keep else MS_RDONLY  # a bind copies the source's flags
-            _mount(None, path, None, MS_REMOUNT | MS_BIND | read_only | _flags_of(path), None, f"keep {path}")
-        os.close(fd)
-
-
-def _cover_again(hide: list[str], keep: list[str]) -> list[str]:
-    """A hidden folder inside one bound back (solutions/ in the course) is covered again; return those."""
-    covered = []
-    for folder in hide:
-        inside_keep = any(k.startswith(folder.rstrip("/") + "/") for k in keep)
-        if os.path.isdir(folder) and not inside_keep and os.listdir(folder):
-            _cover(folder)
-            covered.append(folder)
-    return covered
-
-
-def _seal(covered: list[str]) -> None:
-    """The covers themselves read-only, now that what they hold is in place."""
-    for folder in covered:
-        try:
-            _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None,
-                   f"read-only cover {folder}")
-        except OSError:
-            pass
+def _pivot(top: str) -> None:
+    """Make `top` this mount namespace's root and detach the machine's root, with everything on it."""
+    number = SYS_PIVOT_ROOT.get(platform.machine())
+    if number is None:
+        raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
+    os.chdir(top)
+    libc = _libc()
+    _check(libc.syscall(number, b".", b"."), "pivot_root")
+    _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
+    os.chdir("/")
 
 
 def enter(plan: SandboxPlan) -> None:
-    """Build the kernel's private world (see module doc). Called as root or as a normal user."""
-    writable = _writable_folders()
-    hide = [p for p in dict.fromkeys(plan.hide) if os.path.isdir(p)]
-    keep = [p for p in dict.fromkeys(plan.keep) if os.path.exists(p) and not _uncovers(p, writable)]
+    """Build the kernel's private world and move into it (see module doc). Called as root or as a normal user.
 
+    Returns in the kernel-to-be: process 1 of the new PID namespace, inside its new root. This
+    process stays outside as its supervisor (`_supervise`). Call `die_with_parent` and then
+    `drop_capabilities` once the kernel's user id is final.
+    """
+    private = _writable_folders()
     _unshare(os.geteuid() == 0)
-    kept = {path: _hold(path) for path in keep}  # held before anything is laid over them
-    _read_only_everywhere()
-    held = _private_scratch(plan, writable)
-    for path in writable:
-        _bind(held[path], path, f"private {path}")
-    covered = _cover_hidden(hide)
-    _bind_back(kept, plan.writable_keep)
-    if plan.uid is not None:  # as root, for another user id: open closed folders on the way to Python
-        expose(needed_paths() + keep)
-    covered += _cover_again(hide, keep)
-    _make_path(plan.home, True)
-    _bind(held[plan.home], plan.home, "home")
-    for fd in held.values():
-        os.close(fd)
-    _seal(covered)
+    top = _build(plan, private)
+    _supervise()
+    # a /proc of this namespace, mounted while the machine's is still in it (a user namespace requires that)
+    _mount("proc", os.path.join(top, "proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None, "proc")
+    _pivot(top)
+
+
+# --------------------------------------------------------------------------- the kernel's process
 
 
 _PARENT_PIPE: list[int] = []
 
 
-def supervise() -> None:
+def _supervise() -> None:
     """Fork the kernel-to-be as process 1 of the new PID namespace; this process stays outside.
 
     Returns in the child. The parent ignores SIGINT (jupyter_client signals the whole process
@@ -285,10 +431,6 @@ def supervise() -> None:
     if pid == 0:
         os.close(write_end)
         _PARENT_PIPE.append(read_end)
-        try:  # a /proc of this namespace: the kernel sees its own processes only
-            _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None, "proc")
-        except OSError:
-            pass
         return
     os.close(read_end)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -319,91 +461,65 @@ def die_with_parent() -> None:
     _PARENT_PIPE.clear()
 
 
-def _private_namespace() -> None:
-    """Give this process its own mount namespace, whose mounts never propagate back."""
-    libc = _libc()
-    _check(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+def drop_capabilities() -> None:
+    """No capability left, now or after any exec (no setuid program can give one back).
 
-
-def _blocked(path: str):
-    """(folder, child) for the first folder on the way to `path` that other users cannot enter."""
-    current = "/"
-    for name in path.strip("/").split("/"):
-        if not name:
-            continue
-        if not os.stat(current).st_mode & 0o001:
-            return current, name
-        current = os.path.join(current, name)
-    return None
-
-
-def expose(paths) -> None:
-    """Make `paths` reachable for an unprivileged user, inside this process's mount namespace.
-
-    Python may live in a folder others cannot enter (here: under /root, mode 0700). For each
-    such folder on the way to a needed path, an empty tmpfs is laid over it and only the needed
-    child is bind-mounted back, so the kernel reaches the interpreter and nothing else there.
+    As root the change of user id has cleared them already. As a normal user the kernel holds
+    every capability of its own user namespace until it execs, and a kernel forked from the
+    zygote never does: with them it could remount its root writable or lift a cover.
     """
     libc = _libc()
-    for _ in range(8):  # nested closed folders are opened one level per round
-        groups: dict[str, set] = {}
-        for path in paths:
-            found = _blocked(os.path.realpath(path)) if os.path.exists(path) else None
-            if found:
-                groups.setdefault(found[0], set()).add(found[1])
-        if not groups:
-            return
-        for folder, children in groups.items():
-            fds = {child: os.open(os.path.join(folder, child), os.O_PATH) for child in children}
-            data = f"size={EXPOSE_COVER_SIZE},mode=0711".encode()
-            _check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV, data), f"cover {folder}")
-            for child, fd in fds.items():
-                target = os.path.join(folder, child)
-                if os.path.isdir(f"/proc/self/fd/{fd}"):
-                    os.mkdir(target)
-                else:
-                    open(target, "w").close()
-                source = os.fsencode(f"/proc/self/fd/{fd}")
-                _check(libc.mount(source, os.fsencode(target), None, MS_BIND | MS_REC, None), f"expose {target}")
-                os.close(fd)
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
+    header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
+    nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits each
+    _check(libc.capset(header, nothing), "drop capabilities")
 
 
-# The top-level folders a kernel sees (read-only), all of them the system's own: everything else at
-# the top (/home, /root, /srv, /opt, /mnt, /media, a /work of checkouts, ...) is covered, and under
-# /var only /var/tmp (private to the kernel) and the /var/lock and /var/run links are left.
-SYSTEM_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev", "tmp", "run")
-VAR_KEPT = ("tmp", "lock", "run")
+# --------------------------------------------------------------------------- the probe
 
 
-def outside_allowlist() -> list[str]:
-    """The folders the kernel must not see because they are not the system's: every top-level folder
-    but SYSTEM_TOP, and /var's but VAR_KEPT (links are left: covering one would cover its target).
-    `needed_paths` inside them are bound back, so the interpreter and the course package stay."""
-    found = []
-    for parent, kept in (("/", SYSTEM_TOP + ("var",)), ("/var", VAR_KEPT)):
+def _unseen(plan: SandboxPlan) -> list[str]:
+    """Paths of this machine a kernel must not see: each entry of / and of the course folder outside the allowlist.
+
+    An entry is seen where it is shown, lies in a shown path, or leads to one (then as an empty
+    folder); every other one must be missing in the kernel's root.
+    """
+    shown = [os.path.realpath(p) for p in (*_system_paths(), *plan.keep, *WRITABLE, "/proc", "/dev", "/sys")]
+    shown += [p for p in (*_system_paths(), *WRITABLE) if os.path.islink(p)]
+    candidates = []
+    for folder in ("/", str(PACKAGE_PARENT)):
         try:
-            names = sorted(os.listdir(parent))
+            candidates += [os.path.join(folder, name) for name in os.listdir(folder)]
         except OSError:
             continue
-        for name in names:
-            path = os.path.join(parent, name)
-            if name not in kept and os.path.isdir(path) and not os.path.islink(path):
-                found.append(path)
-    return found
+    return [c for c in candidates if not _inside(c, shown) and not any(_inside(s, [c]) for s in shown)]
 
 
-def needed_paths() -> list[str]:
-    """What the kernel must reach: the interpreter, its libraries and this package, and no more.
-
-    The folder holding the package (a course checkout, named on sys.path by PYTHONPATH or an
-    editable install) is replaced by the package folder itself, so the checkout's other folders
-    (its solutions, a virtual environment's neighbours) are not bound back with it.
-    """
-    parent, package = str(PACKAGE_PARENT), str(PACKAGE_PARENT / "t5lesson")
-    paths = [os.path.realpath(sys.executable), sys.prefix, sys.base_prefix, sys.exec_prefix, package]
-    paths += [package if os.path.realpath(p) == os.path.realpath(parent) else p for p in sys.path if p]
-    return list(dict.fromkeys(p for p in paths if os.path.exists(p)))
+_PROBE_CHECK = """
+import os, sys
+def fail(why):
+    os.write({report}, why.encode())
+    sys.exit(4)
+if os.getpid() != 1:
+    fail("the kernel is not process 1 of its PID namespace")
+seen = [p for p in {unseen!r} if os.path.lexists(p)]
+if seen:
+    fail("the kernel sees paths outside its allowlist: " + ", ".join(seen[:5]))
+if any(os.path.lexists(p) for p in ("/proc/1/root" + {secret!r}, {secret!r})):
+    fail("the kernel sees a hidden folder")
+effective = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")]
+if effective != ["0000000000000000"]:
+    fail("the kernel kept capabilities: " + " ".join(effective))
+try:
+    open({read_only!r}, "w").close()
+except OSError:
+    pass
+else:
+    os.unlink({read_only!r})
+    fail("the kernel can write into its read-only root")
+os.chdir({home!r})
+open("x", "w").write("x")
+"""
 
 
 def probe(uid: int | None = None) -> str | None:
@@ -418,31 +534,39 @@ def probe(uid: int | None = None) -> str | None:
         scratch, home = os.path.join(tmp, "scratch"), os.path.join(tmp, "home")
         os.mkdir(scratch, 0o700)
         os.mkdir(home, 0o700)
-        # keep what a kernel needs: the interpreter and this package may live under /tmp, which goes private
+        open(os.path.join(secret, "file"), "w").close()
         plan = SandboxPlan(home=home, scratch=scratch, disk_bytes=PROBE_DISK_BYTES, hide=(secret,),
                            keep=tuple(needed_paths()), uid=uid)
-        open(os.path.join(secret, "file"), "w").close()
-        check = (f"import os, sys; assert not os.path.isdir({secret!r}) or not os.listdir({secret!r}); "
-                 f"os.chdir({home!r}); "
-                 "open('x', 'w').write('x'); sys.exit(0 if os.getpid() == 1 else 5)")
+        read_end, write_end = os.pipe()
+        check = _PROBE_CHECK.format(report=write_end, unseen=_unseen(plan), secret=secret, home=home,
+                                    read_only=os.path.join(os.path.realpath(sys.prefix), "t5probe"))
         pid = os.fork()
         if pid == 0:
             try:
+                os.close(read_end)
                 enter(plan)
-                supervise()
                 if uid is not None:
                     os.setgroups([])
                     os.setgid(uid)
                     os.setuid(uid)
                 die_with_parent()
+                drop_capabilities()
+                os.set_inheritable(write_end, True)
                 os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", check])
-            except BaseException:
+            except BaseException as exc:
+                os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:500])
                 os._exit(3)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as report:
+            why = report.read(2000).decode(errors="replace")
         _, status = os.waitpid(pid, 0)
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
         return None
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4:
+        return f"the kernel's wall does not hold here: {why}"
+    detail = f" ({why})" if why else ""
     if os.geteuid() == 0:
-        return "mount, PID and network namespaces are not available here, even as root"
+        return f"mount, PID and network namespaces are not available here, even as root{detail}"
     return ("unprivileged user namespaces are not available here (on Debian and Ubuntu: sysctl "
             "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also "
-            "kernel.apparmor_restrict_unprivileged_userns=0), so kernels cannot be isolated without root")
+            f"kernel.apparmor_restrict_unprivileged_userns=0), so kernels cannot be isolated without root{detail}")
