@@ -44,6 +44,7 @@ import math
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -143,6 +144,12 @@ def reference_beams(seed, prompts, max_new_tokens, eos_scale=1.0, shift=None) ->
 
 def reference_greedy(seed, prompts, max_new_tokens, eos_scale=1.0, shift=None) -> np.ndarray:
     """Greedy decoding (one beam) on the same model, up to each row's end token."""
+    return _greedy_tokens(seed, tuple(prompts), max_new_tokens, eos_scale, shift).copy()
+
+
+@lru_cache(maxsize=64)
+def _greedy_tokens(seed, prompts, max_new_tokens, eos_scale, shift) -> np.ndarray:
+    """Computed once per case in a grading run: `diagnose` asks for it on every answer that fails the case."""
     tokens = _generate(seed, prompts, max_new_tokens, eos_scale, shift, do_sample=False, num_beams=1)
     return _up_to_end(tokens, max_new_tokens)
 
