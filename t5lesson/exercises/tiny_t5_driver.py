@@ -21,9 +21,10 @@ Why the logits must come from `decode`, and the checks that hold it:
 - each call after the first must be handed a cache made of rows of the cache the previous call
   returned (row by row, exactly), one token more than the calls so far, and fed one token per
   row; each token fed must be one of the four best of the logits the previous call returned for
-  the row its cache came from (beam search never goes on with a worse one), or PAD or EOS (what
-  some decoders feed a string that is done). Tokens worked out elsewhere and replayed through
-  `decode` to fill the log break that rule as soon as they differ from what the logits say;
+  the row its cache came from (beam search never goes on with a worse one), or a filler some
+  decoders feed a string that is done: PAD, EOS, or that row's last token again. Tokens worked
+  out elsewhere and replayed through `decode` to fill the log break that rule as soon as they
+  differ from what the logits say;
 - after a row's EOS only padding may follow (rule 5 of the question: PAD; EOS, which generate()
   writes there, is taken too).
 
@@ -117,7 +118,7 @@ def _rows(cache, torch):
 
 def _check_followed(model, step, torch):
     """Call step + 1 was handed rows of the cache call `step` returned, and fed tokens its logits rank
-    among the best four of their row (or PAD or EOS, fillers for a string that is done)."""
+    among the best four of their row (or fillers for a string that is done, see the module docstring)."""
     from t5lesson.seq2seq import EOS, PAD
 
     logits, returned = model.returned[step - 1]
@@ -131,7 +132,7 @@ def _check_followed(model, step, torch):
         raise GradingSetupError(f"decode call {step + 1} got a cache of another size than the one call {step} "
                                 "returned: pass back that cache, its rows picked with tensor[rows]")
     fourth_best = logits[:, -1].float().topk(2 * BEAMS, dim=-1).values[:, -1]
-    fed = model.calls[step][0][:, 0]
+    fed, fed_before = model.calls[step][0][:, 0], model.calls[step - 1][0][:, 0]
     for row in range(now.shape[0]):
         sources = [r for r in range(before.shape[0]) if torch.equal(now[row], before[r])]
         if not sources:
@@ -139,8 +140,8 @@ def _check_followed(model, step, torch):
                                     f"{step} returned: pass back the cache decode returned, its rows picked with "
                                     "tensor[rows] for the beams you keep")
         token = int(fed[row])
-        if token in (PAD, EOS) or _among_best(logits, fourth_best, sources[0], token):
-            continue
+        if token in (PAD, EOS, int(fed_before[sources[0]])) or _among_best(logits, fourth_best, sources[0], token):
+            continue  # a beam's next token, or a filler: PAD, EOS, or its last token again (a string that is done)
         if torch.equal(now, before):
             raise GradingSetupError(f"decode call {step + 1} got the cache call {step} returned with its rows unmoved, "
                                     f"but row {row} now holds a beam that came from another row: pick the cache "
