@@ -80,7 +80,8 @@ def _check_padding(out):
             after = [t for t in tokens[end + 1:] if t not in (PAD, EOS)]
             if after:
                 raise GradingSetupError(f"row {row} of your answer goes on after its EOS (position {end}) with token "
-                                        f"{after[0]}: once a row has ended, fill the rest of it with PAD (0)")
+                                        f"{after[0]}: a hypothesis ends with its EOS, and the rest of its row is "
+                                        "PAD (0)")
 
 
 def _check_calls(model, batch, max_new_tokens, torch):
@@ -108,7 +109,7 @@ def _check_calls(model, batch, max_new_tokens, torch):
             raise GradingSetupError(f"decode call {step + 1} got a cache of {held} tokens; after {step} calls it "
                                     f"holds {step}: pass back the cache the previous call returned")
         if step:
-            _check_followed(model, step, torch)
+            _check_followed(model, step, batch, torch)
 
 
 def _rows(cache, torch):
@@ -116,7 +117,7 @@ def _rows(cache, torch):
     return torch.cat([t.reshape(t.shape[0], -1).float() for block in cache for t in block], dim=1)
 
 
-def _check_followed(model, step, torch):
+def _check_followed(model, step, batch, torch):
     """Call step + 1 was handed rows of the cache call `step` returned, and fed tokens its logits rank
     among the best four of their row (or fillers for a string that is done, see the module docstring)."""
     from t5lesson.seq2seq import EOS, PAD
@@ -142,7 +143,9 @@ def _check_followed(model, step, torch):
         token = int(fed[row])
         if token in (PAD, EOS, int(fed_before[sources[0]])) or _among_best(logits, fourth_best, sources[0], token):
             continue  # a beam's next token, or a filler: PAD, EOS, or its last token again (a string that is done)
-        if torch.equal(now, before):
+        string, per_string = row // (now.shape[0] // batch), before.shape[0] // batch
+        siblings = range(string * per_string, (string + 1) * per_string)  # the rows of the same string
+        if torch.equal(now, before) and any(_among_best(logits, fourth_best, r, token) for r in siblings):
             raise GradingSetupError(f"decode call {step + 1} got the cache call {step} returned with its rows unmoved, "
                                     f"but row {row} now holds a beam that came from another row: pick the cache "
                                     "rows of the beams you keep, tensor[rows]")
