@@ -30,7 +30,7 @@ from functools import cache
 
 import pytest
 import torch
-from test_beam_question import _decoded, _generated, variant
+from test_beam_question import IGNORES_EOS, NO_CACHE, NO_PADDING, PREFIX, _decoded, _generated, variant
 
 from t5lesson import exercises as bank
 from t5lesson.exercises.ex07_tiny_t5 import CASE_SPECS, TOPICS, beam_search, reference_beams
@@ -157,18 +157,12 @@ def generate_copied(with_beam_search: bool):
     return beam_decode
 
 
-# --- route 3 and the slips: variants of the solution ---
+# --- route 3, and the slips: edits of the solution (the slips' are test_beam_question's) ---
 
 FULL_FORWARD = ("logits, cache = model.decode(tokens[:, -1:], encoder_out, mask, cache)",
                 "_, cache = model.decode(tokens[:, -1:], encoder_out, mask, cache)\n"
                 "        logits = model._model(input_ids=input_ids.repeat_interleave(beams, dim=0),\n"
                 "                              attention_mask=mask, decoder_input_ids=tokens).logits")
-NO_CACHE = ("model.decode(tokens[:, -1:], encoder_out, mask, cache)", "model.decode(tokens[:, -1:], encoder_out, mask)")
-PREFIX = ("model.decode(tokens[:, -1:], encoder_out, mask, cache)", "model.decode(tokens, encoder_out, mask, cache)")
-NO_PADDING = ("out = torch.full((batch, max(len(t) for t in best)), PAD)",
-              "out = torch.full((batch, max(len(t) for t in best)), -1)")
-IGNORES_EOS = (("for r in range(beams) if last or token[b, r] == EOS]", "for r in range(beams) if last]"),
-               ("(token[b] != EOS).nonzero()", "(token[b] >= 0).nonzero()"))
 
 ROUTES = {
     "1: a table of the public answers": table_lookup,
