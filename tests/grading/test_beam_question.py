@@ -97,8 +97,8 @@ def test_the_public_cases_follow_the_recipe():
 
 
 def test_the_cases_use_what_beam_search_adds():
-    """Rows of a case end at different steps, and a row may end at once while others go on; cases that
-    end or pick otherwise than greedy decoding (test_pasting_lessons: greedy earns at most a third)."""
+    """Rows of a case end at different steps, and a row may end at once while others go on (that greedy
+    decoding gets other tokens is the recipe's to reject, and test_pasting_lessons' to measure)."""
     widths = [[len(row) for row in _generated(kwargs)] for kwargs in PUBLIC]
     assert sum(len(set(w)) > 1 for w in widths) >= 4
     assert any(2 in w for w in widths)  # an end after one token wins
@@ -119,6 +119,40 @@ def variant(*edits):
     scope: dict = {"torch": torch, "PAD": PAD, "EOS": EOS}
     exec(source, scope)
     return scope["beam_decode"]
+
+
+# slips, as edits of the solution's text
+NO_CACHE = ("model.decode(tokens[:, -1:], encoder_out, mask, cache)", "model.decode(tokens[:, -1:], encoder_out, mask)")
+PREFIX = ("model.decode(tokens[:, -1:], encoder_out, mask, cache)", "model.decode(tokens, encoder_out, mask, cache)")
+NO_PADDING = ("out = torch.full((batch, max(len(t) for t in best)), PAD)",
+              "out = torch.full((batch, max(len(t) for t in best)), -1)")
+IGNORES_EOS = (("for r in range(beams) if last or token[b, r] == EOS]", "for r in range(beams) if last]"),
+               ("(token[b] != EOS).nonzero()", "(token[b] >= 0).nonzero()"))
+
+
+def test_the_self_test_in_the_question_shows_the_usual_mistakes():
+    """q5's text has the learner compare beam_decode with generate_beams on structured_model(seed=3), four
+    strings, 12 tokens: the solution prints the same tensor, and each usual slip another one."""
+    from t5lesson.lessons.tiny_t5 import greedy
+    from t5lesson.seq2seq import StepModel, generate_beams, structured_model
+
+    nb = json.loads((ROOT / "solutions" / "07_tiny_t5.ipynb").read_text(encoding="utf-8"))
+    [text] = ["".join(c["source"]) for c in nb["cells"] if c["metadata"].get("t5lesson", {}).get("cell") == "q5-text"]
+    assert 'structured_model(seed=3)' in text and 'padded(["31415", "27", "9999999", "0"])' in text
+    model = structured_model(seed=3)
+    ids, mask = padded(["31415", "27", "9999999", "0"])
+    theirs = generate_beams(model, ids, mask, 12)
+    ends = [row.index(EOS, 1) if EOS in row[1:] else None for row in theirs.tolist()]
+    assert sum(e is not None for e in ends) == 2 and len({len(set(r)) for r in theirs.tolist()}) > 1
+
+    def same(decoder) -> bool:
+        with torch.no_grad():
+            mine = decoder(StepModel(model), ids, mask, 12)
+        return mine.shape == theirs.shape and torch.equal(mine, theirs)
+
+    assert same(variant())
+    for slip in (variant(NO_PADDING), variant(*IGNORES_EOS), variant(NO_CACHE), greedy):
+        assert not same(slip)
 
 
 def test_a_beam_search_that_keeps_the_cache_unsorted_is_told_to_pick_its_rows():
@@ -151,9 +185,22 @@ def test_an_answer_without_the_start_token_is_told_to_begin_with_it():
 
 def test_decoding_without_the_cache_is_refused():
     outcome = score(DECODING_QUESTION, variant(("model.decode(tokens[:, -1:], encoder_out, mask, cache)",
-                                                "model.decode(tokens, encoder_out, mask)")))
+                                                "model.decode(tokens, encoder_out, mask)")))  # lesson 7's slip
     assert outcome.points < DECODING_QUESTION.points / 3, outcome.message  # one new token needs no cache
     assert "feed only the newest token of each beam" in outcome.message
+
+
+def test_the_public_cases_catch_the_usual_slips():
+    """check("q5") tells a learner of each: no padding after EOS, EOS taken as any token (a finished string
+    that goes on), the cache dropped, greedy decoding (lesson 7's, pasted); each earns at most half, with
+    a sentence saying why."""
+    from test_pasting_lessons import lesson_7_greedy
+
+    greedy = lesson_7_greedy()
+    for slip, sentence in ((variant(NO_PADDING), "goes on after its EOS"), (variant(*IGNORES_EOS), "after its EOS"),
+                           (variant(NO_CACHE), "got no cache"), (greedy, "greedy decoding's tokens")):
+        outcome = score(DECODING_QUESTION, slip)
+        assert outcome.points <= DECODING_QUESTION.points / 2 and sentence in outcome.message, outcome.line()
 
 
 def test_calling_generate_earns_nothing():
