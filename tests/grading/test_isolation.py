@@ -130,7 +130,9 @@ for pid in pids:  # a process whose working folder lies outside the root would l
     look(f"/proc/{{pid}}/cwd/" + "../" * 30 + copy.lstrip("/"))
 if os.path.lexists(submissions):
     found.append(submissions)
-found += [os.path.join(course, name) for name in os.listdir(course) if name != "t5lesson"]
+environment = os.path.realpath(sys.prefix)  # a virtual environment inside the checkout is shown: the kernel runs on it
+found += [os.path.join(course, name) for name in os.listdir(course)
+          if name != "t5lesson" and not (environment + "/").startswith(os.path.join(course, name) + "/")]
 deadline = time.monotonic() + 8
 skip = {{"/proc", "/sys", "/dev", "/usr", os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}}
 for folder, subfolders, files in os.walk("/"):
