@@ -458,10 +458,6 @@ def bars_svg(rows: list[tuple[str, float, str]], title: str, label_width: int = 
 
 # --------------------------------------------------------------------------- the page
 
-# The page's markup and style are templates/report.html.j2 (package data); this part hands it the
-# numbers as text and the figures as markup.
-
-
 def _escaped(value) -> Markup:
     """A value as the page shows it: escaped by html.escape, as the figures are (&#x27; for ', &quot; for ")."""
     return value if isinstance(value, Markup) else Markup(_esc(value))
