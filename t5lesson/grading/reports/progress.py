@@ -14,6 +14,7 @@ Grading hundreds of notebooks takes minutes, so the grader shows where it is:
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
@@ -106,7 +107,11 @@ class Progress:
             self.finish()
 
     def _open(self) -> tqdm:
-        self._tqdm = tqdm(total=self.total, file=self.stream, unit="notebook", dynamic_ncols=True, leave=True)
+        # A terminal that reports no size (some pseudo-terminals say 0 x 0) gets 100 x 20, since tqdm
+        # would draw nothing on it.
+        sized = _columns(self.stream) > 0
+        self._tqdm = tqdm(total=self.total, file=self.stream, unit="notebook", dynamic_ncols=sized,
+                          ncols=None if sized else 100, nrows=None if sized else 20, leave=True)
         return self._tqdm
 
     def finish(self) -> None:
@@ -118,6 +123,14 @@ class Progress:
     def _write(self, text: str) -> None:
         self.stream.write(text)
         self.stream.flush()
+
+
+def _columns(stream) -> int:
+    """The width of the terminal `stream` writes to (0 when it says none, or is not one)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def _is_tty(stream) -> bool:
