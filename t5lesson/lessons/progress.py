@@ -1,4 +1,5 @@
 """A sign of life for work that takes more than a couple of seconds: training runs, mostly.
+Hand-written, not tqdm: its one output is fixed text that nbval compares in the stored notebooks.
 
     with Progress(total=1500, description="training 5 models") as bar:
         for step in ...:

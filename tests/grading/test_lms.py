@@ -111,3 +111,14 @@ def test_markdown_html_escapes_everything_a_student_wrote():
     page = markdown_html("# T\n\n- q1: Error: <img src=x onerror=alert(1)> in `cell 3`\n**b**\n", "t <x>")
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<code>cell 3</code>" in page and "<title>t &lt;x&gt;</title>" in page and "<h1>T</h1>" in page
+
+
+def test_a_script_in_a_students_answer_comes_out_as_text():
+    """Raw HTML is off: a <script> in an answer, a feedback line or a block of its own is escaped text."""
+    feedback = ("# Feedback\n\n- q1: Incorrect: you wrote <script>alert(1)</script> [0/1]\n"
+                "- q2: `<script>alert(2)</script>` [0/1]\n\n<script>alert(3)</script>\n\n"
+                "[click](javascript:alert(4))\n")
+    page = markdown_html(feedback, "Feedback: <script>alert(5)</script>")
+    assert "<script" not in page and page.count("&lt;script&gt;alert(") == 4
+    assert "<code>&lt;script&gt;alert(2)&lt;/script&gt;</code>" in page and "<title>Feedback: &lt;script&gt;" in page
+    assert "<a " not in page  # nor does a javascript: link become one

@@ -5,9 +5,10 @@
 builds a zip in the layout of Gradescope's autograder specification: at its root `setup.sh`
 (run once, as root, when Gradescope builds the image: a Python 3.11+ virtual environment at
 /autograder/venv with the pinned requirements.txt + constraints.txt and this package) and
-`run_autograder` (run for every submission). Beside them: the package source, pyproject.toml,
-the pinned requirements, the handed-out exercise notebook (never the solutions; the answer
-keys are the bank's hashes) and autograder.json (the exercise, the limits, the visibility, and the
+`run_autograder` (run for every submission), both shell files in gradescope_scripts/ beside this
+module. Beside them in the zip: the package source, pyproject.toml, the pinned requirements,
+the handed-out exercise notebook (never the solutions; the answer keys are the bank's hashes)
+and autograder.json (the exercise, the limits, the visibility, and the
 seed of the hidden cases: every submission is graded on the same cases, drawn in the container).
 
 `run_autograder` runs `t5grade autograder-run`, which grades every
@@ -35,6 +36,7 @@ import time
 import traceback
 import zipfile
 from dataclasses import asdict
+from importlib import resources
 from pathlib import Path
 
 import nbformat
@@ -85,49 +87,7 @@ RESULTS_SCHEMA = {
     },
 }
 
-SETUP_SH = r"""#!/usr/bin/env bash
-# Gradescope runs this once, as root, when it builds the autograder's image (Ubuntu).
-# It makes a virtual environment at $ROOT/venv with a Python 3.11 or newer (installed from
-# apt where the image has none: choose the Ubuntu 24.04 base image to skip that), and
-# installs the course's pinned requirements (requirements.txt + constraints.txt) and this
-# package into it. T5LESSON_AUTOGRADER_ROOT (default /autograder) moves the whole layout.
-set -euo pipefail
-ROOT="${T5LESSON_AUTOGRADER_ROOT:-/autograder}"
-SOURCE="$ROOT/source"
-
-pick_python() {
-  for candidate in python3.13 python3.12 python3.11 python3; do
-    if command -v "$candidate" >/dev/null 2>&1 &&
-       "$candidate" -c 'import sys, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
-      echo "$candidate"
-      return 0
-    fi
-  done
-  return 1
-}
-
-if ! PYTHON="$(pick_python)"; then
-  apt-get update
-  DEBIAN_FRONTEND=noninteractive apt-get install -y python3.11 python3.11-venv
-  PYTHON=python3.11
-fi
-"$PYTHON" -m venv "$ROOT/venv"
-cd "$SOURCE"
-# requirements.txt ends with "-e .": this package, from $SOURCE. PyTorch comes as PyPI's Linux
-# build; to use a CPU-only wheel index instead, export PIP_EXTRA_INDEX_URL before this line.
-"$ROOT/venv/bin/python" -m pip install --disable-pip-version-check -r requirements.txt -c constraints.txt
-"$ROOT/venv/bin/python" -c "import t5lesson.grade"
-"""
-
-RUN_AUTOGRADER = r"""#!/usr/bin/env bash
-# Gradescope runs this for every submission: grade /autograder/submission/*.ipynb and write
-# /autograder/results/results.json (see t5lesson/grading/integrations/gradescope.py).
-ROOT="${T5LESSON_AUTOGRADER_ROOT:-/autograder}"
-PYTHON="${T5LESSON_AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
-export PYTHONPATH="$ROOT/source${PYTHONPATH:+:$PYTHONPATH}"
-cd "$ROOT/source" || exit 1
-exec "$PYTHON" -m t5lesson.grade autograder-run --root "$ROOT"
-"""
+SCRIPTS = "gradescope_scripts"  # setup.sh and run_autograder, shell files beside this module (package data)
 
 _EXECUTABLE = 0o100755 << 16
 _PLAIN = 0o100644 << 16
@@ -135,6 +95,11 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
 # --------------------------------------------------------------------------- building the zip
+
+
+def _script(name: str) -> bytes:
+    """One of the two shell scripts, as the installed package holds it."""
+    return resources.files(__package__).joinpath(SCRIPTS, name).read_bytes()
 
 
 def _package_files() -> list[Path]:
@@ -166,8 +131,8 @@ def build(exercise_id: str, out: Path, *, catalogue, limits: Limits = Limits(), 
     config = {"exercise": exercise.id, "visibility": visibility, "isolation": isolation, "limits": asdict(limits),
               "seed": new_seed() if seed is None else seed}
     entries: dict[str, tuple[bytes, int]] = {
-        "setup.sh": (SETUP_SH.encode(), _EXECUTABLE),
-        "run_autograder": (RUN_AUTOGRADER.encode(), _EXECUTABLE),
+        "setup.sh": (_script("setup.sh"), _EXECUTABLE),
+        "run_autograder": (_script("run_autograder"), _EXECUTABLE),
         CONFIG: ((json.dumps(config, indent=1, sort_keys=True) + "\n").encode(), _PLAIN),
         f"exercises/{exercise.id}.ipynb": (nbformat.writes(load_template(exercise, template)).encode(), _PLAIN),
     }

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import csv
 import html
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from markdown_it import MarkdownIt
 
 from ..questions.kinds import format_points
 from ..reports import store as outputs
@@ -106,56 +107,15 @@ def _free_text_marks(report: Path, exercise, allow_unmarked: bool) -> dict[str, 
 
 # --------------------------------------------------------------------------- feedback as HTML
 
-_INLINE = [(re.compile(r"`([^`]+)`"), r"<code>\1</code>"), (re.compile(r"\*\*([^*]+)\*\*"), r"<strong>\1</strong>")]
-
-
-def _inline(text: str) -> str:
-    text = html.escape(text, quote=False)
-    for pattern, replacement in _INLINE:
-        text = pattern.sub(replacement, text)
-    return text
+# CommonMark with raw HTML off, so a `<script>` in a student's answer stays text; "breaks" keeps each
+# line of the feedback on its own line, as the .md file shows it; HTML5 tags (<br>, not <br />).
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "breaks": True, "xhtmlOut": False})
 
 
 def markdown_html(markdown: str, title: str) -> str:
-    """The feedback's Markdown (headings, paragraphs, lists, bold, code) as a small HTML page.
-
-    Every piece of text is escaped first, so nothing a student wrote can become markup.
-    """
-    body, paragraph, in_list = [], [], False
-
-    def flush():
-        nonlocal in_list
-        if paragraph:
-            body.append("<p>" + "<br>\n".join(paragraph) + "</p>")
-            paragraph.clear()
-        if in_list:
-            body.append("</ul>")
-            in_list = False
-
-    for line in markdown.splitlines():
-        heading = re.match(r"(#{1,3}) (.*)", line)
-        if heading:
-            flush()
-            level = len(heading.group(1))
-            body.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif line.startswith("- "):
-            if paragraph:
-                body.append("<p>" + "<br>\n".join(paragraph) + "</p>")
-                paragraph.clear()
-            if not in_list:
-                body.append("<ul>")
-                in_list = True
-            body.append(f"<li>{_inline(line[2:])}</li>")
-        elif not line.strip():
-            flush()
-        else:
-            if in_list:
-                body.append("</ul>")
-                in_list = False
-            paragraph.append(_inline(line))
-    flush()
+    """The feedback's Markdown as a small HTML page; any HTML in it is escaped, never passed through."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+            f"<title>{html.escape(title)}</title></head><body>\n" + _MARKDOWN.render(markdown) + "</body></html>\n")
 
 
 # --------------------------------------------------------------------------- the export

@@ -19,16 +19,23 @@ Question statistics count the submissions whose notebook ran to the end (status 
 the others would only add zeros that say nothing about the question, and are listed under
 statuses instead. Free-text questions are marked by hand; the page shows how many answered.
 
+The page is the jinja2 template templates/report.html.j2 (package data), filled in by `render_html`.
+The SVG figures stay Python: they are arithmetic on coordinates, which reads better here than in macros.
+
 `class_report_files` returns {relative path: text}; `t5lesson.grading.reports.store` writes them.
 Like the rest of the report it is a pure function of the verdicts (sorted, no clock), so a
 merged report (`t5lesson.grading.integrations.shards`) is identical to a single run's.
 """
 from __future__ import annotations
 
+import functools
 import html
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
+
+import jinja2
+from markupsafe import Markup
 
 from ..protocol import Status
 from ..questions.kinds import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Code, format_points
@@ -451,22 +458,19 @@ def bars_svg(rows: list[tuple[str, float, str]], title: str, label_width: int = 
 
 # --------------------------------------------------------------------------- the page
 
-STYLE = """
-body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: #222; margin: 24px auto; max-width: 980px;
-       line-height: 1.45; padding: 0 16px; }
-h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 1.8em; border-bottom: 1px solid #ddd; }
-h3 { margin-bottom: 0.3em; }
-.lead { color: #555; } .muted { color: #777; }
-.cards { display: flex; gap: 12px; flex-wrap: wrap; margin: 16px 0; }
-.card { border: 1px solid #ddd; border-radius: 6px; padding: 8px 14px; min-width: 110px; }
-.card b { display: block; font-size: 1.5em; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.92em; }
-th, td { border-bottom: 1px solid #e4e4e4; padding: 4px 10px; text-align: left; vertical-align: top; }
-th { background: #f6f6f6; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.problem { color: #b2182b; font-weight: bold; } code { background: #f4f4f4; padding: 0 3px; }
-svg.figure { display: block; margin: 8px 0 12px; max-width: 100%; height: auto; }
-nav a { margin-right: 12px; }
-"""
+def _escaped(value) -> Markup:
+    """A value as the page shows it: escaped by html.escape, as the figures are (&#x27; for ', &quot; for ")."""
+    return value if isinstance(value, Markup) else Markup(_esc(value))
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    # trim_blocks and lstrip_blocks: a line holding only a {% tag %} writes nothing, so the
+    # template's lines are the page's lines; finalize escapes before autoescape sees the value.
+    environment = jinja2.Environment(loader=jinja2.PackageLoader(__package__, "templates"), autoescape=True,
+                                     trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                     undefined=jinja2.StrictUndefined, finalize=_escaped)
+    return environment.get_template("report.html.j2")
 
 
 def _heading(s: QuestionStats) -> str:
@@ -474,82 +478,47 @@ def _heading(s: QuestionStats) -> str:
     return f"{s.id}: {s.title} ({points})" if s.title else f"{s.id} ({s.kind}, {points})"
 
 
-def _html_table(header: list[str], rows: list[list[str]], numeric: tuple[int, ...] = ()) -> str:
-    """An HTML table; the cells are HTML already (text escaped with _esc), `numeric` columns right-aligned."""
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f'<td class="n">{c}</td>' if i in numeric else f"<td>{c}</td>"
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
 def _pct(value: float | None) -> str:
     return "" if value is None else f"{value:.0%}"
 
 
 def render_html(stats: ClassStats) -> str:
+    """report.html: the template filled in with the numbers of `stats`."""
     ex = stats.exercise
-    top = ex.auto_points
-    n_all, n_ok = len(stats.totals), len(stats.graded_totals)
-    problems = sum(len(v) for k, v in stats.statuses.items() if k != str(Status.GRADED))
-    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-             f"<title>Class report: {_esc(ex.title)}</title><style>{STYLE}</style></head><body>",
-             f"<h1>Class report</h1><p class=\"lead\">{_esc(ex.title)} (<code>{_esc(ex.id)}</code>): "
-             f"{n_all} submissions, out of {format_points(top)} automatically graded points.</p>",
-             '<nav><a href="#distribution">Distribution</a><a href="#questions">Questions</a>'
-             '<a href="#wrong">Wrong answers</a><a href="#code">Code cases</a><a href="#statuses">Statuses</a>'
-             '<a href="#objectives">Objectives</a></nav>']
-
-    def card(label, value):
-        return f'<div class="card">{_esc(label)}<b>{_esc(value)}</b></div>'
-
-    mean_all = statistics.fmean(stats.totals) if stats.totals else None
-    median = statistics.median(stats.totals) if stats.totals else None
-    mean_ok = statistics.fmean(stats.graded_totals) if stats.graded_totals else None
-    full = sum(1 for t in stats.totals if t >= top)
-    parts.append('<div class="cards">' + card("submissions", n_all) + card("graded", n_ok)
-                 + card("not graded", problems)
-                 + card("mean", "–" if mean_all is None else format_points(mean_all))
-                 + card("median", "–" if median is None else format_points(median))
-                 + card("mean of graded", "–" if mean_ok is None else format_points(mean_ok))
-                 + card("full marks", full) + "</div>")
     free = [q for q in ex.questions if not q.auto_scored]
-    if free:
-        names = ", ".join(f"{q.id} ({format_points(q.points)} points)" for q in free)
-        parts.append(f'<p class="muted">Free-text answers are marked by hand and are not in these totals: '
-                     f'{_esc(names)} (free_text.csv).</p>')
-
-    parts.append('<h2 id="distribution">Score distribution</h2>')
-    if n_all:
-        parts.append(histogram_svg(stats))
-        parts.append('<p class="muted">Blue: graded; red: not graded (see <a href="#statuses">statuses</a>). '
-                     'Numbers: class_report/distribution.csv.</p>')
-    else:
-        parts.append("<p>No submissions.</p>")
-
-    parts.append(_questions_section(stats))
-    parts.append(_wrong_section(stats))
-    parts.append(_code_section(stats))
-    parts.append(_status_section(stats))
-    parts.append(_objectives_section(stats))
-    parts.append('<p class="muted">Written by <code>t5grade grade</code>; every number here is '
-                 "also in class_report/*.csv.</p></body></html>\n")
-    return "\n".join(parts)
+    return _template().render(
+        title=ex.title, id=ex.id, submissions=len(stats.totals), out_of=format_points(ex.auto_points),
+        cards=_cards(stats),
+        free_text=", ".join(f"{q.id} ({format_points(q.points)} points)" for q in free),
+        histogram=Markup(histogram_svg(stats)) if stats.totals else None,
+        questions=_questions_part(stats), wrong=_wrong_part(stats), code=_code_part(stats),
+        statuses=_status_part(stats), objectives=_objectives_part(stats))
 
 
-def _questions_section(stats: ClassStats) -> str:
-    n_ok = len(stats.graded_totals)
-    out = ['<h2 id="questions">Questions, most missed first</h2>',
-           f'<p class="muted">Over the {n_ok} graded submissions. Mean: points earned on average. Full, partial, '
-           'zero: the share of submissions with all, some or none of the points after answering; not attempted: '
-           'left blank.</p>']
+def _cards(stats: ClassStats) -> list[tuple[str, object]]:
+    """(label, value) of the cards under the title."""
+    top = stats.exercise.auto_points
+    problems = sum(len(v) for k, v in stats.statuses.items() if k != str(Status.GRADED))
+
+    def points(values, average):
+        return format_points(average(values)) if values else "–"
+
+    return [("submissions", len(stats.totals)), ("graded", len(stats.graded_totals)), ("not graded", problems),
+            ("mean", points(stats.totals, statistics.fmean)), ("median", points(stats.totals, statistics.median)),
+            ("mean of graded", points(stats.graded_totals, statistics.fmean)),
+            ("full marks", sum(1 for t in stats.totals if t >= top))]
+
+
+def _questions_part(stats: ClassStats) -> dict:
+    """The figure of marks per question (when anything was graded) and a row per question."""
     auto = [s for s in stats.questions if s.auto_scored]
-    if n_ok and auto:
-        rows = [(f"{s.id} ({_pct(s.mean_fraction)})", [(c, s.share(c)) for c in
-                                                         ("full", "partial", "zero", "not attempted")]) for s in auto]
-        out.append(stacked_svg(rows, "Marks per question, most missed first"))
+    figure = None
+    if stats.graded_totals and auto:
+        shares = [(f"{s.id} ({_pct(s.mean_fraction)})", [(c, s.share(c)) for c in
+                                                           ("full", "partial", "zero", "not attempted")]) for s in auto]
+        figure = Markup(stacked_svg(shares, "Marks per question, most missed first"))
     rows = []
     for s in stats.questions:
-        objectives = " ".join(str(o) for o in s.objectives) or "–"
         if s.auto_scored:
             mean = "–" if s.mean_points is None else f"{format_points(s.mean_points)} / {format_points(s.points)}"
             cells = [_pct(s.share(c)) if s.n else "–" for c in ("full", "partial", "zero", "not attempted")]
@@ -557,100 +526,60 @@ def _questions_section(stats: ClassStats) -> str:
             mean = f"marked by hand ({format_points(s.points)})"
             answered = f"{_pct(s.share('submitted'))} answered" if s.n else "–"
             cells = [answered, "", "", _pct(s.share("not attempted")) if s.n else "–"]
-        rows.append([f"<b>{_esc(s.id)}</b> {_esc(s.title)}", _esc(s.kind), _esc(mean), *map(_esc, cells),
-                     _esc(objectives)])
-    out.append(_html_table(["question", "kind", "mean", "full", "partial", "zero", "not attempted", "objectives"],
-                           rows, numeric=(2, 3, 4, 5, 6)))
-    return "\n".join(out)
+        rows.append({"id": s.id, "title": s.title, "kind": s.kind, "mean": mean, "shares": cells,
+                     "objectives": " ".join(str(o) for o in s.objectives) or "–"})
+    return {"graded": len(stats.graded_totals), "figure": figure, "rows": rows}
 
 
-def _wrong_section(stats: ClassStats) -> str:
-    out = ['<h2 id="wrong">Most common wrong answers</h2>',
-           '<p class="muted">Multiple-choice and numeric questions: the wrong answers given most often, and the '
-           "feedback each received. A large group behind one wrong answer is a misconception to address in class."
-           "</p>"]
-    kinds = [s for s in stats.questions if s.kind in ("multiple choice", "numeric")]
-    if not kinds:
-        out.append("<p>This exercise has no multiple-choice or numeric questions.</p>")
-    for s in kinds:
-        wrong = stats.wrong.get(s.id, [])
-        out.append(f"<h3>{_esc(_heading(s))}</h3>")
-        if not wrong:
-            out.append("<p>No wrong answers.</p>")
-            continue
-        rows = [[f"<code>{_esc(w.answer)}</code>", str(w.count), _pct(w.count / w.answered) if w.answered else "–",
-                 _esc(w.feedback)] for w in wrong]
-        out.append(_html_table(["answer", "students", "of those who answered", "feedback they received"], rows,
-                               numeric=(1, 2)))
-    return "\n".join(out)
+def _wrong_part(stats: ClassStats) -> list[dict]:
+    """Per multiple-choice or numeric question, its most common wrong answers."""
+    return [{"heading": _heading(s),
+             "answers": [{"answer": w.answer, "count": w.count, "share": _pct(w.count / w.answered) if w.answered
+                          else "–", "feedback": w.feedback} for w in stats.wrong.get(s.id, [])]}
+            for s in stats.questions if s.kind in ("multiple choice", "numeric")]
 
 
-def _code_section(stats: ClassStats) -> str:
-    out = ['<h2 id="code">Code questions: the cases that failed most</h2>']
-    if not stats.cases:
-        out.append("<p>This exercise has no code questions.</p>")
+def _code_part(stats: ClassStats) -> list[dict]:
+    """Per code question: how many ran it, the failed share per topic (a figure), the cases failed most."""
+    part = []
     for s in stats.questions:
         if s.id not in stats.cases:
             continue
-        runs = stats.attempted[s.id]
-        out.append(f"<h3>{_esc(_heading(s))}</h3>")
-        if not runs:
-            out.append("<p>No graded submission ran this function.</p>")
-            continue
-        out.append(f'<p class="muted">{runs} graded submission(s) ran the function on its '
-                   f"{sum(n for _, n, _ in stats.topics[s.id])} cases. The share of failed cases by what the "
-                   "case exercises, then the cases failed most often.</p>")
-        rows = [(topic, f / (n * runs), f"{f / (n * runs):.0%} ({f} of {n * runs} case runs)")
-                for topic, n, f in stats.topics[s.id]]
-        out.append(bars_svg(rows, f"{s.id}: share of failed cases by what they exercise"))
-        cases = stats.cases[s.id]
-        if not cases:
-            out.append("<p>Every case was right in every submission.</p>")
-            continue
-        rows = [[str(c.index + 1), f"<code>{_esc(c.call[:120])}</code>", _esc(c.topic),
-                 f"{c.failed} of {c.attempted} ({_pct(c.failed / c.attempted)})"] for c in cases]
-        out.append(_html_table(["#", "call", "what it exercises", "failed"], rows, numeric=(0, 3)))
-    return "\n".join(out)
+        runs, figure = stats.attempted[s.id], None
+        if runs:
+            shares = [(topic, f / (n * runs), f"{f / (n * runs):.0%} ({f} of {n * runs} case runs)")
+                      for topic, n, f in stats.topics[s.id]]
+            figure = Markup(bars_svg(shares, f"{s.id}: share of failed cases by what they exercise"))
+        part.append({"heading": _heading(s), "runs": runs, "cases": sum(n for _, n, _ in stats.topics[s.id]),
+                     "figure": figure,
+                     "failures": [{"number": c.index + 1, "call": c.call[:120], "topic": c.topic,
+                                   "failed": f"{c.failed} of {c.attempted} ({_pct(c.failed / c.attempted)})"}
+                                  for c in stats.cases[s.id]]})
+    return part
 
 
-def _status_section(stats: ClassStats) -> str:
-    out = ['<h2 id="statuses">Statuses</h2>',
-           '<p class="muted">How each run ended. Anything but "graded" got 0 for what could not be read; the '
-           "student's feedback file says why.</p>"]
+def _status_part(stats: ClassStats) -> dict:
+    """A row per status, problems first (every name), "graded" last (the first 30 names)."""
     rows = []
     for status, names in _status_order(stats.statuses):
         problem = status != str(Status.GRADED)
         shown = ", ".join(names) if problem else (", ".join(names[:30]) + (" ..." if len(names) > 30 else ""))
-        label = f'<span class="problem">{_esc(status)}</span>' if problem else _esc(status)
-        rows.append([label, str(len(names)), _esc(shown)])
-    out.append(_html_table(["status", "submissions", "who"], rows, numeric=(1,)))
-    if not any(status != str(Status.GRADED) for status in stats.statuses):
-        out.append("<p>Every notebook ran to the end.</p>")
-    if stats.reference_hits:
-        out.append('<h3 id="reference-hits">The blocked reference was called</h3><p>These answers called an '
-                   "implementation that is switched off while answers are graded; the cases that called it earned "
-                   "nothing.</p>")
-        out.append(_html_table(["student", "question", "what was called"],
-                               [[_esc(s), _esc(q), _esc(w)] for s, q, w in stats.reference_hits]))
-    return "\n".join(out)
+        rows.append({"status": status, "problem": problem, "count": len(names), "who": shown})
+    return {"rows": rows, "all_graded": not any(status != str(Status.GRADED) for status in stats.statuses),
+            "reference_hits": stats.reference_hits}
 
 
-def _objectives_section(stats: ClassStats) -> str:
-    out = ['<h2 id="objectives">Learning objectives</h2>']
-    if not stats.objectives:
-        out.append("<p>No objectives recorded for this exercise's questions (the bank names none yet).</p>")
-        return "\n".join(out)
-    out.append('<p class="muted">The mean score of each objective\'s automatically graded questions (points '
-               "earned over points possible, graded submissions).</p>")
+def _objectives_part(stats: ClassStats) -> dict:
+    """The mean score per objective, as a figure (those with graded questions) and as a table."""
     scored = [o for o in stats.objectives if o.mean_fraction is not None]
+    figure = None
     if scored:
-        out.append(bars_svg([(f"objective {o.objective}", o.mean_fraction, f"{o.mean_fraction:.0%}") for o in scored],
-                            "Mean score per learning objective", label_width=160))
-    rows = [[_esc(o.objective), _esc(", ".join(o.questions)),
-             _pct(o.mean_fraction) if o.mean_fraction is not None else "marked by hand only"]
+        figure = Markup(bars_svg([(f"objective {o.objective}", o.mean_fraction, f"{o.mean_fraction:.0%}")
+                                  for o in scored], "Mean score per learning objective", label_width=160))
+    rows = [{"objective": o.objective, "questions": ", ".join(o.questions),
+             "mean": _pct(o.mean_fraction) if o.mean_fraction is not None else "marked by hand only"}
             for o in stats.objectives]
-    out.append(_html_table(["objective", "questions", "mean score"], rows, numeric=(2,)))
-    return "\n".join(out)
+    return {"figure": figure, "rows": rows}
 
 
 def class_report_files(exercise, graded, titles: dict | None = None) -> dict[str, str]:

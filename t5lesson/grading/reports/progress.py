@@ -2,10 +2,10 @@
 
 Grading hundreds of notebooks takes minutes, so the grader shows where it is:
 
-- on a terminal (stdout and stderr both a TTY): one bar, redrawn in place, with the count,
-  the rate (submissions per minute), the time left, and how many submissions so far ended
-  with a status other than "graded" (by status). Each such submission also gets a line of
-  its own above the bar, so the names stay on the screen;
+- on a terminal (stdout and stderr both a TTY): a tqdm bar, redrawn in place, with the count,
+  the rate, the time left, and as its postfix how many submissions so far were graded and how
+  many ended with each other status. Each of those others also gets a line of its own above the
+  bar (`tqdm.write`), so the names stay on the screen;
 - otherwise (a log file, a pipe, CI): one plain line per finished submission, the same line
   as before plus the rate, the time left and the count of non-"graded" statuses so far.
 
@@ -14,18 +14,17 @@ Grading hundreds of notebooks takes minutes, so the grader shows where it is:
 """
 from __future__ import annotations
 
-import shutil
+import os
 import sys
 import time
 from collections import Counter
+
+from tqdm import tqdm
 
 from ..protocol import Status
 from ..questions.kinds import format_points
 
 __all__ = ["Progress", "duration"]
-
-BAR_WIDTH = 24
-
 
 def duration(seconds: float) -> str:
     """'45 s', '4 min 05 s', '2 h 07 min': short, and exact enough for a time left."""
@@ -47,12 +46,12 @@ class Progress:
         if bar is None:
             bar = _is_tty(self.stream) and _is_tty(sys.stdout)
         self.bar = bar
-        self.clock = clock
+        self.clock = clock  # the lines' rate and time left (tqdm keeps its own time for the bar)
         self.start = clock()
         self.done = 0
         self.total = 0
         self.problems: Counter = Counter()
-        self._drawn = False
+        self._tqdm: tqdm | None = None
 
     # ------------------------------------------------------------------ numbers
 
@@ -86,7 +85,7 @@ class Progress:
         """Called once before the first submission runs: show the empty bar."""
         self.total, self.start = total, self.clock()
         if self.bar and total:
-            self._draw()
+            self._open()
 
     def __call__(self, done: int, total: int, g, exercise) -> None:
         self.done, self.total = done, total
@@ -98,33 +97,40 @@ class Progress:
         if not self.bar:
             self._write(f"{line} | {self.status_text()}\n")
             return
+        bar = self._tqdm or self._open()
+        bar.set_postfix({"graded": done - sum(self.problems.values()), **dict(sorted(self.problems.items()))},
+                        refresh=False)
+        bar.update(done - bar.n)
         if g.status != Status.GRADED:
-            self._write("\r\x1b[K" + line + "\n")
-        self._draw()
+            bar.write(line, file=self.stream)  # above the bar, which tqdm draws again below it
         if done == total:
             self.finish()
 
-    def _draw(self) -> None:
-        filled = BAR_WIDTH * self.done // max(1, self.total)
-        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
-        width = len(str(self.total))
-        percent = 100 * self.done // max(1, self.total)
-        text = f"[{bar}] {self.done:>{width}}/{self.total} {percent:3d}% | {self.status_text()}"
-        columns = shutil.get_terminal_size((100, 20)).columns
-        if len(text) >= columns:  # a narrow terminal: keep the count of problems, drop their breakdown
-            text = text.split(" (", 1)[0] if sum(self.problems.values()) else text
-        self._write("\r\x1b[K" + text[: max(20, columns - 1)])
-        self._drawn = True
+    def _open(self) -> tqdm:
+        # A terminal that reports no size (some pseudo-terminals say 0 x 0) gets 100 x 20, since tqdm
+        # would draw nothing on it.
+        sized = _columns(self.stream) > 0
+        self._tqdm = tqdm(total=self.total, file=self.stream, unit="notebook", dynamic_ncols=sized,
+                          ncols=None if sized else 100, nrows=None if sized else 20, leave=True)
+        return self._tqdm
 
     def finish(self) -> None:
-        """End the bar's line (a no-op for lines, or when nothing was drawn)."""
-        if self.bar and self._drawn:
-            self._write("\n")
-            self._drawn = False
+        """End the bar's line (a no-op for lines, or when no bar was drawn)."""
+        if self._tqdm is not None:
+            self._tqdm.close()
+            self._tqdm = None
 
     def _write(self, text: str) -> None:
         self.stream.write(text)
         self.stream.flush()
+
+
+def _columns(stream) -> int:
+    """The width of the terminal `stream` writes to (0 when it says none, or is not one)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0
 
 
 def _is_tty(stream) -> bool:

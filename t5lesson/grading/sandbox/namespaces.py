@@ -1,4 +1,5 @@
 """Namespaces for one student's kernel: what it can see, write and reach. Linux only.
+Hand-written rather than Docker: isolation with no daemon or image, as root and as a normal user.
 
 `enter(plan)` runs in the kernel's launcher (`t5lesson.grading.sandbox.launcher`) before it
 becomes the kernel, and returns in the kernel-to-be. It works the same as root and as a normal user:
