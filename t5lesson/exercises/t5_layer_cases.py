@@ -296,27 +296,44 @@ _PLANS_OF = {  # which mistakes can show in which plan (the others give the righ
 
 def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=frozenset(), encoder=None,
              segments=None):
-    """One call of the layer in float64, possibly with mistakes: (output, position_bias, (keys, values))."""
+    """One call of the layer in float64, possibly with mistakes: (output, position_bias, (keys, values)).
+
+    The steps are transformers' own: project and split the heads (with the cache), the position bias,
+    which keys each query may see, then the softmax-weighted values merged and projected out."""
     import torch
 
-    from ..buckets import relative_position_bucket
-
     w = {name: torch.tensor(values, dtype=torch.float64) for name, values in weights.items()}
+    q, k, v, past_len = _projections(config, w, x, past, mistakes, encoder)
+    q_len, k_len = q.shape[2], k.shape[2]
+    if position_bias is None:
+        offset = 0 if mistakes & {"query_offset", "query_offset_mask"} else past_len
+        position_bias = _position_bias(config, w, q_len, k_len, offset, mistakes)
+    used_bias = torch.zeros_like(position_bias) if "ignores_shared_bias" in mistakes else position_bias
+    allowed = _allowed_keys(config, x.shape[0], q_len, k_len, mask, segments, past_len, encoder is not None,
+                            mistakes)
+    return _attend(config, w, q, k, v, used_bias, allowed, mistakes), position_bias, (k, v)
+
+
+def _split_heads(t, config, mistakes):
+    """[batch, n, heads * d_kv] -> [batch, heads, n, d_kv] (or the reshape alone, one of the mistakes)."""
     heads, d_kv = config["num_heads"], config["d_kv"]
-    b, q_len, _ = x.shape
+    if "split_no_transpose" in mistakes:
+        return t.reshape(t.shape[0], heads, -1, d_kv)
+    return t.view(t.shape[0], -1, heads, d_kv).transpose(1, 2)
+
+
+def _projections(config, w, x, past, mistakes, encoder):
+    """The queries, keys and values split into heads, the cache put in front of the new keys and values:
+    (q, k, v, the number of cached positions)."""
+    import torch
+
     cross = encoder is not None
-
-    def split(t):
-        if "split_no_transpose" in mistakes:
-            return t.reshape(b, heads, -1, d_kv)
-        return t.view(b, -1, heads, d_kv).transpose(1, 2)
-
-    q = split(x @ w["q.weight"].T)
+    q = _split_heads(x @ w["q.weight"].T, config, mistakes)
     source = x if (not cross or "cross_self_keys" in mistakes) else encoder
     if cross and past is not None:  # the encoder's keys and values, computed at the first step
         k, v = past
     else:
-        k, v = (split(source @ w[f"{name}.weight"].T) for name in "kv")
+        k, v = (_split_heads(source @ w[f"{name}.weight"].T, config, mistakes) for name in "kv")
     past_len = 0
     if past is not None and not cross and "no_cache" not in mistakes:
         past_len = past[0].shape[2]
@@ -324,31 +341,39 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
             k, v = torch.cat([k, past[0]], dim=2), torch.cat([v, past[1]], dim=2)
         else:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-    k_len = k.shape[2]
-    offset = 0 if mistakes & {"query_offset", "query_offset_mask"} else past_len
-    if position_bias is None:
-        if config["has_relative_bias"]:
-            rel = torch.arange(k_len)[None, :] - (torch.arange(q_len)[:, None] + offset)
-            if "offset_sign" in mistakes:
-                rel = -rel
-            bidirectional = not config["causal"] or "bidirectional_decoder" in mistakes
-            distance = 128 if "default_buckets" in mistakes else config["max_distance"]
-            buckets = relative_position_bucket(rel, bidirectional, config["num_buckets"], distance)
-            position_bias = w["relative_attention_bias.weight"][buckets].permute(2, 0, 1)[None]
-            if "bias_negated" in mistakes:
-                position_bias = -position_bias
-            if "no_bias" in mistakes:
-                position_bias = torch.zeros_like(position_bias)
-        else:
-            position_bias = torch.zeros(1, heads, q_len, k_len, dtype=torch.float64)
-    used_bias = torch.zeros_like(position_bias) if "ignores_shared_bias" in mistakes else position_bias
-    scores = q @ k.transpose(-1, -2)
-    if "sqrt_d" in mistakes:
-        scores = scores / math.sqrt(d_kv)
-    scores = scores + used_bias
-    if "sqrt_d_all" in mistakes:
-        scores = scores / math.sqrt(d_kv)
-    allowed = torch.ones(b, 1, q_len, k_len, dtype=torch.bool)
+    return q, k, v, past_len
+
+
+def _position_bias(config, w, q_len: int, k_len: int, offset: int, mistakes):
+    """[1, heads, q_len, k_len]: the table's entry for each offset's bucket (zeros in a layer without a table),
+    queries starting at position `offset`."""
+    import torch
+
+    from ..buckets import relative_position_bucket
+
+    if not config["has_relative_bias"]:
+        return torch.zeros(1, config["num_heads"], q_len, k_len, dtype=torch.float64)
+    rel = torch.arange(k_len)[None, :] - (torch.arange(q_len)[:, None] + offset)
+    if "offset_sign" in mistakes:
+        rel = -rel
+    bidirectional = not config["causal"] or "bidirectional_decoder" in mistakes
+    distance = 128 if "default_buckets" in mistakes else config["max_distance"]
+    buckets = relative_position_bucket(rel, bidirectional, config["num_buckets"], distance)
+    position_bias = w["relative_attention_bias.weight"][buckets].permute(2, 0, 1)[None]
+    if "bias_negated" in mistakes:
+        position_bias = -position_bias
+    if "no_bias" in mistakes:
+        position_bias = torch.zeros_like(position_bias)
+    return position_bias
+
+
+def _allowed_keys(config, batch: int, q_len: int, k_len: int, mask, segments, past_len: int, cross: bool,
+                  mistakes):
+    """Bool [batch, 1, q_len, k_len]: the causal mask (self-attention in a decoder), the padding mask and
+    (packed rows) the same example, each left out by the mistake that forgets it."""
+    import torch
+
+    allowed = torch.ones(batch, 1, q_len, k_len, dtype=torch.bool)
     if config["causal"] and "no_causal" not in mistakes and (not cross or "cross_causal" in mistakes):
         mask_offset = 0 if "query_offset_mask" in mistakes else past_len
         allowed = allowed & (torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None] + mask_offset)
@@ -357,14 +382,28 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
     if segments is not None and "no_segments" not in mistakes:
         ids = torch.tensor(segments)
         allowed = allowed & (ids[:, None, :, None] == ids[:, None, None, :])
+    return allowed
+
+
+def _attend(config, w, q, k, v, bias, allowed, mistakes):
+    """The scores q·k + bias, masked, through the softmax onto the values; the heads merged and projected out."""
+    import torch
+
+    heads, d_kv = config["num_heads"], config["d_kv"]
+    batch, q_len = q.shape[0], q.shape[2]
+    scores = q @ k.transpose(-1, -2)
+    if "sqrt_d" in mistakes:
+        scores = scores / math.sqrt(d_kv)
+    scores = scores + bias
+    if "sqrt_d_all" in mistakes:
+        scores = scores / math.sqrt(d_kv)
     scores = scores.masked_fill(~allowed, 0.0 if "mask_zero" in mistakes else torch.finfo(torch.float64).min)
-    weights_ = torch.softmax(scores, dim=-1)
-    context = weights_ @ v
+    context = torch.softmax(scores, dim=-1) @ v
     if "merge_no_transpose" in mistakes:
-        merged = context.reshape(b, q_len, heads * d_kv)
+        merged = context.reshape(batch, q_len, heads * d_kv)
     else:
-        merged = context.transpose(1, 2).reshape(b, q_len, heads * d_kv)
-    return merged @ w["o.weight"].T, position_bias, (k, v)
+        merged = context.transpose(1, 2).reshape(batch, q_len, heads * d_kv)
+    return merged @ w["o.weight"].T
 
 
 def _steps(config, weights, x, mask, mistakes, encoder=None):
