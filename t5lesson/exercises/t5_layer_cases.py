@@ -99,69 +99,126 @@ def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False, 
     return LayerCase((), tuple(kwargs.items()), topic)
 
 
-# (case, weight): the weights say what each case is worth. The layer of lesson 6 (self-attention, then
-# cross-attention) is a third of the question; packed rows, which the lesson does not build, are two
-# thirds, so a layer pasted from the lesson earns at most a third. The initialisation earns its share
-# only beside a case that computes something (see `SUPPORTING`).
-def _weighted(seed=lambda n: n) -> tuple:
-    """(case, weight) of every case; `seed(n)` gives the seed of the case whose public seed is n (the
-    public cases use n itself; the grading cases, drawn ones: same purposes, other numbers)."""
-    return (
-        (LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))),
-                   "T5's initialisation of the projections"),
-         2),
-        (_case(seed(1), "bias", "the encoder's position_bias", causal=False), 4),
-        (_case(seed(11), "bias", "the decoder's position_bias, 10 tokens", causal=True, length=10), 4),
-        (_case(seed(2), "full", "encoder, no padding", causal=False), 4),
-        (_case(seed(3), "full", "encoder, row 1 padded on the right", causal=False, pads={1: "right"}), 4),
-        (_case(seed(4), "full", "decoder, row 1 padded on the right", causal=True, pads={1: "right"}), 3),
-        (_case(seed(5), "full", "decoder, row 0 padded on the left", causal=True, pads={0: "left"}), 4),
-        (_case(seed(12), "full", "decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
-               base=FEW), 5),
-        (_case(seed(6), "steps_bias", "the position_bias of the 6th token, 5 in the cache", causal=True), 4),
-        (_case(seed(7), "steps", "decoding token by token with the cache, against one full pass", causal=True), 6),
-        (_case(seed(8), "two_layers", "a second layer reusing layer 0's bias", causal=True, two_layers=True), 5),
-        (_case(seed(9), "full", "large logits (about a thousand)", causal=False, scale=30.0), 5),
-        (_case(seed(13), "full", f"{CROSS}, 5 decoder tokens, 7 encoder tokens, row 1 padded on the right", causal=True,
-               length=5, encoder=7, pads={1: "right"}), 15),
-        (_case(seed(14), "full", f"{CROSS}, 8 decoder tokens, 6 encoder tokens, row 0 padded on the left", causal=True,
-               length=8, encoder=6, pads={0: "left"}), 12),
-        (_case(seed(15), "cross_steps", f"{CROSS} while decoding token by token with the cache", causal=True, length=5,
-               encoder=7, pads={0: "left"}), 13),
-        (_case(seed(16), "full", f"{CROSS} with large logits", causal=True, length=4, encoder=6, scale=30.0), 10),
-        (_case(seed(17), "full", f"{PACKED} encoder, two examples per row", causal=False, packed=((3, 3), (2, 4))), 35),
-        (_case(seed(18), "full", f"{PACKED} encoder, three examples, row 1 padded after them", causal=False,
-               packed=((2, 2, 2), (3, 1))), 35),
-        (_case(seed(19), "full", f"{PACKED} decoder, two examples per row", causal=True, packed=((4, 2), (1, 5))), 35),
-        (_case(seed(20), "full", f"{PACKED} decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
-               base=FEW, packed=((10, 14), (6, 9, 5))), 35),
-        (_case(seed(21), "full", f"{PACKED} encoder with large logits", causal=False, scale=30.0,
-               packed=((2, 4), (5, 1))),
-         30),
-        (_case(seed(22), "two_layers", f"{PACKED} decoder, a second layer reusing layer 0's bias", causal=True,
-               two_layers=True, packed=((3, 3), (2, 2, 2))), 30),
-    )
+_INIT = LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))),
+                  "T5's initialisation of the projections")
 
-
-_WEIGHTED = _weighted()
+# (check()'s seed, plan, topic, the options of `_case`, weight) of every case but the initialisation (`_INIT`,
+# worth 2, first). The weights say what each case is worth. The layer of lesson 6 (self-attention, then
+# cross-attention) is a third of the question; packed rows, which the lesson does not build, are two thirds, so
+# a layer pasted from the lesson earns at most a third. The initialisation earns its share only beside a case
+# that computes something (see `SUPPORTING`).
+_SPECS = (
+    (1, "bias", "the encoder's position_bias", {"causal": False}, 4),
+    (11, "bias", "the decoder's position_bias, 10 tokens", {"causal": True, "length": 10}, 4),
+    (2, "full", "encoder, no padding", {"causal": False}, 4),
+    (3, "full", "encoder, row 1 padded on the right", {"causal": False, "pads": {1: "right"}}, 4),
+    (4, "full", "decoder, row 1 padded on the right", {"causal": True, "pads": {1: "right"}}, 3),
+    (5, "full", "decoder, row 0 padded on the left", {"causal": True, "pads": {0: "left"}}, 4),
+    (12, "full", "decoder, 24 tokens, 8 buckets up to distance 16", {"causal": True, "length": 24, "base": FEW}, 5),
+    (6, "steps_bias", "the position_bias of the 6th token, 5 in the cache", {"causal": True}, 4),
+    (7, "steps", "decoding token by token with the cache, against one full pass", {"causal": True}, 6),
+    (8, "two_layers", "a second layer reusing layer 0's bias", {"causal": True, "two_layers": True}, 5),
+    (9, "full", "large logits (about a thousand)", {"causal": False, "scale": 30.0}, 5),
+    (13, "full", f"{CROSS}, 5 decoder tokens, 7 encoder tokens, row 1 padded on the right",
+     {"causal": True, "length": 5, "encoder": 7, "pads": {1: "right"}}, 15),
+    (14, "full", f"{CROSS}, 8 decoder tokens, 6 encoder tokens, row 0 padded on the left",
+     {"causal": True, "length": 8, "encoder": 6, "pads": {0: "left"}}, 12),
+    (15, "cross_steps", f"{CROSS} while decoding token by token with the cache",
+     {"causal": True, "length": 5, "encoder": 7, "pads": {0: "left"}}, 13),
+    (16, "full", f"{CROSS} with large logits", {"causal": True, "length": 4, "encoder": 6, "scale": 30.0}, 10),
+    (17, "full", f"{PACKED} encoder, two examples per row", {"causal": False, "packed": ((3, 3), (2, 4))}, 35),
+    (18, "full", f"{PACKED} encoder, three examples, row 1 padded after them",
+     {"causal": False, "packed": ((2, 2, 2), (3, 1))}, 35),
+    (19, "full", f"{PACKED} decoder, two examples per row", {"causal": True, "packed": ((4, 2), (1, 5))}, 35),
+    (20, "full", f"{PACKED} decoder, 24 tokens, 8 buckets up to distance 16",
+     {"causal": True, "length": 24, "base": FEW, "packed": ((10, 14), (6, 9, 5))}, 35),
+    (21, "full", f"{PACKED} encoder with large logits", {"causal": False, "scale": 30.0, "packed": ((2, 4), (5, 1))},
+     30),
+    (22, "two_layers", f"{PACKED} decoder, a second layer reusing layer 0's bias",
+     {"causal": True, "two_layers": True, "packed": ((3, 3), (2, 2, 2))}, 30),
+)
 SUPPORTING = (0,)  # the initialisation: it earns nothing on its own
 
 
 def cases() -> tuple[Case, ...]:
-    """The hidden cases of exercise 6's module question, in the order the feedback numbers them."""
-    return tuple(case for case, _ in _WEIGHTED)
+    """The cases check() runs for exercise 6's module question, in the order the feedback numbers them."""
+    return (_INIT,) + tuple(_case(seed, plan, topic, **options) for seed, plan, topic, options, _ in _SPECS)
 
 
 def hidden_cases(rng) -> tuple[Case, ...]:
     """The grading cases: every public case's plan, configuration, lengths and padding, with weights
-    and states drawn from `rng` (one seed per case)."""
-    seeds = {}
-    return tuple(case for case, _ in _weighted(lambda n: seeds.setdefault(n, int(rng.integers(2 ** 32)))))
+    and states drawn from `rng` (one seed per case, drawn again until the case is well posed)."""
+    drawn = [_INIT]
+    for _, plan, topic, options, _ in _SPECS:
+        for _ in range(100):
+            case = _case(int(rng.integers(2 ** 32)), plan, topic, **options)
+            if _well_posed(case, large=options.get("scale", 1.0) > 1.0):
+                break
+        else:  # a recipe that cannot be met: a bug here, not a case to grade on
+            raise RuntimeError(f"no well-posed case of {topic!r} in 100 draws")
+        drawn.append(case)
+    return tuple(drawn)
 
 
 def case_weights() -> tuple[int, ...]:
-    """What each case is worth, in the order of `cases()`."""
-    return tuple(weight for _, weight in _WEIGHTED)
+    """What each case is worth, in the order of `cases()` (and of `hidden_cases`)."""
+    return (2,) + tuple(weight for *_, weight in _SPECS)
+
+
+# --- which drawn cases are well posed -------------------------------------------------------------
+
+LARGE_LOGITS, ORDINARY_LOGITS = 300.0, 40.0  # a large-logit case's largest |score| at least; any other's at most
+_NUMBERS = ("weights", "hidden", "encoder", "weights1", "hidden1")  # a case's float inputs
+
+
+def _well_posed(case: LayerCase, large: bool) -> bool:
+    """Whether a drawn case tests what its kind is for, with no verdict on a knife's edge.
+
+    Large-logit cases must reach scores where a softmax without the maximum subtracted overflows, and
+    the others stay far from that, so the diagnosis of an overflow keeps its meaning. Only the
+    large-logit cases can be on a knife's edge (`clear_cut`): their softmax is nearly one-hot, so
+    float32 rounding of scores near a thousand moves the result by a good part of the tolerance, and
+    a mistake that only halves or shifts the scores can move it by a hair. With scores of at most
+    `ORDINARY_LOGITS` float32 drifts by about 1e-6 and every mistake moves the result by far more
+    than the tolerance (tests/grading/test_drawn_cases.py checks drawn cases of every kind).
+    """
+    kwargs = dict(case.kwargs)
+    with one_torch_thread():
+        score = largest_score(kwargs)
+    if (score < LARGE_LOGITS) if large else (score > ORDINARY_LOGITS):
+        return False
+    return not large or clear_cut(kwargs)
+
+
+def _in_float32(kwargs: dict) -> dict:
+    """The case with its weights and states rounded to float32, as the learner's module receives them."""
+    def rounded(values):
+        if isinstance(values, dict):
+            return {name: rounded(v) for name, v in values.items()}
+        return np.asarray(values, dtype=np.float32).astype(float)
+
+    return {name: rounded(value) if name in _NUMBERS and value is not None else value
+            for name, value in kwargs.items()}
+
+
+def clear_cut(kwargs: dict) -> bool:
+    """Whether no verdict on the case hangs on a hair: transformers' float32 result agrees with our float64
+    layer within a quarter of the tolerance, on the case's numbers and on those numbers rounded to float32
+    (what a learner's module holds), so a right answer computed another way is right with room to spare;
+    and each classic mistake either leaves the result as it is or changes it clearly (one that came within
+    about 1e-2 of it would be blamed on precision instead of named)."""
+    expected = reference_case(**kwargs)
+    strict = Expected(expected.values, expected.rtol / 4, expected.atol / 4)
+    with one_torch_thread():
+        ours = [simulate((), **kwargs), simulate((), **_in_float32(kwargs))]
+    if any(compare(strict, result) is not None for result in ours):
+        return False
+    for mistake in _candidates(kwargs):
+        variant = _variant(kwargs, (mistake,), expected)
+        if variant is not None and compare(expected, variant.values) is not None \
+                and closeness(expected, variant.values) is not None:
+            return False
+    return True
 
 
 # --- transformers, in the grader's process ---------------------------------------------------

@@ -1,4 +1,4 @@
-"""The grader's drawn cases of exercises 1, 3, 4 and 5 grade as check()'s cases do.
+"""The grader's drawn cases of exercises 1, 3, 4, 5 and 6 grade as check()'s cases do.
 
 The grader runs each code question on cases drawn from the instructor's seed (`Exercise.drawn`);
 test_hidden_cases.py checks that the solution notebook earns full marks on them. Here, on the cases
@@ -280,3 +280,26 @@ def test_exercise_5_on_drawn_cases(seed):
     for name, flags in {"future keys get table[0]": {"future": None}, "offset j - i": {"back": -1},
                         "clip ignored": {"clip_used": False}, "clipped one too early": {"shift": -1}}.items():
         assert_loses_credit(question, partial(clipped, **flags), name)
+
+
+# --- exercise 6 ----------------------------------------------------------------------------------
+# Its variants, classic mistakes and diagnosis on drawn cases are in test_module_code.py and
+# test_module_variants.py (seeds there). Here: what the draw checks on large-logit cases alone holds
+# for the drawn cases of every kind.
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_every_drawn_layer_case_is_clear_cut(seed):
+    """No drawn case of exercise 6 leaves a verdict on a hair: float32 drift stays under a quarter of the
+    tolerance and no classic mistake comes within a hair of the right result, on every kind of case
+    (the draw itself checks this only where logits are large, see t5_layer_cases._well_posed)."""
+    from t5lesson.exercises import t5_layer_cases as layer_cases
+
+    cases = drawn("06_t5_layer", "q4", seed).cases
+    assert not [n for n, case in enumerate(cases, 1)
+                if case.kwargs[0][1] != "init" and not layer_cases.clear_cut(dict(case.kwargs))]
+    for case in cases[1:]:
+        score = layer_cases.largest_score(dict(case.kwargs))
+        if "large logits" in case.topic:
+            assert score >= layer_cases.LARGE_LOGITS
+        else:
+            assert score <= layer_cases.ORDINARY_LOGITS
