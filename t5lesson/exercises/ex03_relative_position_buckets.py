@@ -11,12 +11,16 @@ and three other configurations (one with an odd number of buckets). They avoid t
 configurations where a float64 logarithm (`math.log`) and the reference's float32 one put a
 boundary offset in different buckets (for example num_buckets=18, max_distance=128 at offsets
 8, 16 and 64): a learner who writes the formula right gets full marks whether they compute in
-float32 or float64.
+float32 or float64. The grader draws its own configurations and offsets (`hidden_cases`), none
+within `_TIE_MARGIN` of a whole number in the log formula (`_near_tie`), where float32 and
+float64 could truncate differently.
 
 Question 8 returns a table, not one int, so it uses `PlainCode`. Its cases are configurations
 chosen to cover: the default encoder and decoder, an odd number of
 buckets (two unused), skipped buckets (max_distance small for the number of buckets), offsets
-far beyond max_distance, and the smallest legal tables.
+far beyond max_distance, and the smallest legal tables. The grader draws a table of each kind
+(`hidden_range_cases`; T5's own two are T5's), none with a near-tie at any distance and none
+longer to scan than check()'s longest.
 """
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Exercise 6's module question: the hidden cases, transformers' answer, and the classic mistakes.
+"""Exercise 6's module question: its cases, transformers' answer, and the classic mistakes.
+
+`cases()` are the cases check() runs; the grader runs cases drawn from the instructor's seed
+(`hidden_cases`): the same kinds in the same order (`_SPECS`) with new weights and states, each
+drawn again until it is well posed (`_well_posed`: no verdict on it hangs on float32 rounding or
+on a mistake that changes the result by a hair).
 
 Each case is plain data (the grader passes JSON to the learner's kernel): a *plan* (see
 `t5lesson.exercises.t5_layer_driver`), the layer's configuration, the weights (named as in
@@ -13,7 +18,8 @@ mistakes on purpose (divide by sqrt(d_kv), flip the offset, forget the padding m
 new token at position 0 during cached decoding, ...). `diagnose` runs those variants on a case
 the learner got wrong and, when one of them (or a pair) reproduces the learner's result, names
 the mistake in one sentence. The tests check that `simulate` without a mistake equals
-transformers on every case, and that each mistake changes the cases it is meant to show up in.
+transformers on every case, check()'s and drawn ones, and that each mistake changes the cases it
+is meant to show up in.
 """
 from __future__ import annotations
 
