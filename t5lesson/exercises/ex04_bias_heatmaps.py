@@ -54,38 +54,78 @@ def _bias_cases(rng=None) -> tuple[Case, ...]:
     return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
 
 
-def hidden_mask_cases(rng) -> tuple[Case, ...]:
-    """q6's grading cases: each public case's shape of problem, with drawn sizes and cache lengths."""
-    n, new, cached = (int(rng.integers(lo, hi)) for lo, hi in ((3, 9), (2, 5), (3, 9)))
-    specs = [
-        ((n, n), (), "a square mask"),
-        ((1, 1), (), "one query, one key"),
-        ((1, cached + 1), (("query_offset", cached),), "one new query, the rest cached"),
-        ((new, cached + new), (("query_offset", cached),), "new queries after a cache"),
-        ((new, new + int(rng.integers(2, 6))), (), "more keys than queries, no cache"),
-        ((n + 2, int(rng.integers(2, n + 1))), (), "more queries than keys"),
-        ((new + 1, cached + new + 1 + int(rng.integers(1, 4))), (("query_offset", cached),),
-         "new queries after a cache, keys beyond them"),
-        ((int(rng.integers(2, 4)),) * 2, (("query_offset", 0),), "a square mask, query_offset given as 0"),
-    ]
-    return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
+def _square(rng) -> tuple:
+    n = int(rng.integers(3, 9))
+    return (n, n), ()
+
+
+def _fewer_queries(rng) -> tuple:
+    q_len = int(rng.integers(1, 5))
+    return (q_len, q_len + int(rng.integers(2, 6))), ()
+
+
+def _more_queries(rng) -> tuple:
+    k_len = int(rng.integers(2, 5))  # with one key every query would see all of them
+    return (k_len + int(rng.integers(2, 5)), k_len), ()
+
+
+def _after_cache(new: int, cached: range):
+    """`new` queries after a cache of a length drawn from `cached` (new=None: that too is drawn)."""
+    def draw(rng) -> tuple:
+        q_len = new or int(rng.integers(2, 6))
+        past = int(rng.choice(cached))
+        return (q_len, past + q_len), (("query_offset", past),)
+    return draw
+
+
+def _square_offset_zero(rng) -> tuple:
+    n = int(rng.integers(3, 9))
+    return (n, n), (("query_offset", 0),)
+
+
+def _keys_beyond(rng) -> tuple:
+    """New queries after a cache, and keys after the last query too."""
+    q_len, past = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+    return (q_len, past + q_len + int(rng.integers(1, 5))), (("query_offset", past),)
+
+
+# Question 6's cases: (check()'s arguments, its keyword arguments, its topic, how a drawn case of that kind
+# is made, and the drawn case's topic where check()'s names sizes that a drawn case changes). None: the case
+# is all there is.
+_MASK_KINDS = (
+    ((4, 4), (), "a square mask", _square, ""),
+    ((1, 1), (), "one query, one key", None, ""),
+    ((1, 5), (("query_offset", 4),), "one new query, 4 cached", _after_cache(1, range(1, 13)),
+     "one new query after the cache"),
+    ((3, 7), (("query_offset", 4),), "three new queries, 4 cached", _after_cache(3, range(1, 6)),
+     "three new queries after a short cache"),
+    ((2, 6), (), "more keys than queries, no cache", _fewer_queries, ""),
+    ((6, 3), (), "more queries than keys", _more_queries, ""),
+    ((3, 10), (("query_offset", 7),), "three new queries, 7 cached", _after_cache(3, range(6, 13)),
+     "three new queries after a longer cache"),
+    ((2, 2), (), "two queries, two keys", None, ""),
+    ((5, 5), (("query_offset", 0),), "a square mask, query_offset given as 0", _square_offset_zero, ""),
+    ((2, 8), (("query_offset", 3),), "two new queries, 3 cached, keys beyond them", _keys_beyond,
+     "new queries after the cache, keys beyond them"),
+    ((4, 9), (("query_offset", 5),), "four new queries, 5 cached", _after_cache(None, range(2, 10)),
+     "several new queries after the cache"),
+)
 
 
 def _mask_cases() -> tuple[Case, ...]:
-    specs = [
-        ((4, 4), (), "a square mask"),
-        ((1, 1), (), "one query, one key"),
-        ((1, 5), (("query_offset", 4),), "one new query, 4 cached"),
-        ((3, 7), (("query_offset", 4),), "three new queries, 4 cached"),
-        ((2, 6), (), "more keys than queries, no cache"),
-        ((6, 3), (), "more queries than keys"),
-        ((3, 10), (("query_offset", 7),), "three new queries, 7 cached"),
-        ((2, 2), (), "two queries, two keys"),
-        ((5, 5), (("query_offset", 0),), "a square mask, query_offset given as 0"),
-        ((2, 8), (("query_offset", 3),), "two new queries, 3 cached, keys beyond them"),
-        ((4, 9), (("query_offset", 5),), "four new queries, 5 cached"),
-    ]
-    return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
+    return tuple(Case(args, kwargs, topic) for args, kwargs, topic, _, _ in _MASK_KINDS)
+
+
+def hidden_mask_cases(rng) -> tuple[Case, ...]:
+    """Question 6's grading cases: a case of every kind of `_MASK_KINDS` drawn from `rng`, none of check()'s
+    (save the two that are all there is: one query and one key, two and two)."""
+    cases = []
+    for args, kwargs, topic, draw, drawn_topic in _MASK_KINDS:
+        drawn = (args, kwargs) if draw is None else draw(rng)
+        while draw is not None and drawn == (args, kwargs):
+            drawn = draw(rng)
+        cases.append(Case(drawn[0], drawn[1], drawn_topic or topic))
+    return tuple(cases)
 
 
 EXERCISE = Exercise(

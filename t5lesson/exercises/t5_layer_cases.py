@@ -1,4 +1,9 @@
-"""Exercise 6's module question: the hidden cases, transformers' answer, and the classic mistakes.
+"""Exercise 6's module question: its cases, transformers' answer, and the classic mistakes.
+
+`cases()` are the cases check() runs; the grader runs cases drawn from the instructor's seed
+(`hidden_cases`): the same kinds in the same order (`_SPECS`) with new weights and states, each
+drawn again until it is well posed (`_well_posed`: no verdict on it hangs on float32 rounding or
+on a mistake that changes the result by a hair).
 
 Each case is plain data (the grader passes JSON to the learner's kernel): a *plan* (see
 `t5lesson.exercises.t5_layer_driver`), the layer's configuration, the weights (named as in
@@ -13,7 +18,8 @@ mistakes on purpose (divide by sqrt(d_kv), flip the offset, forget the padding m
 new token at position 0 during cached decoding, ...). `diagnose` runs those variants on a case
 the learner got wrong and, when one of them (or a pair) reproduces the learner's result, names
 the mistake in one sentence. The tests check that `simulate` without a mistake equals
-transformers on every case, and that each mistake changes the cases it is meant to show up in.
+transformers on every case, check()'s and drawn ones, and that each mistake changes the cases it
+is meant to show up in.
 """
 from __future__ import annotations
 
@@ -99,69 +105,126 @@ def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False, 
     return LayerCase((), tuple(kwargs.items()), topic)
 
 
-# (case, weight): the weights say what each case is worth. The layer of lesson 6 (self-attention, then
-# cross-attention) is a third of the question; packed rows, which the lesson does not build, are two
-# thirds, so a layer pasted from the lesson earns at most a third. The initialisation earns its share
-# only beside a case that computes something (see `SUPPORTING`).
-def _weighted(seed=lambda n: n) -> tuple:
-    """(case, weight) of every case; `seed(n)` gives the seed of the case whose public seed is n (the
-    public cases use n itself; the grading cases, drawn ones: same purposes, other numbers)."""
-    return (
-        (LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))),
-                   "T5's initialisation of the projections"),
-         2),
-        (_case(seed(1), "bias", "the encoder's position_bias", causal=False), 4),
-        (_case(seed(11), "bias", "the decoder's position_bias, 10 tokens", causal=True, length=10), 4),
-        (_case(seed(2), "full", "encoder, no padding", causal=False), 4),
-        (_case(seed(3), "full", "encoder, row 1 padded on the right", causal=False, pads={1: "right"}), 4),
-        (_case(seed(4), "full", "decoder, row 1 padded on the right", causal=True, pads={1: "right"}), 3),
-        (_case(seed(5), "full", "decoder, row 0 padded on the left", causal=True, pads={0: "left"}), 4),
-        (_case(seed(12), "full", "decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
-               base=FEW), 5),
-        (_case(seed(6), "steps_bias", "the position_bias of the 6th token, 5 in the cache", causal=True), 4),
-        (_case(seed(7), "steps", "decoding token by token with the cache, against one full pass", causal=True), 6),
-        (_case(seed(8), "two_layers", "a second layer reusing layer 0's bias", causal=True, two_layers=True), 5),
-        (_case(seed(9), "full", "large logits (about a thousand)", causal=False, scale=30.0), 5),
-        (_case(seed(13), "full", f"{CROSS}, 5 decoder tokens, 7 encoder tokens, row 1 padded on the right", causal=True,
-               length=5, encoder=7, pads={1: "right"}), 15),
-        (_case(seed(14), "full", f"{CROSS}, 8 decoder tokens, 6 encoder tokens, row 0 padded on the left", causal=True,
-               length=8, encoder=6, pads={0: "left"}), 12),
-        (_case(seed(15), "cross_steps", f"{CROSS} while decoding token by token with the cache", causal=True, length=5,
-               encoder=7, pads={0: "left"}), 13),
-        (_case(seed(16), "full", f"{CROSS} with large logits", causal=True, length=4, encoder=6, scale=30.0), 10),
-        (_case(seed(17), "full", f"{PACKED} encoder, two examples per row", causal=False, packed=((3, 3), (2, 4))), 35),
-        (_case(seed(18), "full", f"{PACKED} encoder, three examples, row 1 padded after them", causal=False,
-               packed=((2, 2, 2), (3, 1))), 35),
-        (_case(seed(19), "full", f"{PACKED} decoder, two examples per row", causal=True, packed=((4, 2), (1, 5))), 35),
-        (_case(seed(20), "full", f"{PACKED} decoder, 24 tokens, 8 buckets up to distance 16", causal=True, length=24,
-               base=FEW, packed=((10, 14), (6, 9, 5))), 35),
-        (_case(seed(21), "full", f"{PACKED} encoder with large logits", causal=False, scale=30.0,
-               packed=((2, 4), (5, 1))),
-         30),
-        (_case(seed(22), "two_layers", f"{PACKED} decoder, a second layer reusing layer 0's bias", causal=True,
-               two_layers=True, packed=((3, 3), (2, 2, 2))), 30),
-    )
+_INIT = LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))),
+                  "T5's initialisation of the projections")
 
-
-_WEIGHTED = _weighted()
+# (check()'s seed, plan, topic, the options of `_case`, weight) of every case but the initialisation (`_INIT`,
+# worth 2, first). The weights say what each case is worth. The layer of lesson 6 (self-attention, then
+# cross-attention) is a third of the question; packed rows, which the lesson does not build, are two thirds, so
+# a layer pasted from the lesson earns at most a third. The initialisation earns its share only beside a case
+# that computes something (see `SUPPORTING`).
+_SPECS = (
+    (1, "bias", "the encoder's position_bias", {"causal": False}, 4),
+    (11, "bias", "the decoder's position_bias, 10 tokens", {"causal": True, "length": 10}, 4),
+    (2, "full", "encoder, no padding", {"causal": False}, 4),
+    (3, "full", "encoder, row 1 padded on the right", {"causal": False, "pads": {1: "right"}}, 4),
+    (4, "full", "decoder, row 1 padded on the right", {"causal": True, "pads": {1: "right"}}, 3),
+    (5, "full", "decoder, row 0 padded on the left", {"causal": True, "pads": {0: "left"}}, 4),
+    (12, "full", "decoder, 24 tokens, 8 buckets up to distance 16", {"causal": True, "length": 24, "base": FEW}, 5),
+    (6, "steps_bias", "the position_bias of the 6th token, 5 in the cache", {"causal": True}, 4),
+    (7, "steps", "decoding token by token with the cache, against one full pass", {"causal": True}, 6),
+    (8, "two_layers", "a second layer reusing layer 0's bias", {"causal": True, "two_layers": True}, 5),
+    (9, "full", "large logits (about a thousand)", {"causal": False, "scale": 30.0}, 5),
+    (13, "full", f"{CROSS}, 5 decoder tokens, 7 encoder tokens, row 1 padded on the right",
+     {"causal": True, "length": 5, "encoder": 7, "pads": {1: "right"}}, 15),
+    (14, "full", f"{CROSS}, 8 decoder tokens, 6 encoder tokens, row 0 padded on the left",
+     {"causal": True, "length": 8, "encoder": 6, "pads": {0: "left"}}, 12),
+    (15, "cross_steps", f"{CROSS} while decoding token by token with the cache",
+     {"causal": True, "length": 5, "encoder": 7, "pads": {0: "left"}}, 13),
+    (16, "full", f"{CROSS} with large logits", {"causal": True, "length": 4, "encoder": 6, "scale": 30.0}, 10),
+    (17, "full", f"{PACKED} encoder, two examples per row", {"causal": False, "packed": ((3, 3), (2, 4))}, 35),
+    (18, "full", f"{PACKED} encoder, three examples, row 1 padded after them",
+     {"causal": False, "packed": ((2, 2, 2), (3, 1))}, 35),
+    (19, "full", f"{PACKED} decoder, two examples per row", {"causal": True, "packed": ((4, 2), (1, 5))}, 35),
+    (20, "full", f"{PACKED} decoder, 24 tokens, 8 buckets up to distance 16",
+     {"causal": True, "length": 24, "base": FEW, "packed": ((10, 14), (6, 9, 5))}, 35),
+    (21, "full", f"{PACKED} encoder with large logits", {"causal": False, "scale": 30.0, "packed": ((2, 4), (5, 1))},
+     30),
+    (22, "two_layers", f"{PACKED} decoder, a second layer reusing layer 0's bias",
+     {"causal": True, "two_layers": True, "packed": ((3, 3), (2, 2, 2))}, 30),
+)
 SUPPORTING = (0,)  # the initialisation: it earns nothing on its own
 
 
 def cases() -> tuple[Case, ...]:
-    """The hidden cases of exercise 6's module question, in the order the feedback numbers them."""
-    return tuple(case for case, _ in _WEIGHTED)
+    """The cases check() runs for exercise 6's module question, in the order the feedback numbers them."""
+    return (_INIT,) + tuple(_case(seed, plan, topic, **options) for seed, plan, topic, options, _ in _SPECS)
 
 
 def hidden_cases(rng) -> tuple[Case, ...]:
     """The grading cases: every public case's plan, configuration, lengths and padding, with weights
-    and states drawn from `rng` (one seed per case)."""
-    seeds = {}
-    return tuple(case for case, _ in _weighted(lambda n: seeds.setdefault(n, int(rng.integers(2 ** 32)))))
+    and states drawn from `rng` (one seed per case, drawn again until the case is well posed)."""
+    drawn = [_INIT]
+    for _, plan, topic, options, _ in _SPECS:
+        for _ in range(100):
+            case = _case(int(rng.integers(2 ** 32)), plan, topic, **options)
+            if _well_posed(case, large=options.get("scale", 1.0) > 1.0):
+                break
+        else:  # a recipe that cannot be met: a bug here, not a case to grade on
+            raise RuntimeError(f"no well-posed case of {topic!r} in 100 draws")
+        drawn.append(case)
+    return tuple(drawn)
 
 
 def case_weights() -> tuple[int, ...]:
-    """What each case is worth, in the order of `cases()`."""
-    return tuple(weight for _, weight in _WEIGHTED)
+    """What each case is worth, in the order of `cases()` (and of `hidden_cases`)."""
+    return (2,) + tuple(weight for *_, weight in _SPECS)
+
+
+# --- which drawn cases are well posed -------------------------------------------------------------
+
+LARGE_LOGITS, ORDINARY_LOGITS = 300.0, 40.0  # a large-logit case's largest |score| at least; any other's at most
+_NUMBERS = ("weights", "hidden", "encoder", "weights1", "hidden1")  # a case's float inputs
+
+
+def _well_posed(case: LayerCase, large: bool) -> bool:
+    """Whether a drawn case tests what its kind is for, with no verdict on a knife's edge.
+
+    Large-logit cases must reach scores where a softmax without the maximum subtracted overflows, and
+    the others stay far from that, so the diagnosis of an overflow keeps its meaning. Only the
+    large-logit cases can be on a knife's edge (`clear_cut`): their softmax is nearly one-hot, so
+    float32 rounding of scores near a thousand moves the result by a good part of the tolerance, and
+    a mistake that only halves or shifts the scores can move it by a hair. With scores of at most
+    `ORDINARY_LOGITS` float32 drifts by about 1e-6 and every mistake moves the result by far more
+    than the tolerance (tests/grading/test_drawn_cases.py checks drawn cases of every kind).
+    """
+    kwargs = dict(case.kwargs)
+    with one_torch_thread():
+        score = largest_score(kwargs)
+    if (score < LARGE_LOGITS) if large else (score > ORDINARY_LOGITS):
+        return False
+    return not large or clear_cut(kwargs)
+
+
+def _in_float32(kwargs: dict) -> dict:
+    """The case with its weights and states rounded to float32, as the learner's module receives them."""
+    def rounded(values):
+        if isinstance(values, dict):
+            return {name: rounded(v) for name, v in values.items()}
+        return np.asarray(values, dtype=np.float32).astype(float)
+
+    return {name: rounded(value) if name in _NUMBERS and value is not None else value
+            for name, value in kwargs.items()}
+
+
+def clear_cut(kwargs: dict) -> bool:
+    """Whether no verdict on the case hangs on a hair: transformers' float32 result agrees with our float64
+    layer within a quarter of the tolerance, on the case's numbers and on those numbers rounded to float32
+    (what a learner's module holds), so a right answer computed another way is right with room to spare;
+    and each classic mistake either leaves the result as it is or changes it clearly (one that came within
+    about 1e-2 of it would be blamed on precision instead of named)."""
+    expected = reference_case(**kwargs)
+    strict = Expected(expected.values, expected.rtol / 4, expected.atol / 4)
+    with one_torch_thread():
+        ours = [simulate((), **kwargs), simulate((), **_in_float32(kwargs))]
+    if any(compare(strict, result) is not None for result in ours):
+        return False
+    for mistake in _candidates(kwargs):
+        variant = _variant(kwargs, (mistake,), expected)
+        if variant is not None and compare(expected, variant.values) is not None \
+                and closeness(expected, variant.values) is not None:
+            return False
+    return True
 
 
 # --- transformers, in the grader's process ---------------------------------------------------
@@ -296,27 +359,44 @@ _PLANS_OF = {  # which mistakes can show in which plan (the others give the righ
 
 def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=frozenset(), encoder=None,
              segments=None):
-    """One call of the layer in float64, possibly with mistakes: (output, position_bias, (keys, values))."""
+    """One call of the layer in float64, possibly with mistakes: (output, position_bias, (keys, values)).
+
+    The steps are transformers' own: project and split the heads (with the cache), the position bias,
+    which keys each query may see, then the softmax-weighted values merged and projected out."""
     import torch
 
-    from ..buckets import relative_position_bucket
-
     w = {name: torch.tensor(values, dtype=torch.float64) for name, values in weights.items()}
+    q, k, v, past_len = _projections(config, w, x, past, mistakes, encoder)
+    q_len, k_len = q.shape[2], k.shape[2]
+    if position_bias is None:
+        offset = 0 if mistakes & {"query_offset", "query_offset_mask"} else past_len
+        position_bias = _position_bias(config, w, q_len, k_len, offset, mistakes)
+    used_bias = torch.zeros_like(position_bias) if "ignores_shared_bias" in mistakes else position_bias
+    allowed = _allowed_keys(config, x.shape[0], q_len, k_len, mask, segments, past_len, encoder is not None,
+                            mistakes)
+    return _attend(config, w, q, k, v, used_bias, allowed, mistakes), position_bias, (k, v)
+
+
+def _split_heads(t, config, mistakes):
+    """[batch, n, heads * d_kv] -> [batch, heads, n, d_kv] (or the reshape alone, one of the mistakes)."""
     heads, d_kv = config["num_heads"], config["d_kv"]
-    b, q_len, _ = x.shape
+    if "split_no_transpose" in mistakes:
+        return t.reshape(t.shape[0], heads, -1, d_kv)
+    return t.view(t.shape[0], -1, heads, d_kv).transpose(1, 2)
+
+
+def _projections(config, w, x, past, mistakes, encoder):
+    """The queries, keys and values split into heads, the cache put in front of the new keys and values:
+    (q, k, v, the number of cached positions)."""
+    import torch
+
     cross = encoder is not None
-
-    def split(t):
-        if "split_no_transpose" in mistakes:
-            return t.reshape(b, heads, -1, d_kv)
-        return t.view(b, -1, heads, d_kv).transpose(1, 2)
-
-    q = split(x @ w["q.weight"].T)
+    q = _split_heads(x @ w["q.weight"].T, config, mistakes)
     source = x if (not cross or "cross_self_keys" in mistakes) else encoder
     if cross and past is not None:  # the encoder's keys and values, computed at the first step
         k, v = past
     else:
-        k, v = (split(source @ w[f"{name}.weight"].T) for name in "kv")
+        k, v = (_split_heads(source @ w[f"{name}.weight"].T, config, mistakes) for name in "kv")
     past_len = 0
     if past is not None and not cross and "no_cache" not in mistakes:
         past_len = past[0].shape[2]
@@ -324,31 +404,39 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
             k, v = torch.cat([k, past[0]], dim=2), torch.cat([v, past[1]], dim=2)
         else:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
-    k_len = k.shape[2]
-    offset = 0 if mistakes & {"query_offset", "query_offset_mask"} else past_len
-    if position_bias is None:
-        if config["has_relative_bias"]:
-            rel = torch.arange(k_len)[None, :] - (torch.arange(q_len)[:, None] + offset)
-            if "offset_sign" in mistakes:
-                rel = -rel
-            bidirectional = not config["causal"] or "bidirectional_decoder" in mistakes
-            distance = 128 if "default_buckets" in mistakes else config["max_distance"]
-            buckets = relative_position_bucket(rel, bidirectional, config["num_buckets"], distance)
-            position_bias = w["relative_attention_bias.weight"][buckets].permute(2, 0, 1)[None]
-            if "bias_negated" in mistakes:
-                position_bias = -position_bias
-            if "no_bias" in mistakes:
-                position_bias = torch.zeros_like(position_bias)
-        else:
-            position_bias = torch.zeros(1, heads, q_len, k_len, dtype=torch.float64)
-    used_bias = torch.zeros_like(position_bias) if "ignores_shared_bias" in mistakes else position_bias
-    scores = q @ k.transpose(-1, -2)
-    if "sqrt_d" in mistakes:
-        scores = scores / math.sqrt(d_kv)
-    scores = scores + used_bias
-    if "sqrt_d_all" in mistakes:
-        scores = scores / math.sqrt(d_kv)
-    allowed = torch.ones(b, 1, q_len, k_len, dtype=torch.bool)
+    return q, k, v, past_len
+
+
+def _position_bias(config, w, q_len: int, k_len: int, offset: int, mistakes):
+    """[1, heads, q_len, k_len]: the table's entry for each offset's bucket (zeros in a layer without a table),
+    queries starting at position `offset`."""
+    import torch
+
+    from ..buckets import relative_position_bucket
+
+    if not config["has_relative_bias"]:
+        return torch.zeros(1, config["num_heads"], q_len, k_len, dtype=torch.float64)
+    rel = torch.arange(k_len)[None, :] - (torch.arange(q_len)[:, None] + offset)
+    if "offset_sign" in mistakes:
+        rel = -rel
+    bidirectional = not config["causal"] or "bidirectional_decoder" in mistakes
+    distance = 128 if "default_buckets" in mistakes else config["max_distance"]
+    buckets = relative_position_bucket(rel, bidirectional, config["num_buckets"], distance)
+    position_bias = w["relative_attention_bias.weight"][buckets].permute(2, 0, 1)[None]
+    if "bias_negated" in mistakes:
+        position_bias = -position_bias
+    if "no_bias" in mistakes:
+        position_bias = torch.zeros_like(position_bias)
+    return position_bias
+
+
+def _allowed_keys(config, batch: int, q_len: int, k_len: int, mask, segments, past_len: int, cross: bool,
+                  mistakes):
+    """Bool [batch, 1, q_len, k_len]: the causal mask (self-attention in a decoder), the padding mask and
+    (packed rows) the same example, each left out by the mistake that forgets it."""
+    import torch
+
+    allowed = torch.ones(batch, 1, q_len, k_len, dtype=torch.bool)
     if config["causal"] and "no_causal" not in mistakes and (not cross or "cross_causal" in mistakes):
         mask_offset = 0 if "query_offset_mask" in mistakes else past_len
         allowed = allowed & (torch.arange(k_len)[None, :] <= torch.arange(q_len)[:, None] + mask_offset)
@@ -357,14 +445,28 @@ def _forward(config, weights, x, mask, position_bias=None, past=None, mistakes=f
     if segments is not None and "no_segments" not in mistakes:
         ids = torch.tensor(segments)
         allowed = allowed & (ids[:, None, :, None] == ids[:, None, None, :])
+    return allowed
+
+
+def _attend(config, w, q, k, v, bias, allowed, mistakes):
+    """The scores q·k + bias, masked, through the softmax onto the values; the heads merged and projected out."""
+    import torch
+
+    heads, d_kv = config["num_heads"], config["d_kv"]
+    batch, q_len = q.shape[0], q.shape[2]
+    scores = q @ k.transpose(-1, -2)
+    if "sqrt_d" in mistakes:
+        scores = scores / math.sqrt(d_kv)
+    scores = scores + bias
+    if "sqrt_d_all" in mistakes:
+        scores = scores / math.sqrt(d_kv)
     scores = scores.masked_fill(~allowed, 0.0 if "mask_zero" in mistakes else torch.finfo(torch.float64).min)
-    weights_ = torch.softmax(scores, dim=-1)
-    context = weights_ @ v
+    context = torch.softmax(scores, dim=-1) @ v
     if "merge_no_transpose" in mistakes:
-        merged = context.reshape(b, q_len, heads * d_kv)
+        merged = context.reshape(batch, q_len, heads * d_kv)
     else:
-        merged = context.transpose(1, 2).reshape(b, q_len, heads * d_kv)
-    return merged @ w["o.weight"].T, position_bias, (k, v)
+        merged = context.transpose(1, 2).reshape(batch, q_len, heads * d_kv)
+    return merged @ w["o.weight"].T
 
 
 def _steps(config, weights, x, mask, mistakes, encoder=None):

@@ -8,6 +8,7 @@ t5_layer_answers.py; test_module_variants.py grades many more mistakes.
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -25,16 +26,30 @@ from t5lesson.lessons.layer_build import check_steps, cmp
 QUESTION = get("06_t5_layer")["q4"]
 CASES = [dict(c.kwargs) for c in QUESTION.cases]
 PACKED = {n for n, c in enumerate(QUESTION.cases, 1) if c.topic.startswith(layer_cases.PACKED)}  # 17 to 22
+LARGE_LOGITS = {n for n, c in enumerate(QUESTION.cases, 1) if "large logits" in c.topic}  # 12, 16 and 21
+# The grader's cases are drawn from the instructor's seed: what holds for check()'s cases (None) must hold
+# for drawn ones too. Other seeds than test_hidden_cases.py's, so the two files see six draws between them.
+SEEDS = (None, "week 3", "resit", "42")
 
 
-def record_of(answer):
+@cache
+def question(seed: str | None = None):
+    """The question as check() runs it (seed None) or as the grader runs it with that seed."""
+    return QUESTION if seed is None else get("06_t5_layer").drawn(seed)["q4"]
+
+
+def cases_of(seed: str | None) -> list[dict]:
+    return [dict(c.kwargs) for c in question(seed).cases]
+
+
+def record_of(answer, seed: str | None = None):
     """The record exactly as the grader gets it: harvested in 'the kernel', cleaned in the grader."""
-    raw = harvest.collect(QUESTION.harvest_spec(), {QUESTION.name: answer})
+    raw = harvest.collect(question(seed).harvest_spec(), {QUESTION.name: answer})
     return clean_record(json.loads(json.dumps(raw, allow_nan=False)))
 
 
-def score(answer):
-    return QUESTION.score(record_of(answer))
+def score(answer, seed: str | None = None):
+    return question(seed).score(record_of(answer, seed))
 
 
 def failed_cases(outcome) -> set[int]:
@@ -47,16 +62,17 @@ def failed_cases(outcome) -> set[int]:
     return numbers
 
 
-@pytest.mark.parametrize("number", range(2, len(CASES) + 1))
-def test_the_simulated_layer_is_transformers(number):
-    kwargs = CASES[number - 1]
-    expected = layer_cases.reference_case(**kwargs)
-    assert compare(expected, layer_cases.simulate((), **kwargs)) is None
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_simulated_layer_is_transformers(seed):
+    for number, kwargs in enumerate(cases_of(seed)[1:], 2):
+        expected = layer_cases.reference_case(**kwargs)
+        assert compare(expected, layer_cases.simulate((), **kwargs)) is None, number
 
 
-def test_each_mistake_shows_where_it_should():
+@pytest.mark.parametrize("seed", SEEDS)
+def test_each_mistake_shows_where_it_should(seed):
     def changed(mistake):
-        return {n for n, kwargs in enumerate(CASES, 1) if kwargs["plan"] != "init"
+        return {n for n, kwargs in enumerate(cases_of(seed), 1) if kwargs["plan"] != "init"
                 and layer_cases.shows(kwargs, (mistake,), layer_cases.reference_case(**kwargs))}
 
     assert changed("no_padding") == {5, 7, 13, 14, 15}  # right padding in a decoder: the causal mask hides it
@@ -69,8 +85,9 @@ def test_each_mistake_shows_where_it_should():
     assert 2 in changed("offset_sign") and 2 in changed("bias_negated")
 
 
-def test_the_right_module_gets_full_marks():
-    outcome = score(T5Layer)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_right_module_gets_full_marks(seed):
+    outcome = score(T5Layer, seed)
     assert (outcome.status, outcome.points) == (CORRECT, QUESTION.points), outcome.message
 
 
@@ -87,10 +104,17 @@ def points_without(cases):
     ({"padding": False}, {5, 7, 13, 14, 15}, "with left padding, row 0 attends to a padded key"),
     ({"query_offset": False}, {9, 10}, "as if the new token were at position 0"),
 ], ids=["sqrt_d", "bias_sign", "offset_sign", "padding", "query_offset"])
-def test_classic_mistakes_get_partial_credit_and_are_named(flags, cases, words):
-    outcome = score(variant(**flags))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_classic_mistakes_get_partial_credit_and_are_named(flags, cases, words, seed):
+    outcome = score(variant(**flags), seed)
     assert outcome.status == PARTIAL and 0 < outcome.points < QUESTION.points, outcome.message
-    assert failed_cases(outcome) == cases, outcome.message
+    failed = failed_cases(outcome)
+    if seed is not None and {"sqrt_d", "bias_sign", "offset_sign"} & set(flags):
+        # with logits of about a thousand the softmax is one-hot, and stays so when the scores are halved
+        # or their bias changes, unless a row's two largest scores happen to be close: whether the
+        # large-logit cases show these mistakes depends on the draw (never by a hair: see _well_posed)
+        cases = (cases - LARGE_LOGITS) | (failed & LARGE_LOGITS)
+    assert failed == cases, outcome.message
     assert outcome.points == pytest.approx(points_without(cases))
     assert words in outcome.message
     assert "one of these mistakes" not in outcome.message  # the other cases settle which mistake it is
@@ -103,20 +127,23 @@ def test_credit_follows_what_a_case_tests():
     assert score(variant(t5_init=False)).points > cache.points  # the initialisation is worth little
 
 
-def test_other_mistakes_are_named():
-    init = score(variant(t5_init=False))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_other_mistakes_are_named(seed):
+    init = score(variant(t5_init=False), seed)
     assert failed_cases(init) == {1} and "T5's initialisation" in init.message
-    overflow = score(variant(naive_softmax=True))
+    overflow = score(variant(naive_softmax=True), seed)
     assert failed_cases(overflow) == {12, 16, 21} and "subtract each row's maximum" in overflow.message
-    both = score(variant(sqrt_d=True, padding=False))
+    both = score(variant(sqrt_d=True, padding=False), seed)
     assert "sqrt(d_kv)" in both.message and "Also, with left padding" in both.message
 
 
-def test_nan_is_blamed_on_exp_only_where_exp_can_overflow():
-    outcome = score(variant(nan=True))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_nan_is_blamed_on_exp_only_where_exp_can_overflow(seed):
+    outcome = score(variant(nan=True), seed)
     assert "exp overflows" not in outcome.message and "nan or inf where the reference is finite" in outcome.message
-    assert all(layer_cases.largest_score(CASES[n - 1]) < layer_cases.OVERFLOW_SCORE for n in (4, 13))
-    assert all(layer_cases.largest_score(CASES[n - 1]) > layer_cases.OVERFLOW_SCORE for n in (12, 16, 21))
+    assert LARGE_LOGITS == {12, 16, 21}
+    for number, kwargs in enumerate(cases_of(seed)[1:], 2):
+        assert (layer_cases.largest_score(kwargs) > layer_cases.OVERFLOW_SCORE) == (number in LARGE_LOGITS), number
 
 
 def test_a_layer_that_computes_nothing_is_incorrect():
@@ -181,7 +208,8 @@ def test_blank_stub_is_not_attempted():
     assert score(MyT5Attention).status == NOT_ATTEMPTED
 
 
-def test_the_package_layer_is_refused():
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_the_package_layer_is_refused(seed):
     """Wrapping t5lesson's own T5SelfAttention earns nothing: its forward is blocked while grading."""
     import t5lesson
 
@@ -203,7 +231,7 @@ def test_the_package_layer_is_refused():
                                 past_key_value=past_key_value, use_cache=use_cache)
             return out.output, out.position_bias, out.past_key_value
 
-    outcome = score(Wrapper)
+    outcome = score(Wrapper, seed)
     assert outcome.points == 0 and outcome.status in (INCORRECT, ERROR)
     assert "is not available while your answer is graded (t5lesson.layer:T5SelfAttention.__init__)" in outcome.message
     assert t5lesson.T5SelfAttention(8, 2, 4)(torch.zeros(1, 3, 8)).output.shape == (1, 3, 8)  # restored
@@ -277,8 +305,9 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
         assert old in cell.source, student
         cell.source = cell.source.replace(old, new)
         nbformat.write(nb, folder / f"{student}.ipynb")
+    seed = SEEDS[1]  # the cases drawn from it fail where check()'s do, for each of these mistakes
     graded = {g.student: g for g in grade_folder(folder, tmp_path / "report", limits=Limits(startup_timeout=60),
-                                                 jobs=2)}
+                                                 jobs=2, seed=seed)}
     outcomes = {student: {o.question: o for o in g.outcomes} for student, g in graded.items()}
     q4 = {student: o["q4"] for student, o in outcomes.items()}
     assert q4["no_padding"].points == pytest.approx(points_without({5, 7}), abs=0.01)  # self-attention's mask

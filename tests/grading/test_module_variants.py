@@ -6,23 +6,20 @@ layer, pasted in, earns at most a third: test_pasting_lessons.py.)
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 from module_variants import VARIANTS
 from t5_layer_answers import T5Layer
-from test_module_code import QUESTION, failed_cases, score
+from test_module_code import QUESTION, SEEDS, failed_cases, score
 
-from t5lesson.exercises import get
 from t5lesson.exercises import t5_layer_cases as layer_cases
-from t5lesson.grading import harvest
-from t5lesson.grading.questions.kinds import CORRECT, INCORRECT, PARTIAL, clean_record
+from t5lesson.grading.questions.kinds import CORRECT, INCORRECT, PARTIAL
 
 
+@pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: "check's cases" if seed is None else f"drawn from {seed!r}")
 @pytest.mark.parametrize("entry", VARIANTS, ids=[v.name for v in VARIANTS])
-def test_every_mistake_is_told_apart_and_named_only_where_likely(entry):
-    outcome = score(entry.layer)
+def test_every_mistake_is_told_apart_and_named_only_where_likely(entry, seed):
+    outcome = score(entry.layer, seed)
     if entry.full:
         assert (outcome.status, outcome.points) == (CORRECT, QUESTION.points), outcome.message
         return
@@ -51,7 +48,8 @@ def test_call_column_is_short():
     assert texts[9] == "MyT5Attention, plan steps: decoding token by token with the cache, against one full pass"
 
 
-def test_transformers_layer_behind_a_decorator_is_blocked_and_flagged():
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_transformers_layer_behind_a_decorator_is_blocked_and_flagged(seed):
     """The cheat of the review: transformers' bucket function and attention layer, reached through
     decorated methods (T5Attention.forward is wrapped by a decorator), earn nothing and are named."""
     from transformers.models.t5 import modeling_t5
@@ -86,7 +84,7 @@ def test_transformers_layer_behind_a_decorator_is_blocked_and_flagged():
             out = layer(x, key_value_states=key_value_states, position_bias=position_bias)
             return out[0], out[1], None
 
-    outcome = score(Cheat)
+    outcome = score(Cheat, seed)
     assert outcome.points == 0, outcome.message
     assert f"{harvest.BLOCKED_MESSAGE} (transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket)" \
         in outcome.message
@@ -103,7 +101,7 @@ def test_transformers_layer_behind_a_decorator_is_blocked_and_flagged():
                 pass
             return super().compute_bias(q_len, k_len, query_offset)
 
-    outcome = score(Careful)
+    outcome = score(Careful, seed)
     failed = failed_cases(outcome)
     assert {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12} <= failed, outcome.message  # every case that used it: no credit
     assert harvest.BLOCKED_MESSAGE in outcome.message
@@ -139,17 +137,3 @@ def test_blocking_covers_closures_and_restores_them():
     finally:
         del sys.modules["fake_reference"]
 
-
-DRAWN = get("06_t5_layer").drawn("a grading seed")["q4"]
-
-
-@pytest.mark.parametrize("entry", VARIANTS, ids=[v.name for v in VARIANTS])
-def test_on_drawn_cases_every_mistake_still_loses_credit(entry):
-    """The grader runs drawn cases (same plans and paddings, other weights and states): a mistake
-    still costs marks there, and a right rewrite still gets them all."""
-    raw = harvest.collect(DRAWN.harvest_spec(), {DRAWN.name: entry.layer})
-    outcome = DRAWN.score(clean_record(json.loads(json.dumps(raw, allow_nan=False))))
-    if entry.full:
-        assert (outcome.status, outcome.points) == (CORRECT, DRAWN.points), outcome.message
-    else:
-        assert outcome.points < DRAWN.points and outcome.status in (PARTIAL, INCORRECT), outcome.message
