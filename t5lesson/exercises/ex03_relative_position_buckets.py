@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..buckets import _exact_ties, bucket_config, bucket_ranges, relative_position_bucket
+from ..buckets import bucket_config, bucket_ranges, exact_ties, relative_position_bucket
 from ..grading.questions.kinds import Case, Code, FreeText, MultipleChoice, Numeric
 from ..grading.questions.structured import PlainCode
 from . import Exercise, id_of_module
@@ -43,8 +43,7 @@ _DEFAULT = (True, 32, 128)
 
 def _topic(rel: int, bidirectional: bool, num_buckets: int, max_distance: int) -> str:
     """What a case exercises, in words a learner can act on (it never states the answer)."""
-    per_direction = num_buckets // 2 if bidirectional else num_buckets
-    max_exact = per_direction // 2
+    _, max_exact = bucket_config(bidirectional, num_buckets, max_distance)
     if not bidirectional and rel > 0:
         return "a future key in a causal table"
     n = abs(rel) if bidirectional else -rel
@@ -91,7 +90,7 @@ def _safe(n: int, config) -> bool:
     per_direction, max_exact = bucket_config(*config)
     if n < max_exact or n >= max_distance:
         return True
-    if _exact_ties(np.array([n]), per_direction, max_exact, max_distance)[0]:
+    if exact_ties(np.array([n]), per_direction, max_exact, max_distance)[0]:
         return False
     want = relative_position_bucket(-n, bidirectional, num_buckets, max_distance)  # a key before the query
     return int(want) == _float64_bucket(n, per_direction, max_exact, max_distance)

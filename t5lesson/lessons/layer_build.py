@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from ..layer import init_stds
 from ..reference import reference_mask, t5_attention
 
 __all__ = ["cmp", "add_to_class", "check_steps", "reference_for", "config_of", "STEP_CONFIG", "save_for_lesson_7",
@@ -117,9 +118,7 @@ def check_steps(cls, seed: int = 0, cross: bool = False) -> bool:
 
     def projections(label):
         ours, _ = layer(False)
-        inner = c["num_heads"] * c["d_kv"]
-        want = {"q": (c["d_model"] * c["d_kv"]) ** -0.5, "k": c["d_model"] ** -0.5, "v": c["d_model"] ** -0.5,
-                "o": inner ** -0.5}
+        want = init_stds(c["d_model"], c["num_heads"], c["d_kv"])
         no_bias = all(getattr(ours, n).bias is None for n in "qkvo")
         stds_ok = all(abs(getattr(ours, n).weight.std().item() - s) <= 0.15 * s for n, s in want.items())
         print(f"{label}: no bias terms {'✓' if no_bias else '✗'}, "
