@@ -1,6 +1,6 @@
 """Lesson 4's view of a trained T5's bias tables: each head's bias against the offset.
 
-`t5lesson.pretrained` reads the tables of a real checkpoint; this module draws them, and wraps
+`t5lesson.lessons.pretrained` reads the tables of a real checkpoint; this module draws them, and wraps
 the hand-made heads of `toy_heads` in the same structure, so the lesson shows those when no
 weights are at hand.
 """
@@ -11,8 +11,8 @@ import numpy as np
 from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ranges
-from ..pretrained import BiasTables, StackTables
 from .figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
+from .pretrained import BiasTables, StackTables
 from .toy_heads import toy_bias_table
 
 __all__ = ["toy_tables", "bias_curves_figure", "mark_buckets"]
