@@ -6,8 +6,31 @@ Names are loaded on first use, so `import t5lesson` is instant and the NumPy-onl
 (buckets, saturation statistics, exercise checks) never pay for importing torch.
 """
 import importlib
+import sys
 
 __version__ = "0.1.0"
+
+
+def lazy_names(package: str, home: dict[str, str]):
+    """PEP 562 `__getattr__` and `__dir__` for `package`: each name of `home` is imported from its
+    module (`home[name]`, relative to the package) on first use, then kept in the package.
+
+    Used as `__getattr__, __dir__ = lazy_names(__name__, HOME)` at the end of a package's `__init__`.
+    """
+    namespace = vars(sys.modules[package])
+
+    def __getattr__(name):
+        if name in home:
+            value = getattr(importlib.import_module(f".{home[name]}", package), name)
+            namespace[name] = value
+            return value
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__():
+        return sorted(set(namespace) | set(home))
+
+    return __getattr__, __dir__
+
 
 _HOME = {
     "ArgumentError": "_validate",
@@ -24,14 +47,4 @@ _HOME = {
 }
 __all__ = sorted(_HOME)
 
-
-def __getattr__(name):
-    if name in _HOME:
-        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 't5lesson' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = lazy_names(__name__, _HOME)

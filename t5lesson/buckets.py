@@ -42,7 +42,8 @@ import numpy as np
 
 from ._validate import ArgumentError, check_bool, check_int, is_torch
 
-__all__ = ["relative_position_bucket", "bucket_ranges", "BucketRange", "BucketTable", "bucket_config", "bucket_ids"]
+__all__ = ["relative_position_bucket", "bucket_ranges", "BucketRange", "BucketTable", "bucket_config", "bucket_ids",
+           "exact_ties"]
 
 
 def _halves(bidirectional: bool, num_buckets: int) -> tuple[int, int]:
@@ -89,13 +90,13 @@ def _log_bucket_numpy(n: np.ndarray, per_direction: int, max_exact: int, max_dis
     scaled = log_ratio / np.float32(math.log(max_distance / max_exact))
     scaled = scaled * np.float32(per_direction - max_exact)
     bucket = max_exact + scaled.astype(np.int64)  # truncation toward zero, as torch's .to(long)
-    tie_n, tie_k = _exact_ties(n, per_direction, max_exact, max_distance)
+    tie_n, tie_k = exact_ties(n, per_direction, max_exact, max_distance)
     for value, k in zip(tie_n, tie_k, strict=True):
         bucket = np.where(n == value, max_exact + k, bucket)  # the exact bucket, whatever float32 made of it
     return np.minimum(bucket, per_direction - 1)
 
 
-def _exact_ties(n: np.ndarray, per_direction: int, max_exact: int, max_distance: int):
+def exact_ties(n: np.ndarray, per_direction: int, max_exact: int, max_distance: int):
     """The n (>= max_exact) at which log(n / m) / log(D / m) * (B - m) is exactly an integer k.
 
     With m = max_exact, D = max_distance, B = per_direction, that equation says
@@ -274,7 +275,7 @@ def bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128) -> Bucke
     n = np.arange(reach + 1)
     last = bucket_ids(-n, bidirectional, num_buckets, max_distance)
     last_bucket_start = int(n[last == last.max()].min())
-    tie_n, _ = _exact_ties(n, per_direction, per_direction // 2, max_distance)
+    tie_n, _ = exact_ties(n, per_direction, per_direction // 2, max_distance)
     ties = sorted([-t for t in tie_n] + (list(tie_n) if bidirectional else []))
     return BucketTable(
         bool(bidirectional), int(num_buckets), int(max_distance), tuple(ranges), unused, last_bucket_start,

@@ -98,6 +98,17 @@ class RelativePositionBias(nn.Module):
         return f"heads={self.num_heads}, buckets={self.num_buckets}, max_distance={self.max_distance}, {kind}"
 
 
+def init_stds(d_model: int, num_heads: int, d_kv: int) -> dict[str, float]:
+    """T5's initial std of each projection, by name ("q", "k", "v", "o"), in the order they are drawn.
+
+    The one place these numbers are written: the layer draws with them, lesson 6 checks a learner's
+    class against them and exercise 6 grades with them. The query's extra d_kv^-1/2 is where the
+    1/sqrt(d_kv) of standard attention went.
+    """
+    return {"q": (d_model * d_kv) ** -0.5, "k": d_model ** -0.5, "v": d_model ** -0.5,
+            "o": (num_heads * d_kv) ** -0.5}
+
+
 class AttentionOutput(NamedTuple):
     """What a T5 attention layer returns: a tuple, so `output, position_bias, present = layer(x)` works."""
     output: torch.Tensor  # [batch, q_len, d_model]
@@ -149,11 +160,10 @@ class T5SelfAttention(nn.Module):
         attention went. With unit-scale inputs the initial logits q.k have about unit variance,
         just as scaled attention would have.
         """
+        stds = init_stds(self.d_model, self.num_heads, self.d_kv)
         with torch.no_grad():
-            self.q.weight.normal_(0.0, (self.d_model * self.d_kv) ** -0.5)
-            self.k.weight.normal_(0.0, self.d_model ** -0.5)
-            self.v.weight.normal_(0.0, self.d_model ** -0.5)
-            self.o.weight.normal_(0.0, (self.num_heads * self.d_kv) ** -0.5)
+            for name in "qkvo":
+                getattr(self, name).weight.normal_(0.0, stds[name])
 
     # --- the steps, as lesson 6 builds them (each works on any layer with the contract's attributes) ---
 

@@ -47,8 +47,7 @@ _DEFAULT = (True, 32, 128)
 
 def _topic(rel: int, bidirectional: bool, num_buckets: int, max_distance: int) -> str:
     """What a case exercises, in words a learner can act on (it never states the answer)."""
-    per_direction = num_buckets // 2 if bidirectional else num_buckets
-    max_exact = per_direction // 2
+    _, max_exact = bucket_config(bidirectional, num_buckets, max_distance)
     if not bidirectional and rel > 0:
         return "a future key in a causal table"
     n = abs(rel) if bidirectional else -rel

@@ -16,7 +16,7 @@ import csv
 import io
 from dataclasses import dataclass
 
-from .. import exercises as bank
+from . import exercise_ids, get
 
 __all__ = ["OBJECTIVES", "Row", "rows", "objectives_csv", "syllabus_markdown", "SYLLABUS_BEGIN", "SYLLABUS_END"]
 
@@ -62,15 +62,15 @@ class Row:
 def rows() -> list[Row]:
     """Every (objective, question) pair of the graded exercises, by objective, then exercise and question order."""
     found = []
-    for exercise_id in bank.exercise_ids():
-        exercise = bank.get(exercise_id)
+    for exercise_id in exercise_ids():
+        exercise = get(exercise_id)
         if exercise.practice:
             continue
         for question in exercise.questions:
             for objective in question.objectives:
                 found.append(Row(objective, exercise.id, question.id, float(question.points), question.kind,
                                  question.auto_scored))
-    order = {e: i for i, e in enumerate(sorted(bank.exercise_ids()))}
+    order = {e: i for i, e in enumerate(sorted(exercise_ids()))}
     return sorted(found, key=lambda r: (r.objective, order[r.exercise], int(r.question.lstrip("q"))))
 
 

@@ -32,7 +32,7 @@ from ..grading.questions.kinds import Case
 from ..grading.questions.module import Expected, LayerCase, closeness, compare
 from . import one_torch_thread
 
-__all__ = ["cases", "hidden_cases", "reference_case", "simulate", "diagnose", "shows", "MISTAKES", "PROJECTIONS_STD"]
+__all__ = ["cases", "hidden_cases", "reference_case", "simulate", "diagnose", "shows", "MISTAKES", "projection_stds"]
 
 # small, so that the record of all cases stays far below the harvest limits
 SMALL = {"d_model": 8, "num_heads": 2, "d_kv": 4, "num_buckets": 32, "max_distance": 128}
@@ -229,10 +229,12 @@ def clear_cut(kwargs: dict) -> bool:
 
 # --- transformers, in the grader's process ---------------------------------------------------
 
-PROJECTIONS_STD = {
-    "q": lambda c: (c["d_model"] * c["d_kv"]) ** -0.5, "k": lambda c: c["d_model"] ** -0.5,
-    "v": lambda c: c["d_model"] ** -0.5, "o": lambda c: (c["num_heads"] * c["d_kv"]) ** -0.5,
-}
+def projection_stds(config) -> dict[str, float]:
+    """T5's initial std of W_q, W_k, W_v, W_o (in that order), as `t5lesson.layer.init_stds` writes them
+    (imported here, on use: it needs torch)."""
+    from ..layer import init_stds
+
+    return init_stds(config["d_model"], config["num_heads"], config["d_kv"])
 
 
 def _allowed(mask, q_len, k_len, causal, query_offset=0, segments=None):
@@ -269,7 +271,7 @@ def reference_case(plan, config, weights=None, hidden=None, mask=None, config1=N
 def _reference_case(plan, config, weights, hidden, mask, config1, weights1, hidden1, encoder,
                     segments) -> Expected:
     if plan == "init":
-        return Expected(np.array([PROJECTIONS_STD[n](config) for n in "qkvo"]), rtol=0.1, atol=0.0)
+        return Expected(np.array(list(projection_stds(config).values())), rtol=0.1, atol=0.0)
     import torch
 
     from ..reference import reference_mask, t5_attention
@@ -489,7 +491,7 @@ def simulate(mistakes=frozenset(), *, plan, config, weights=None, hidden=None, m
 
     mistakes = frozenset(mistakes)
     if plan == "init":
-        return np.array([PROJECTIONS_STD[n](config) for n in "qkvo"])
+        return np.array(list(projection_stds(config).values()))
     x = torch.tensor(hidden, dtype=torch.float64)
     states = None if encoder is None else torch.tensor(encoder, dtype=torch.float64)
     if plan in ("steps", "steps_bias", "cross_steps"):
@@ -620,7 +622,7 @@ def shows(kwargs, key, expected: Expected) -> bool:
 
 
 def _diagnose_init(config, got: np.ndarray) -> str:
-    want = {n: PROJECTIONS_STD[n](config) for n in "qkvo"}
+    want = projection_stds(config)
     std = dict(zip("qkvo", got, strict=True))
     near = lambda value, target: abs(value - target) <= 0.1 * target
     if near(std["q"], config["d_model"] ** -0.5) and all(near(std[n], want[n]) for n in "kvo"):

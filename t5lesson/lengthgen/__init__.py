@@ -18,7 +18,7 @@ and stored as JSON), figures (the lessons' plots), step_check (lesson 5's your-t
 Names load on first use, so the stored explorer data (`variants.load_variants`) is read
 without importing torch.
 """
-import importlib
+from .. import lazy_names
 
 _HOME = {
     "TinyAttentionModel": "model",
@@ -33,14 +33,4 @@ _HOME = {
 }
 __all__ = sorted(_HOME)
 
-
-def __getattr__(name):
-    if name in _HOME:
-        value = getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 't5lesson.lengthgen' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_HOME))
+__getattr__, __dir__ = lazy_names(__name__, _HOME)

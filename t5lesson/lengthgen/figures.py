@@ -15,12 +15,13 @@ import textwrap
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..lessons.figures import COLORS, NORMAL, SERIES, SMALL, WIDTH, as_image, describe, new_figure, styled  # noqa: F401  (as_image: old notebooks)
+from ..lessons.figures import COLORS, NORMAL, SERIES, SMALL, WIDTH, as_image, describe, new_figure, styled
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
 
-__all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text"]
+# as_image too: lesson 5 as handed out at 92d9028 imports it from here (tests/grading/test_held_notebooks.py).
+__all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text", "as_image"]
 
 OFFSET_SCALE = dict(linthresh=4, linscale=0.5)  # symlog: linear on 0..4, logarithmic beyond; the explorer uses it too
 SMALL_OFFSET_TICKS = (0, 1, 2, 3, 4, 8, 16, 32, 64, 512)  # for narrow panels: no crowded 128, 256
@@ -116,58 +117,70 @@ def accuracy_figure(panels, task, schemes=None, column="accuracy"):
     (dots side by side), so each stays visible; other values are drawn where they are. The
     legend says so.
     """
-    if isinstance(panels, Results):
-        panels = [("", panels)]
-    if not isinstance(panels, (list, tuple)) or not panels:
-        raise ArgumentError("panels must be a Results or a non-empty list of (title, Results[, task])")
+    entries = _panel_entries(panels, task)
     if column not in ("accuracy", "weight_on_key"):
         raise ArgumentError(f'column must be "accuracy" or "weight_on_key", got {column!r}')
-    below = len(panels) > 2  # three panels need the full width; the legend goes under them
-    spread = 0.0
-    width = WIDTH if below else min(WIDTH, 3.1 * len(panels) + 3.4)
+    below = len(entries) > 2  # three panels need the full width; the legend goes under them
+    width = WIDTH if below else min(WIDTH, 3.1 * len(entries) + 3.4)
     fig = new_figure(width, 3.3 + (0.9 if below else 0))
-    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
-    for ax, entry in zip(axes, panels, strict=True):
-        if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
-            raise ArgumentError(f"each panel must be (title, Results) or (title, Results, task), got {entry!r}")
-        title, results, panel_task = (*entry, task) if len(entry) == 2 else entry
-        results = _check_results(results)
-        lengths = np.array(results.lengths())
-        shown = [s for s in (schemes or results.schemes()) if results.select(scheme=s, task=panel_task)]
-        means = np.array([[results.mean(s, panel_task, n, column) for n in lengths] for s in shown])
-        shifts = _separate(means)
-        spread = max(spread, float(np.abs(shifts).max()))
-        for k, scheme in enumerate(shown):
-            color = _color(scheme)
-            centre = k - (len(shown) - 1) / 2
-            ax.plot(lengths, means[k] + shifts[k], color=color, lw=2, marker=MARKERS.get(scheme, "o"),
-                    ms=5, ls=LINE_STYLES.get(scheme, "-"), label=results.labels.get(scheme, scheme))
-            nudge = 1 + 0.025 * centre  # spread the seeds' dots so they do not hide each other
-            for n in lengths:
-                seeds = results.values(scheme, panel_task, n, column)
-                ax.plot([n * nudge] * len(seeds), seeds, ".", color=color, ms=5, alpha=0.6)
-        ax.set_xscale("log", base=2)
-        train_len = lengths[0]
-        ax.set_xticks(lengths, [f"{n}\n({n // train_len}L)" for n in lengths])
-        ax.minorticks_off()
-        ax.set_xlabel("evaluation length")
-        ax.set_ylim(0, 1.05)
-        ax.grid(True, alpha=0.3)
+    axes = fig.subplots(1, len(entries), sharey=True, squeeze=False)[0]
+    spread = 0.0
+    for ax, (title, results, panel_task) in zip(axes, entries, strict=True):
+        lengths, shift = _accuracy_panel(ax, results, panel_task, schemes, column)
         ax.set_title(title or panel_task, fontsize=NORMAL)
+        spread = max(spread, shift)
     axes[0].set_ylabel("accuracy" if column == "accuracy" else "attention on the right key")
     note = "lines: mean of seeds; dots: each seed"
     if spread > 0:
         note = f"lines: mean of seeds; equal means drawn\nup to ±{spread:.3f} apart to stay visible; dots: each seed"
-    if below:
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, title=note)
-    else:
-        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", title=note)
+    fig.legend(*axes[0].get_legend_handles_labels(), title=note,
+               **(dict(loc="outside lower center", ncols=3) if below else dict(loc="outside right center")))
     what = "Accuracy" if column == "accuracy" else "Attention on the key that holds the answer"
-    summary = "; ".join(_panel_summary(entry, task, schemes, column) for entry in
-                        (panels if isinstance(panels, (list, tuple)) else [("", panels)]))
-    return describe(fig, f"{what} against evaluation length (trained on {train_len} tokens, tested up to "
+    summary = "; ".join(_panel_summary(entry, task, schemes, column) for entry in entries)
+    return describe(fig, f"{what} against evaluation length (trained on {lengths[0]} tokens, tested up to "
                          f"{lengths[-1]}), one line per position scheme, mean of seeds. At the longest length: "
                          f"{summary}.")
+
+
+def _panel_entries(panels, task) -> list[tuple]:
+    """accuracy_figure's panels as checked (title, Results, task) triples."""
+    if isinstance(panels, Results):
+        panels = [("", panels)]
+    if not isinstance(panels, (list, tuple)) or not panels:
+        raise ArgumentError("panels must be a Results or a non-empty list of (title, Results[, task])")
+    entries = []
+    for entry in panels:
+        if not isinstance(entry, (tuple, list)) or len(entry) not in (2, 3):
+            raise ArgumentError(f"each panel must be (title, Results) or (title, Results, task), got {entry!r}")
+        title, results, panel_task = (*entry, task) if len(entry) == 2 else entry
+        entries.append((title, _check_results(results), panel_task))
+    return entries
+
+
+def _accuracy_panel(ax, results, task, schemes, column) -> tuple[np.ndarray, float]:
+    """One panel: each scheme's mean over seeds (line) and each seed (dots); returns (the lengths, how far
+    coinciding means were drawn apart)."""
+    lengths = np.array(results.lengths())
+    shown = [s for s in (schemes or results.schemes()) if results.select(scheme=s, task=task)]
+    means = np.array([[results.mean(s, task, n, column) for n in lengths] for s in shown])
+    shifts = _separate(means)
+    for k, scheme in enumerate(shown):
+        color = _color(scheme)
+        centre = k - (len(shown) - 1) / 2
+        ax.plot(lengths, means[k] + shifts[k], color=color, lw=2, marker=MARKERS.get(scheme, "o"),
+                ms=5, ls=LINE_STYLES.get(scheme, "-"), label=results.labels.get(scheme, scheme))
+        nudge = 1 + 0.025 * centre  # spread the seeds' dots so they do not hide each other
+        for n in lengths:
+            seeds = results.values(scheme, task, n, column)
+            ax.plot([n * nudge] * len(seeds), seeds, ".", color=color, ms=5, alpha=0.6)
+    ax.set_xscale("log", base=2)
+    train_len = lengths[0]
+    ax.set_xticks(lengths, [f"{n}\n({n // train_len}L)" for n in lengths])
+    ax.minorticks_off()
+    ax.set_xlabel("evaluation length")
+    ax.set_ylim(0, 1.05)
+    ax.grid(True, alpha=0.3)
+    return lengths, float(np.abs(shifts).max())
 
 
 def _panel_summary(entry, task, schemes, column):

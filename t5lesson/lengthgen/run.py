@@ -30,7 +30,7 @@ from .tasks import COPY_K, IGNORE, N_MARKERS, get_task, make_batch
 
 __all__ = ["COLUMNS", "Config", "Results", "train", "evaluate", "run_experiment", "warmup_cosine", "new_model",
            "new_optimizer", "warmup_cosine_schedule", "training_batches", "training_step", "per_model_loss", "record",
-           "refill"]
+           "refill", "check_config"]
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,8 @@ class Config:
             raise ArgumentError(f"weight_decay must be a number >= 0, got {self.weight_decay!r}")
 
 
-def _check_config(config):
+def check_config(config):
+    """`config` itself when it is a lengthgen Config; a clear error for anything else."""
     if not isinstance(config, Config):
         raise ArgumentError(f"config must be a lengthgen Config, got {type(config).__name__}")
     return config
@@ -119,7 +120,7 @@ def new_model(scheme, task, seeds, config=Config()):
     Model m starts from torch.manual_seed(seeds[m]) and every position table at zero; with
     `T5LESSON_PERTURB` set, every weight is nudged (see `t5lesson.perturbation`).
     """
-    scheme, task, seeds, config = get_scheme(scheme), get_task(task), _check_seeds(seeds), _check_config(config)
+    scheme, task, seeds, config = get_scheme(scheme), get_task(task), _check_seeds(seeds), check_config(config)
     return perturb_(TinyAttentionModel(task.vocab_size, config.d_model, config.num_heads, scheme, config.train_len,
                                        seeds=seeds))
 
@@ -129,7 +130,7 @@ def new_optimizer(model, config=Config()):
     (bias_lr, no weight decay, so its start value 0 stays the reference point)."""
     if not isinstance(model, TinyAttentionModel):
         raise ArgumentError(f"model must be a TinyAttentionModel (from new_model), got {type(model).__name__}")
-    config = _check_config(config)
+    config = check_config(config)
     table = [p for name, p in model.named_parameters() if name.startswith("position.")]
     rest = [p for name, p in model.named_parameters() if not name.startswith("position.")]
     groups = [{"params": rest, "lr": config.lr}]
@@ -140,7 +141,7 @@ def new_optimizer(model, config=Config()):
 
 def warmup_cosine_schedule(optimizer, config=Config()):
     """A LambdaLR scheduler: every group's learning rate times `warmup_cosine(step, steps, warmup)`."""
-    config = _check_config(config)
+    config = check_config(config)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: warmup_cosine(step, config.steps, config.warmup))
 
 
@@ -150,7 +151,7 @@ def training_batches(task, seeds, config=Config()):
     Model m's sequences come from its seed's own generator, so for a seed they are the same
     whatever the scheme.
     """
-    task, seeds, config = get_task(task).name, _check_seeds(seeds), _check_config(config)
+    task, seeds, config = get_task(task).name, _check_seeds(seeds), check_config(config)
     streams = [_rng(seed, task, 0) for seed in seeds]
     while True:
         batches = [make_batch(task, config.batch, config.train_len, rng) for rng in streams]
@@ -166,7 +167,7 @@ def train(scheme, task, seeds, config=Config(), on_step=None):
     model gets exactly the gradient it would get alone). `on_step`, if given, is called after
     every step (a progress bar's `update`). One thread, a private random stream.
     """
-    config = _check_config(config)
+    config = check_config(config)
     with one_thread_forked_rng():
         model = new_model(scheme, task, seeds, config)
         optimizer = new_optimizer(model, config)
@@ -346,7 +347,7 @@ def record(results, scheme, task, model, config=Config(), bias_offsets=None):
     under the name of `scheme`; returns `results`."""
     if not isinstance(results, Results):
         raise ArgumentError(f"results must be a lengthgen Results, got {type(results).__name__}")
-    scheme, task, config = get_scheme(scheme), get_task(task).name, _check_config(config)
+    scheme, task, config = get_scheme(scheme), get_task(task).name, check_config(config)
     n_offsets = check_int("bias_offsets", bias_offsets if bias_offsets is not None else max(config.eval_lens),
                           minimum=1)
     scores = evaluate(model, task, config.eval_lens, config.eval_batch)
@@ -368,7 +369,7 @@ def run_experiment(schemes, tasks, seeds, config=Config(), bias_offsets=None):
     """
     schemes = [get_scheme(s) for s in schemes]
     tasks = [get_task(t).name for t in tasks]
-    config = _check_config(config)
+    config = check_config(config)
     if not schemes or not tasks:
         raise ArgumentError("schemes and tasks must each list at least one entry")
     seeds = _check_seeds(seeds)

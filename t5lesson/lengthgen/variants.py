@@ -82,12 +82,12 @@ def t5_variants(max_distances=MAX_DISTANCES, task="copy-k", seed=0, config=None)
     config: a lengthgen Config (default: the lesson's, `Config()`). Needs torch.
     """
     from ..lessons.progress import Progress
-    from .run import Config, _check_config
+    from .run import Config, check_config
     from .tasks import get_task
 
     task = get_task(task).name
     seed = check_int("seed", seed, minimum=0)
-    config = Config() if config is None else _check_config(config)
+    config = Config() if config is None else check_config(config)
     if not max_distances:
         raise ArgumentError("max_distances must list at least one value")
     keys = {}

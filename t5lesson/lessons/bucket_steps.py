@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..buckets import _exact_ties, bucket_config, bucket_ids, relative_position_bucket
+from ..buckets import bucket_config, bucket_ids, exact_ties, relative_position_bucket
 
 __all__ = ["BucketSteps", "bucket_steps", "bucket_of", "BUCKET_OF_CASES", "BUCKET_OF_HINTS"]
 
@@ -89,7 +89,7 @@ def _fit(line: str, indent: str = "   ") -> str:
 def _log_value(n: int, per_direction: int, max_exact: int, max_distance: int) -> tuple[float, bool]:
     """The log formula before truncation, in float32 as the reference computes it, and whether
     it is a tie; at a tie, the exact integer (see `t5lesson.buckets`), which the package returns."""
-    tie_n, tie_k = _exact_ties(np.array([n]), per_direction, max_exact, max_distance)
+    tie_n, tie_k = exact_ties(np.array([n]), per_direction, max_exact, max_distance)
     if tie_n:
         return float(tie_k[0]), True
     ratio = np.float32(n) / np.float32(max_exact)

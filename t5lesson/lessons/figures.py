@@ -169,8 +169,8 @@ def png_file(width: int, height: int, channels: int, image_data: bytes) -> bytes
 def encode_png(pixels) -> bytes:
     """PNG bytes of an RGBA (or RGB) uint8 array [height, width, channels]: no row filter, zlib level 1.
 
-    RGBA stays RGBA: dropping the alpha of an opaque figure saves about 4 ms of zlib per full-width
-    PNG but costs about 11 ms to copy the three-byte pixels out (measured here).
+    RGBA stays RGBA: dropping the alpha of an opaque figure gives zlib less to compress, but copying
+    the three-byte pixels out costs more than that saves (`benchmarks/lesson_helpers.py` times both).
     """
     pixels = np.asarray(pixels)
     height, width, channels = png_shape(pixels)
@@ -185,7 +185,8 @@ def compact_png(pixels) -> bytes:
 
     For pictures stored in a notebook (static figures, an explorer's picture): about three times
     smaller than `encode_png` and, for the flat colours and antialiased edges of a chart, not
-    visibly different; about 0.1 s for a full-width figure, so never used for slider moves.
+    visibly different; several times slower (`benchmarks/lesson_helpers.py`), so never used for
+    slider moves.
     """
     from PIL import Image
 

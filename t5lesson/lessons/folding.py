@@ -294,7 +294,7 @@ def train_recall(variant, optimizer="adam", *, lr=None, steps=200, eval_every=20
 
     Everything is seeded (model, data, evaluation batch), and the run uses one CPU thread, so
     the trace is the same on every run on a given machine. The global torch random state and
-    thread count are restored afterwards. About 0.5-1 s for the defaults here.
+    thread count are restored afterwards. `benchmarks/lesson_helpers.py` times the defaults.
     """
     _check_choice("variant", variant, VARIANTS)
     _check_choice("optimizer", optimizer, OPTIMIZERS)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 
+from ..layer import init_stds
 from ..reference import reference_mask, t5_attention
 
 __all__ = ["cmp", "add_to_class", "check_steps", "reference_for", "config_of", "STEP_CONFIG", "save_for_lesson_7",
@@ -87,146 +88,171 @@ def check_steps(cls, seed: int = 0, cross: bool = False) -> bool:
     cross-attention (`key_value_states=`) in one pass and token by token with the cache, every
     call passing the encoder's states (lesson 6 teaches it; exercise 6 leaves it to the learner).
     """
-    from transformers.models.t5.modeling_t5 import eager_attention_forward
+    bench = _StepBench(cls, seed)
+    steps = [("step 1, projections", _projections), ("step 2, split heads", _split),
+             ("step 3, unscaled scores", _scores), ("step 4, the bias", _bias), ("step 5, masks", _masks),
+             ("step 6, softmax and weighted sum", _attend), ("step 7, merge heads and W_o", _output),
+             ("step 8, token by token with the cache vs one pass", _cache),
+             ("step 9, layer 1 reusing layer 0's bias", _shared)]
+    if cross:
+        steps.append(("step 10, cross-attention", _cross_attention))
+    results = [_step(label, lambda label, run=run: run(bench, label)) for label, run in steps]
+    return all(results)
 
-    from ..scores import causal_mask
 
-    torch.manual_seed(seed)
-    c = STEP_CONFIG
-    x = torch.randn(2, 7, c["d_model"])
-    padding = torch.ones(2, 7, dtype=torch.long)
-    padding[1, -2:] = 0  # row 1 ends with 2 padding tokens
-    built = {}
+class _StepBench:
+    """What every step of `check_steps` shares: the input, its padding, and each layer built once."""
 
-    def layer(causal, has_relative_bias=True):
+    def __init__(self, cls, seed: int):
+        # The global generator, not a local one: a learner's class draws its initial weights from it
+        # (nothing can hand its constructor a generator), so seeding it makes every run build the same
+        # layers, and the lesson's stored outputs the same.
+        torch.manual_seed(seed)
+        self.cls, self.seed, self.c = cls, seed, STEP_CONFIG
+        self.x = torch.randn(2, 7, self.c["d_model"])
+        self.padding = torch.ones(2, 7, dtype=torch.long)
+        self.padding[1, -2:] = 0  # row 1 ends with 2 padding tokens
+        self.built = {}
+
+    def layer(self, causal, has_relative_bias=True):
+        """(the learner's layer, transformers' T5Attention with its weights), built on first use."""
         key = (causal, has_relative_bias)
-        if key not in built:
-            module = cls(c["d_model"], c["num_heads"], c["d_kv"], causal=causal, has_relative_bias=has_relative_bias,
-                         num_buckets=c["num_buckets"], max_distance=c["max_distance"])
+        if key not in self.built:
+            c = self.c
+            module = self.cls(c["d_model"], c["num_heads"], c["d_kv"], causal=causal,
+                              has_relative_bias=has_relative_bias, num_buckets=c["num_buckets"],
+                              max_distance=c["max_distance"])
             config = {**c, "causal": causal, "has_relative_bias": has_relative_bias}
-            built[key] = (module.eval(), reference_for(module, config))
-        return built[key]
+            self.built[key] = (module.eval(), reference_for(module, config))
+        return self.built[key]
 
-    def allowed(causal, q_len=7, k_len=7, offset=0):
-        mask = padding[:, None, None, :k_len].bool()
+    def allowed(self, causal, q_len=7, k_len=7, offset=0):
+        """The bool mask t5lesson computes: padding, and in a decoder the causal mask."""
+        from ..scores import causal_mask
+
+        mask = self.padding[:, None, None, :k_len].bool()
         return mask & torch.from_numpy(causal_mask(q_len, k_len, offset)) if causal else mask
 
-    def real(output):
+    def real(self, output):
         """Outputs of padded queries set to 0: no model defines them, so they are not compared."""
-        return output * padding[:, :, None]
+        return output * self.padding[:, :, None]
 
-    def projections(label):
-        ours, _ = layer(False)
-        inner = c["num_heads"] * c["d_kv"]
-        want = {"q": (c["d_model"] * c["d_kv"]) ** -0.5, "k": c["d_model"] ** -0.5, "v": c["d_model"] ** -0.5,
-                "o": inner ** -0.5}
-        no_bias = all(getattr(ours, n).bias is None for n in "qkvo")
-        stds_ok = all(abs(getattr(ours, n).weight.std().item() - s) <= 0.15 * s for n, s in want.items())
-        print(f"{label}: no bias terms {'✓' if no_bias else '✗'}, "
-              f"T5's initial std (within 15%) {'✓' if stds_ok else '✗'}")
-        return no_bias and stds_ok
 
-    def split(label):
-        ours, ref = layer(False)
-        theirs = ref.q(x).view(2, 7, -1, c["d_kv"]).transpose(1, 2)
-        return _compare(label, ours.split_heads(ours.q(x)), theirs)
+def _projections(bench, label):
+    ours, _ = bench.layer(False)
+    c = bench.c
+    want = init_stds(c["d_model"], c["num_heads"], c["d_kv"])
+    no_bias = all(getattr(ours, n).bias is None for n in "qkvo")
+    stds_ok = all(abs(getattr(ours, n).weight.std().item() - s) <= 0.15 * s for n, s in want.items())
+    print(f"{label}: no bias terms {'✓' if no_bias else '✗'}, "
+          f"T5's initial std (within 15%) {'✓' if stds_ok else '✗'}")
+    return no_bias and stds_ok
 
-    def scores(label):
-        ours, ref = layer(False)
-        q, k = ours.split_heads(ours.q(x)), ours.split_heads(ours.k(x))
-        return _compare(label, ours.scores(q, k), torch.matmul(q, k.transpose(2, 3)) * ref.scaling)
 
-    def bias(label):
-        ok = True
-        for causal, name in ((False, "encoder"), (True, "decoder")):
-            ours, ref = layer(causal)
-            ok &= _compare(f"{label}, {name}", ours.compute_bias(7, 7), ref.compute_bias(7, 7))
-        ours, ref = layer(True)
-        ok &= _compare(f"{label}, decoder, 1 new token after 6 cached", ours.compute_bias(1, 7, query_offset=6),
-                  ref.compute_bias(1, 7, past_seen_tokens=6))
-        return ok
+def _split(bench, label):
+    ours, ref = bench.layer(False)
+    theirs = ref.q(bench.x).view(2, 7, -1, bench.c["d_kv"]).transpose(1, 2)
+    return _compare(label, ours.split_heads(ours.q(bench.x)), theirs)
 
-    def masks(label):
-        ok = True
-        for causal, name in ((False, "encoder"), (True, "decoder")):
-            ours, _ = layer(causal)
-            got = ours.allowed(7, 7, attention_mask=padding)
-            ok &= _compare(f"{label}, {name} (against t5lesson's masks)", got.expand(2, 1, 7, 7).int(),
-                      allowed(causal).expand(2, 1, 7, 7).int(), tol=0)
-        return ok
 
-    def attend(label):
-        ours, ref = layer(False)
-        q, k, v = (ours.split_heads(getattr(ours, n)(x)) for n in "qkv")
-        position_bias = ref.compute_bias(7, 7)
-        mine = ours.attend(ours.scores(q, k) + position_bias, ours.allowed(7, 7, attention_mask=padding), v)
-        theirs, _ = eager_attention_forward(ref, q, k, v, reference_mask(allowed(False)), scaling=ref.scaling,
-                                            position_bias=position_bias)
-        return _compare(label, mine, theirs.transpose(1, 2))
+def _scores(bench, label):
+    ours, ref = bench.layer(False)
+    q, k = ours.split_heads(ours.q(bench.x)), ours.split_heads(ours.k(bench.x))
+    return _compare(label, ours.scores(q, k), torch.matmul(q, k.transpose(2, 3)) * ref.scaling)
 
-    def output(label):
-        ok = True
-        for causal, name in ((False, "encoder"), (True, "decoder")):
-            ours, ref = layer(causal)
-            with torch.no_grad():
-                theirs, _, _ = ref(x, mask=reference_mask(allowed(causal)))
-                mine = ours(x, attention_mask=padding)[0]
-            ok &= _compare(f"{label}, {name}", real(mine), real(theirs))
-        return ok
 
-    def cache(label):
-        ours, ref = layer(True)
+def _bias(bench, label):
+    ok = True
+    for causal, name in ((False, "encoder"), (True, "decoder")):
+        ours, ref = bench.layer(causal)
+        ok &= _compare(f"{label}, {name}", ours.compute_bias(7, 7), ref.compute_bias(7, 7))
+    ours, ref = bench.layer(True)
+    ok &= _compare(f"{label}, decoder, 1 new token after 6 cached", ours.compute_bias(1, 7, query_offset=6),
+                   ref.compute_bias(1, 7, past_seen_tokens=6))
+    return ok
+
+
+def _masks(bench, label):
+    ok = True
+    for causal, name in ((False, "encoder"), (True, "decoder")):
+        ours, _ = bench.layer(causal)
+        got = ours.allowed(7, 7, attention_mask=bench.padding)
+        ok &= _compare(f"{label}, {name} (against t5lesson's masks)", got.expand(2, 1, 7, 7).int(),
+                       bench.allowed(causal).expand(2, 1, 7, 7).int(), tol=0)
+    return ok
+
+
+def _attend(bench, label):
+    from transformers.models.t5.modeling_t5 import eager_attention_forward
+
+    ours, ref = bench.layer(False)
+    q, k, v = (ours.split_heads(getattr(ours, n)(bench.x)) for n in "qkv")
+    position_bias = ref.compute_bias(7, 7)
+    mine = ours.attend(ours.scores(q, k) + position_bias, ours.allowed(7, 7, attention_mask=bench.padding), v)
+    theirs, _ = eager_attention_forward(ref, q, k, v, reference_mask(bench.allowed(False)), scaling=ref.scaling,
+                                        position_bias=position_bias)
+    return _compare(label, mine, theirs.transpose(1, 2))
+
+
+def _output(bench, label):
+    ok = True
+    for causal, name in ((False, "encoder"), (True, "decoder")):
+        ours, ref = bench.layer(causal)
+        with torch.no_grad():
+            theirs, _, _ = ref(bench.x, mask=reference_mask(bench.allowed(causal)))
+            mine = ours(bench.x, attention_mask=bench.padding)[0]
+        ok &= _compare(f"{label}, {name}", bench.real(mine), bench.real(theirs))
+    return ok
+
+
+def _cache(bench, label):
+    ours, ref = bench.layer(True)
+    x, padding = bench.x, bench.padding
+    past, steps = None, []
+    with torch.no_grad():
+        for t in range(7):
+            out, _, past = ours(x[:, t:t + 1], attention_mask=padding[:, :t + 1], past_key_value=past,
+                                use_cache=True)
+            steps.append(out)
+        theirs, _, _ = ref(x, mask=reference_mask(bench.allowed(True)))
+    return _compare(label, bench.real(torch.cat(steps, dim=1)), bench.real(theirs))
+
+
+def _shared(bench, label):
+    ours0, ref0 = bench.layer(True)
+    ours1, ref1 = bench.layer(True, has_relative_bias=False)
+    x, padding, mask = bench.x, bench.padding, reference_mask(bench.allowed(True))
+    x1 = torch.randn(2, 7, bench.c["d_model"], generator=torch.Generator().manual_seed(bench.seed + 1))
+    with torch.no_grad():
+        _, bias0, _ = ours0(x, attention_mask=padding)
+        mine = ours1(x1, attention_mask=padding, position_bias=bias0)[0]
+        _, ref_bias0, _ = ref0(x, mask=mask)
+        theirs, _, _ = ref1(x1, mask=mask, position_bias=ref_bias0)
+    return _compare(label, bench.real(mine), bench.real(theirs))
+
+
+def _cross_attention(bench, label):
+    ours, ref = bench.layer(True, has_relative_bias=False)
+    c, x = bench.c, bench.x
+    states = torch.randn(2, 5, c["d_model"], generator=torch.Generator().manual_seed(bench.seed + 2))
+    encoder_padding = torch.ones(2, 5, dtype=torch.long)
+    encoder_padding[0, -1] = 0  # the encoder's row 0 ends with one padding token
+    with torch.no_grad():
+        encoder_mask = reference_mask(encoder_padding[:, None, None, :].bool())
+        theirs, _, _ = ref(x, key_value_states=states, mask=encoder_mask)
+        mine = ours(x, attention_mask=encoder_padding, key_value_states=states)[0]
         past, steps = None, []
-        with torch.no_grad():
-            for t in range(7):
-                out, _, past = ours(x[:, t:t + 1], attention_mask=padding[:, :t + 1], past_key_value=past,
-                                    use_cache=True)
-                steps.append(out)
-            theirs, _, _ = ref(x, mask=reference_mask(allowed(True)))
-        return _compare(label, real(torch.cat(steps, dim=1)), real(theirs))
-
-    def shared(label):
-        ours0, ref0 = layer(True)
-        ours1, ref1 = layer(True, has_relative_bias=False)
-        x1 = torch.randn(2, 7, c["d_model"], generator=torch.Generator().manual_seed(seed + 1))
-        with torch.no_grad():
-            _, bias0, _ = ours0(x, attention_mask=padding)
-            mine = ours1(x1, attention_mask=padding, position_bias=bias0)[0]
-            _, ref_bias0, _ = ref0(x, mask=reference_mask(allowed(True)))
-            theirs, _, _ = ref1(x1, mask=reference_mask(allowed(True)), position_bias=ref_bias0)
-        return _compare(label, real(mine), real(theirs))
-
-    def cross_attention(label):
-        ours, ref = layer(True, has_relative_bias=False)
-        states = torch.randn(2, 5, c["d_model"], generator=torch.Generator().manual_seed(seed + 2))
-        encoder_padding = torch.ones(2, 5, dtype=torch.long)
-        encoder_padding[0, -1] = 0  # the encoder's row 0 ends with one padding token
-        with torch.no_grad():
-            encoder_mask = reference_mask(encoder_padding[:, None, None, :].bool())
-            theirs, _, _ = ref(x, key_value_states=states, mask=encoder_mask)
-            mine = ours(x, attention_mask=encoder_padding, key_value_states=states)[0]
-            past, steps = None, []
-            for t in range(7):  # later calls pass key_value_states too, and get the cached keys and values back
-                out, _, past = ours(x[:, t:t + 1], attention_mask=encoder_padding, key_value_states=states,
-                                    past_key_value=past, use_cache=True)
-                steps.append(out)
-        one_pass = _compare(f"{label}, one pass", mine, theirs)
-        cached = past is not None and tuple(past[0].shape) == (2, c["num_heads"], 5, c["d_kv"])
-        if not cached:
-            print(f"{label}, token by token: the cache should hold the encoder's 5 keys per head, got "
-                  f"{None if past is None else tuple(past[0].shape)}")
-            return False
-        return _compare(f"{label}, token by token with the cache", torch.cat(steps, dim=1), theirs) and one_pass
-
-    steps = [("step 1, projections", projections), ("step 2, split heads", split),
-             ("step 3, unscaled scores", scores), ("step 4, the bias", bias), ("step 5, masks", masks),
-             ("step 6, softmax and weighted sum", attend), ("step 7, merge heads and W_o", output),
-             ("step 8, token by token with the cache vs one pass", cache),
-             ("step 9, layer 1 reusing layer 0's bias", shared)]
-    if cross:
-        steps.append(("step 10, cross-attention", cross_attention))
-    results = [_step(label, run) for label, run in steps]
-    return all(results)
+        for t in range(7):  # later calls pass key_value_states too, and get the cached keys and values back
+            out, _, past = ours(x[:, t:t + 1], attention_mask=encoder_padding, key_value_states=states,
+                                past_key_value=past, use_cache=True)
+            steps.append(out)
+    one_pass = _compare(f"{label}, one pass", mine, theirs)
+    cached = past is not None and tuple(past[0].shape) == (2, c["num_heads"], 5, c["d_kv"])
+    if not cached:
+        print(f"{label}, token by token: the cache should hold the encoder's 5 keys per head, got "
+              f"{None if past is None else tuple(past[0].shape)}")
+        return False
+    return _compare(f"{label}, token by token with the cache", torch.cat(steps, dim=1), theirs) and one_pass
 
 
 # --- handing the learner's finished class to lesson 7 ---

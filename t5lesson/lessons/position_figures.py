@@ -13,19 +13,7 @@ import numpy as np
 from .._validate import ArgumentError, check_bool, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ids, bucket_ranges
-from .figures import (  # noqa: F401  (as_image: old notebooks)
-    COLORS,
-    DIVERGING,
-    NORMAL,
-    SEQUENTIAL,
-    SMALL,
-    WIDTH,
-    as_image,
-    describe,
-    new_figure,
-    series_style,
-    styled,
-)
+from .figures import COLORS, DIVERGING, NORMAL, SEQUENTIAL, SMALL, WIDTH, describe, new_figure, series_style, styled
 from .pair_counts import bucket_pair_counts, offset_pair_counts
 
 __all__ = ["offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]

@@ -49,11 +49,11 @@ import torch
 from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
 from ..perturbation import perturb_
-from ..pretrained import BiasTables, StackTables
 from ..seq2seq import CONFIG, EOS, FIRST_DIGIT, PAD, StepModel, from_text, padded, random_model, t5_config
-from .figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
+from .figures import SMALL, WIDTH, describe, new_figure, series_style, styled
 from .layer_build import lesson_6_layer
-from .pretrained_figures import _bucket_edges
+from .pretrained import BiasTables, StackTables
+from .pretrained_figures import mark_buckets
 
 __all__ = ["PAD", "EOS", "CONFIG", "Batch", "reverse_batch", "to_text", "from_text", "t5_config",
            "to_transformers", "transformers_name", "tables_of", "loss_milestones", "accuracy_band",
@@ -366,14 +366,7 @@ def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, 
                                 max_distance=stack.max_distance, query_offset=max_offset)
             return np.asarray(row)[:, 0, :width]
 
-        edges, max_exact, last = _bucket_edges(stack)
-        ax.axvspan(-max_exact + 0.5, (max_exact - 0.5) if stack.bidirectional else 0.5, color=COLORS["green"],
-                   alpha=0.08, lw=0, zorder=0)
-        for edge in edges:
-            if abs(edge) <= max_offset:
-                ax.axvline(edge, color="0.8", lw=0.6, zorder=0)
-        for edge in ([-last + 0.5, last - 0.5] if stack.bidirectional else [-last + 0.5]):
-            ax.axvline(edge, color=COLORS["black"], lw=1.0, ls=(0, (1, 1.5)), zorder=1)
+        _, last = mark_buckets(ax, stack, max_offset)
         values = curve(stack.layer(0))
         old = curve(before[stack.stack].layer(0)) if stack.stack in before else None
         for h in range(heads):

@@ -1,6 +1,7 @@
 """The relative-position bias tables of a real, trained T5 checkpoint (lesson 4, "What a trained T5 learned").
 
-    from t5lesson.pretrained import load_bias_tables, bias_curves_figure
+    from t5lesson.lessons.pretrained import load_bias_tables
+    from t5lesson.lessons.pretrained_figures import bias_curves_figure
     tables = load_bias_tables("t5-small")          # a hub id, or a local folder
     tables.encoder.table                           # float32 [num_buckets, heads]
     tables.decoder.table
@@ -34,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import ArgumentError, check_bool, check_int
+from .._validate import ArgumentError, check_bool, check_int
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "WeightsNotAvailable", "StackTables", "BiasTables", "load_bias_tables",
            "tables_from_model", "how_to_get_weights"]

@@ -1,11 +1,12 @@
-"""t5lesson.pretrained: bias tables read from checkpoints saved here, in temporary folders (nothing downloaded)."""
+"""t5lesson.lessons.pretrained: bias tables read from checkpoints saved here, in temporary folders (nothing
+downloaded)."""
 import numpy as np
 import pytest
 import torch
 
 from t5lesson import ArgumentError, relative_bias
+from t5lesson.lessons.pretrained import BiasTables, WeightsNotAvailable, load_bias_tables, tables_from_model
 from t5lesson.lessons.pretrained_figures import bias_curves_figure, toy_tables
-from t5lesson.pretrained import BiasTables, WeightsNotAvailable, load_bias_tables, tables_from_model
 
 TINY = dict(vocab_size=32, d_model=16, d_kv=4, d_ff=32, num_heads=3, num_layers=3, num_decoder_layers=2,
             dropout_rate=0.0, relative_attention_num_buckets=12, relative_attention_max_distance=40)
