@@ -530,8 +530,21 @@ def layout_table(out) -> str:
     return "\n".join(lines)
 
 
+def write_changes(out, path=ARTIFACTS / "changes.json"):
+    """Every timed change (explorer, control, key, ms, steps) as JSON, to compare runs with."""
+    import json
+
+    changes = [{"notebook": nb.name, "explorer": c["explorer"], "control": c["control"], "key": key, "ms": ms,
+                "steps": steps}
+               for nb, result in out.items() for c in result["controls"]
+               for key, ms, steps in zip(c["keys"], c["latencies_ms"], c["steps"], strict=True)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(changes, indent=1) + "\n")
+
+
 if __name__ == "__main__":
     result = run([Path(a).resolve() for a in sys.argv[1:]])
+    write_changes(result)
     print(latency_table(result))
     print(explorer_table(result))
     print(layout_table(result))

@@ -9,7 +9,7 @@ slider, Enter and Space on toggle buttons). The report (artifacts/browser/report
 from key press (or click) to new image: per control, and the median and 95th percentile over
 all of them against the TARGET_P95_MS target; per explorer, the median and 95th percentile and
 where the time of a change goes (the steps of `browser.PHASES`, the PNG's size, the CPU time of
-the server and the kernel), and the load average the machine had.
+the server and the kernel), and the load average the machine had; artifacts/browser/changes.json has every change.
 
 Skips with a clear reason where Chromium or playwright is missing (a learner's machine), unless
 T5LESSON_REQUIRE_BROWSER=1 (set by .ci/run), where a missing browser is a failure.
@@ -28,6 +28,7 @@ from browser import (
     layout_table,
     percentile,
     run,
+    write_changes,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +64,7 @@ def browser_results():
                        + ", ".join(str(p.relative_to(ROOT)) for p in result["screenshots"]))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "report.txt").write_text("\n".join(summary) + "\n")
+    write_changes(out)
     return out
 
 
