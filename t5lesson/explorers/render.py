@@ -202,8 +202,9 @@ class BandPNG:
     and can be put in any stream at that place. A band whose rows, and the row above its first,
     equal those of the previous frame keeps its bytes (and its Adler-32, combined into the
     stream's checksum without reading the rows). Bands restart the compressor's match search,
-    for a few per cent more bytes than one zlib call, and unchanged bands then cost nothing
-    (`benchmarks/explorers.py --png` measures both).
+    for a few per cent more bytes than one zlib call; on an explorer's frames they were still
+    quicker than one call when every band changed, and an unchanged band costs nothing
+    (`benchmarks/explorers.py` prints the PNG size of every explorer).
     """
 
     def __init__(self, band_rows=8, level=1):
