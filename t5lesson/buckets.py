@@ -229,6 +229,16 @@ class BucketTable:
     last_bucket_start: int  # smallest |offset| in the last (open-ended) bucket
     ties: tuple[int, ...] = ()  # offsets where the log formula is exactly an integer (see the module docstring)
 
+    @property
+    def per_direction(self) -> int:
+        """Buckets for each side of the query: num_buckets halved when bidirectional."""
+        return _halves(self.bidirectional, self.num_buckets)[0]
+
+    @property
+    def max_exact(self) -> int:
+        """Offsets with |offset| below this get a bucket of their own (see the module docstring)."""
+        return _halves(self.bidirectional, self.num_buckets)[1]
+
     def __getitem__(self, bucket: int) -> BucketRange | None:
         """The range of `bucket`, or None if no offset maps to it."""
         for r in self.ranges:
@@ -259,7 +269,7 @@ def bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128) -> Bucke
     decoder (32 buckets, max_distance 128), because the log formula reaches num_buckets - 1
     before the clamp is needed.
     """
-    per_direction, _ = bucket_config(bidirectional, num_buckets, max_distance)
+    per_direction, max_exact = bucket_config(bidirectional, num_buckets, max_distance)
     reach = 2 * max_distance + 2  # beyond max_distance every offset is already in the last bucket
     offsets = np.arange(-reach, reach + 1)
     buckets = bucket_ids(offsets, bidirectional, num_buckets, max_distance)
@@ -275,7 +285,7 @@ def bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128) -> Bucke
     n = np.arange(reach + 1)
     last = bucket_ids(-n, bidirectional, num_buckets, max_distance)
     last_bucket_start = int(n[last == last.max()].min())
-    tie_n, _ = exact_ties(n, per_direction, per_direction // 2, max_distance)
+    tie_n, _ = exact_ties(n, per_direction, max_exact, max_distance)
     ties = sorted([-t for t in tie_n] + (list(tie_n) if bidirectional else []))
     return BucketTable(
         bool(bidirectional), int(num_buckets), int(max_distance), tuple(ranges), unused, last_bucket_start,

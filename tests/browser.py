@@ -11,7 +11,12 @@ natural and shown size, whether it fits the output area) and a screenshot with i
 top; then, from the keyboard alone, every control reached with Tab (starting just before the
 explorer) and changed with keys: a slider's handle with the arrow keys, each other button of a
 toggle with Enter or Space (taking turns, so both are proved), timing each change from the key
-press to the new image. Screenshots go to artifacts/browser/.
+press to the new image. The next key waits until that image is decoded and painted, as a
+learner's next press would (else the browser's decoding of one picture would compete with the
+kernel's drawing of the next, on a two-core machine). Each change also records where its time
+went (`BREAKDOWN`, `PHASES`: the kernel's messages, its own clock, the decode, the frame), the
+PNG's size and the CPU time of the server and the kernel (`explorer_table`). Screenshots go to
+artifacts/browser/.
 
 The server runs on loopback with a random token, from a temporary root holding copies of the
 notebooks (JupyterLab may autosave; the repository's files are never touched), with its own
@@ -105,6 +110,15 @@ class JupyterLab:
     def url(self, notebook: Path) -> str:
         return f"{self.base}/lab/tree/notebooks/{notebook.name}?token={self.token}&reset"
 
+    def cpu_ms(self) -> dict:
+        """CPU time used so far, in ms, by the server and by its kernels (all their threads): a step's
+        cost that waiting for a core on a busy machine does not inflate. Empty where /proc lacks it."""
+        try:
+            kernels = [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit() and _parent(d) == self.proc.pid]
+            return {"server": _cpu_ms(self.proc.pid), "kernel": sum(_cpu_ms(pid) for pid in kernels)}
+        except OSError:
+            return {}
+
     def __exit__(self, *exc):
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)  # the server and every kernel it started
@@ -115,6 +129,23 @@ class JupyterLab:
                 self.proc.wait(timeout=15)
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _parent(proc_dir: Path) -> int | None:
+    try:  # /proc/PID/stat: "pid (name) state ppid ..."; the name may hold spaces
+        return int(proc_dir.joinpath("stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _cpu_ms(pid: int) -> float:
+    """The CPU time of every thread of process `pid`, in ms (the scheduler's own count, not ticks)."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in task.joinpath("sched").read_text().splitlines():
+            if line.startswith("se.sum_exec_runtime"):
+                total += float(line.split(":")[1])
+    return total
 
 
 # JavaScript run in the page -------------------------------------------------------------
@@ -184,16 +215,51 @@ IMAGE_LOADED = """([index]) => {
 }"""
 # Watch explorer `index`: the time of the learner's next key press or click inside it (as the
 # page receives it, so the test driver's own round trips do not count) and of the next change
-# of its figure's src.
+# of its figure's src; and, to see where that time goes, every kernel message sent or received
+# until then (the kernel's own clock is in each header's date), when the new picture is decoded,
+# and the next animation frame after that (when it is painted).
 WATCH_FIGURE = """([index]) => {
   const box = document.querySelectorAll('.t5lesson-explorer')[index];
   const img = box.querySelector('.t5lesson-figure');
-  window.__t5 = {before: img.src, changed: null, input: null, start: performance.now()};
-  const input = () => { if (window.__t5.input === null) window.__t5.input = performance.now(); };
+  const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+  const t5 = window.__t5 = {before: img.src, changed: null, input: null, start: performance.now(),
+                            messages: [], decoded: null, painted: null};
+  const input = () => { if (t5.input === null) t5.input = performance.now(); };
   box.addEventListener('keydown', input, {capture: true, once: true});
   box.addEventListener('mousedown', input, {capture: true, once: true});
-  new MutationObserver((m, obs) => { window.__t5.changed = performance.now(); obs.disconnect(); })
-    .observe(img, {attributes: true, attributeFilter: ['src']});
+  const listen = (_, args) => {
+    const m = args.msg;
+    t5.messages.push({at: performance.now(), direction: args.direction, type: m.header.msg_type,
+                      id: m.header.msg_id, parent: (m.parent_header || {}).msg_id || null,
+                      date: Date.parse(m.header.date) - performance.timeOrigin,
+                      state: m.content && m.content.execution_state || null,
+                      bytes: (m.buffers || []).reduce((n, b) => n + (b.byteLength || 0), 0)});
+  };
+  kernel.anyMessage.connect(listen);
+  t5.stop = () => kernel.anyMessage.disconnect(listen);
+  new MutationObserver((m, obs) => {
+    t5.changed = performance.now();
+    obs.disconnect();
+    img.decode().catch(() => null).then(() => {
+      t5.decoded = performance.now();
+      requestAnimationFrame(() => { t5.painted = performance.now(); });
+    });
+  }).observe(img, {attributes: true, attributeFilter: ['src']});
+}"""
+# Where the time of the last watched change went, in ms from the key press (see PHASES).
+BREAKDOWN = """() => {
+  const t5 = window.__t5;
+  t5.stop();
+  const t0 = t5.input ?? t5.start;
+  const sent = t5.messages.find(m => m.direction === 'send' && m.type === 'comm_msg');
+  const ours = sent ? t5.messages.filter(m => m.direction === 'recv' && m.parent === sent.id) : [];
+  const busy = ours.find(m => m.type === 'status' && m.state === 'busy');
+  const image = ours.find(m => m.type === 'comm_msg' && m.bytes > 0);
+  const idle = ours.find(m => m.type === 'status' && m.state === 'idle');
+  const at = m => m ? m - t0 : null;
+  return {sent: at(sent && sent.at), kernel_start: at(busy && busy.date), kernel_image: at(image && image.date),
+          image_received: at(image && image.at), changed: at(t5.changed), decoded: at(t5.decoded),
+          painted: at(t5.painted), kernel_idle: at(idle && idle.date), png_bytes: image ? image.bytes : null};
 }"""
 # Put the focus on explorer `index`'s box itself (not a tab stop), so the next Tab goes to its first control.
 FOCUS_BEFORE_CONTROLS = """([index]) => {
@@ -224,24 +290,34 @@ def _explorer_name(box, index):
                  if c.startswith("t5lesson-") and c != "t5lesson-explorer"), f"explorer{index}")
 
 
-def _timed(page, index, action, value=None):
-    """Run `action` (a key press or a click) and return ms until the figure's <img> changes.
+def _timed(page, index, action, value=None, cpu=None):
+    """Run `action` (a key press or a click); return (ms until the figure's <img> changes, breakdown).
 
-    With `value` (the control's readout), a key that leaves the value as it was (a slider already at
-    the end of its range) returns None instead of waiting for a picture that has no reason to change.
+    The breakdown (`BREAKDOWN`) says when, in ms from the key press, each step happened, and with
+    `cpu` (`JupyterLab.cpu_ms`) the CPU ms the server and the kernel spent until the picture was
+    painted (`server_cpu`, `kernel_cpu`). With
+    `value` (the control's readout), a key that leaves the value as it was (a slider already at
+    the end of its range) returns (None, None) instead of waiting for a picture that has no
+    reason to change.
     """
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     before = value() if value is not None else None
     page.evaluate(WATCH_FIGURE, [index])
+    cpu_before = cpu() if cpu is not None else {}
     action()
     try:
         page.wait_for_function("() => window.__t5.changed !== null", timeout=10_000 if value else 30_000)
     except PlaywrightTimeout:
+        page.evaluate("() => window.__t5.stop()")
         if value is None or value() != before:
             raise  # the value moved (or nothing tells us it did not), yet the picture never changed
-        return None
-    return page.evaluate("() => window.__t5.changed - (window.__t5.input ?? window.__t5.start)")
+        return None, None
+    page.wait_for_function("() => window.__t5.painted !== null", timeout=10_000)
+    cpu_after = cpu() if cpu is not None else {}
+    steps = page.evaluate(BREAKDOWN)
+    steps.update({f"{name}_cpu": cpu_after[name] - cpu_before[name] for name in cpu_after if name in cpu_before})
+    return page.evaluate("() => window.__t5.changed - (window.__t5.input ?? window.__t5.start)"), steps
 
 
 def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run_timeout_s=600):
@@ -286,12 +362,12 @@ def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run
         shots.append(ARTIFACTS / f"{notebook.stem}-{index}-{name}.png")
         page.screenshot(path=str(shots[-1]))
         box.scroll_into_view_if_needed()
-        controls += keyboard_pass(page, box, index, name)
+        controls += keyboard_pass(page, box, index, name, cpu=lab.cpu_ms)
     return {"controls": controls, "layouts": layouts, "plumbing": plumbing, "errors": page.evaluate(ERRORS),
             "screenshots": shots, "progress_bars": page.evaluate(PROGRESS_BARS)}
 
 
-def keyboard_pass(page, box, index, name, max_tabs=60):
+def keyboard_pass(page, box, index, name, max_tabs=60, cpu=None):
     """Work every control of explorer `index` with the keyboard alone; one result per control.
 
     The focus starts on the explorer's box; Tab then walks its tab stops in order. A slider's
@@ -308,7 +384,8 @@ def keyboard_pass(page, box, index, name, max_tabs=60):
         value = (lambda control=control: control.locator(".widget-readout").first.inner_text().strip()) if slider else \
             (lambda control=control: control.locator("button.mod-active").first.inner_text().strip())
         results.append({"explorer": name, "control": label, "kind": "slider" if slider else "toggle",
-                        "value_before": value(), "value": value, "latencies_ms": [], "tabs": None, "keys": []})
+                        "value_before": value(), "value": value, "latencies_ms": [], "steps": [], "tabs": None,
+                        "keys": []})
     assert page.evaluate(FOCUS_BEFORE_CONTROLS, [index]), f"{name}: could not put the focus on the explorer"
     toggle_key = 0
     for tabs in range(1, max_tabs + 1):
@@ -323,9 +400,11 @@ def keyboard_pass(page, box, index, name, max_tabs=60):
             result["tabs"] = tabs
         if focused["kind"] == "handle":
             for key in ("ArrowRight", "ArrowRight", "ArrowLeft", "ArrowLeft"):
-                ms = _timed(page, index, lambda key=key: page.keyboard.press(key), value=result["value"])
+                ms, steps = _timed(page, index, lambda key=key: page.keyboard.press(key), value=result["value"],
+                                   cpu=cpu)
                 if ms is not None:  # None: the key met the end of the slider's range
                     result["latencies_ms"].append(ms)
+                    result["steps"].append(steps)
                     result["keys"].append(key)
             page.keyboard.press("ArrowRight")  # ends one step up from where it started
             page.wait_for_timeout(300)
@@ -334,7 +413,9 @@ def keyboard_pass(page, box, index, name, max_tabs=60):
             # one press per toggle: pressing its next button too would, with two, bring back the start
             key = ("Enter", "Space")[toggle_key % 2]
             toggle_key += 1
-            result["latencies_ms"].append(_timed(page, index, lambda key=key: page.keyboard.press(key)))
+            ms, steps = _timed(page, index, lambda key=key: page.keyboard.press(key), cpu=cpu)
+            result["latencies_ms"].append(ms)
+            result["steps"].append(steps)
             result["keys"].append(key)
             result["value_after"] = result["value"]()
     # Read while the explorer is in view (Tab has moved on: a windowed notebook may hide its cell).
@@ -395,6 +476,47 @@ def latency_table(out) -> str:
     return "\n".join(lines)
 
 
+# The steps of one change, each from the end of the one before (BREAKDOWN gives their ends).
+PHASES = (("key to message", None, "sent"), ("to kernel", "sent", "kernel_start"),
+          ("kernel work", "kernel_start", "kernel_image"), ("image to page", "kernel_image", "image_received"),
+          ("page to src", "image_received", "changed"), ("decode", "changed", "decoded"),
+          ("to frame", "decoded", "painted"))
+
+
+def _median(steps, key):
+    values = [s[key] for s in steps if s and key in s]
+    return statistics.median(values) if values else float("nan")
+
+
+def explorer_table(out) -> str:
+    """Per explorer, over all its changes: median and 95th percentile from key press to new image, the
+    median of each step (PHASES), the median PNG size, and the median to the painted frame."""
+    changes = {}
+    for result in out.values():
+        for c in result["controls"]:
+            changes.setdefault(c["explorer"], []).extend(zip(c["latencies_ms"], c["steps"], strict=True))
+    heads = [name for name, _, _ in PHASES]
+    lines = [f"{'explorer':<28} {'n':>3} {'median':>6} {'p95':>5}  " + " ".join(f"{h:>13}" for h in heads)
+             + f" {'to paint':>8} {'PNG kB':>7} {'kernel CPU':>10} {'server CPU':>10}   (ms; steps: medians)"]
+
+    def step(steps, start, end):
+        values = [s[end] - (s[start] if start else 0) for s in steps
+                  if s and s.get(end) is not None and (start is None or s.get(start) is not None)]
+        return statistics.median(values) if values else float("nan")
+
+    for name, pairs in changes.items():
+        latencies = [ms for ms, _ in pairs]
+        steps = [s for _, s in pairs]
+        sizes = [s["png_bytes"] for s in steps if s and s.get("png_bytes")]
+        middle, tail = percentile(latencies, 50), percentile(latencies, 95)
+        lines.append(f"{name:<28} {len(latencies):>3} {middle:>6.0f} {tail:>5.0f}  "
+                     + " ".join(f"{step(steps, a, b):>13.1f}" for _, a, b in PHASES)
+                     + f" {step(steps, None, 'painted'):>8.0f} "
+                     + f"{statistics.median(sizes) / 1e3 if sizes else float('nan'):>7.0f} "
+                     + " ".join(f"{_median(steps, key):>10.1f}" for key in ("kernel_cpu", "server_cpu")))
+    return "\n".join(lines)
+
+
 def layout_table(out) -> str:
     lines = [f"{'notebook':<32} {'explorer':<28} {'shortest track':>14} {'image natural/shown':>20} "
              f"{'box w x h':>11} {'area w':>7}"]
@@ -408,9 +530,23 @@ def layout_table(out) -> str:
     return "\n".join(lines)
 
 
+def write_changes(out, path=ARTIFACTS / "changes.json"):
+    """Every timed change (explorer, control, key, ms, steps) as JSON, to compare runs with."""
+    import json
+
+    changes = [{"notebook": nb.name, "explorer": c["explorer"], "control": c["control"], "key": key, "ms": ms,
+                "steps": steps}
+               for nb, result in out.items() for c in result["controls"]
+               for key, ms, steps in zip(c["keys"], c["latencies_ms"], c["steps"], strict=True)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(changes, indent=1) + "\n")
+
+
 if __name__ == "__main__":
     result = run([Path(a).resolve() for a in sys.argv[1:]])
+    write_changes(result)
     print(latency_table(result))
+    print(explorer_table(result))
     print(layout_table(result))
     for nb, r in result.items():
         print(f"{nb.name}: errors {r['errors'] or 'none'}; NBVAL cells {r['plumbing'] or 'none'}; "

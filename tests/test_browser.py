@@ -7,7 +7,9 @@ error output and no code cell starting with an NBVAL comment. Every slider and t
 reached with Tab and change its value and the figure from the keyboard alone (arrow keys on a
 slider, Enter and Space on toggle buttons). The report (artifacts/browser/report.txt) gives the latency
 from key press (or click) to new image: per control, and the median and 95th percentile over
-all of them against the TARGET_P95_MS target.
+all of them against the TARGET_P95_MS target; per explorer, the median and 95th percentile and
+where the time of a change goes (the steps of `browser.PHASES`, the PNG's size, the CPU time of
+the server and the kernel), and the load average the machine had; artifacts/browser/changes.json has every change.
 
 Skips with a clear reason where Chromium or playwright is missing (a learner's machine), unless
 T5LESSON_REQUIRE_BROWSER=1 (set by .ci/run), where a missing browser is a failure.
@@ -17,7 +19,17 @@ from pathlib import Path
 
 import pytest
 
-from browser import ARTIFACTS, all_latencies, browser_missing_reason, latency_table, layout_table, percentile, run
+from browser import (
+    ARTIFACTS,
+    all_latencies,
+    browser_missing_reason,
+    explorer_table,
+    latency_table,
+    layout_table,
+    percentile,
+    run,
+    write_changes,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
@@ -35,19 +47,24 @@ def browser_results():
         pytest.skip(reason)
     if not LESSONS:
         pytest.skip("no lesson notebooks yet")
+    load_before = os.getloadavg()
     out = run(LESSONS)
-    summary = [latency_table(out), "", layout_table(out), ""]
+    summary = [latency_table(out), "", explorer_table(out), "", layout_table(out), ""]
     values = all_latencies(out)
     if values:
         p95 = percentile(values, 95)
         summary.append(f"95th percentile of key press (or click) to new image: {p95:.0f} ms over {len(values)} "
                        f"changes (target < {TARGET_P95_MS} ms: {'met' if p95 < TARGET_P95_MS else 'NOT met'}; "
                        f"on a shared machine this is pessimistic)")
+    summary.append(f"load average before and after: {' '.join(f'{x:.1f}' for x in load_before)} / "
+                   f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs (CPU ms above do "
+                   "not count waiting for a core; wall-clock ms do)")
     for nb, result in out.items():
         summary.append(f"{nb.name}: progress bars {result['progress_bars']}; screenshots: "
                        + ", ".join(str(p.relative_to(ROOT)) for p in result["screenshots"]))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / "report.txt").write_text("\n".join(summary) + "\n")
+    write_changes(out)
     return out
 
 

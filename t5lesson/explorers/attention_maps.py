@@ -84,7 +84,7 @@ class AttentionMapExplorer(BlitRender, Explorer):
                   "cross": (self.source, self.target)}
         for ax, kind in zip(self.axes, KINDS, strict=True):
             keys, queries = labels[kind]
-            # Drawn as prepared pixels (raster.py): an imshow resamples on every move (about 6 ms each).
+            # Drawn as prepared pixels (raster.py): an imshow resamples on every move.
             image = Heatmap(ax, _GREY_BAD, 0, 1)
             image.set_extent((-0.5, len(keys) - 0.5, len(queries) - 0.5, -0.5))  # row 0 at the top, as imshow
             self.images.append(image)

@@ -9,8 +9,8 @@ In a notebook the explorer shows its controls and the figure rendered to PNG in 
 `ipywidgets.Image`. Why PNG-in-a-widget rather than ipympl or `interact`:
 - it needs only standard ipywidgets, so it works in JupyterLab, Notebook 7, VS Code and Colab
   without a front-end extension (ipympl needs one, and a matching version);
-- `interact` rebuilds a new inline figure on every move (measured here: 100-900 ms an update
-  against 10-30 ms for in-place artists rendered to PNG, `benchmarks/explorers.py`);
+- `interact` rebuilds a new inline figure on every move, many times slower than changing the
+  artists in place and rendering them to PNG (`benchmarks/explorers.py` prints both);
 - the same display also carries a static `image/png` of the figure, so a reader without a kernel
   (GitHub, nbviewer, or JupyterLab before the cell runs) sees it in its current state, with a
   line above it saying that it is a picture and how to get the sliders.
@@ -37,6 +37,9 @@ from .._validate import ArgumentError
 from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, encode_png, new_figure, style
 
 REGISTRY: dict[str, type] = {}
+# The budget of one slider move in the kernel (update and PNG, median wall-clock time), which
+# `benchmarks/explorers.py` checks every explorer against.
+UPDATE_BUDGET_MS = 30
 TRACK_PX = 320  # the least length of a slider's track, in CSS pixels
 # Visually hidden, still read by screen readers (the usual "sr-only" rules).
 _HIDDEN = ("position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;"

@@ -28,7 +28,6 @@ from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze
 from .render import BlitRender
 
 ROWS_PER_COLUMN = 16
-MAX_COLUMNS = 3  # so at most 48 buckets: the table must stay legible in a small figure
 UNUSED_COLOR = COLORS["vermillion"]
 CHAR_PX = 15  # table characters are 7.5 CSS px wide: a 9 pt monospace font, the course's smallest size
 _ATLAS = {}
@@ -46,7 +45,7 @@ def table_columns(table, rows_per_column=ROWS_PER_COLUMN):
 
 
 def _atlas(dpi) -> GlyphAtlas:
-    if dpi not in _ATLAS:  # built once per process: about 30 ms
+    if dpi not in _ATLAS:  # built once per process: rendering every character takes a while
         _ATLAS[dpi] = GlyphAtlas(cell_width_px=CHAR_PX, dpi=dpi)
     return _ATLAS[dpi]
 
@@ -103,8 +102,8 @@ def table_pixels(table, dpi) -> np.ndarray:
 def titled_block(title, table, dpi) -> np.ndarray:
     """RGBA uint8 pixels: the title line, a blank line, then the table (if any).
 
-    Written straight into one white array (copying each cached line once): under 1 ms, where
-    joining padded pieces cost about 10 ms, and the block changes with most moves.
+    Written straight into one white array, copying each cached line once (joining padded
+    pieces copies every pixel several times), since the block changes with most moves.
     """
     atlas = _atlas(dpi)
     head = np.concatenate([atlas.line_bytes(title, alpha=True), atlas.line_bytes(" " * len(title), alpha=True)])
@@ -214,8 +213,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
             return
         self.error_text.set_text("")
         table = self.table
-        per_direction = num_buckets // 2 if bidirectional else num_buckets
-        max_exact = per_direction // 2
+        max_exact = table.max_exact
 
         self.steps.set_data(*_steps(bidirectional, num_buckets, max_distance, offset_range))
         # Encoder: |offset| < max_exact on both sides; decoder: the left side only (the right is bucket 0).
@@ -270,7 +268,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
                 self.last_start_marks, self.error_text, *self.ax.spines.values(), self.table_image, *self.ticks]
 
     def layer_artists(self):
-        # The two bands fill much of the axes, translucent (and hatched): about 4 and 7 ms to draw.
+        # The two bands fill much of the axes, translucent (and hatched): slow to draw on each move.
         return [self.exact_band, self.masked_band]
 
     def _layer_key(self):
@@ -287,8 +285,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         if self.error is not None:
             return f"ArgumentError: {self.error}"
         t = self.table
-        per_direction = t.num_buckets // 2 if t.bidirectional else t.num_buckets
         unused = ", ".join(map(str, t.unused)) or "none"
-        return (f"max_exact = {per_direction // 2}; the last bucket starts at |offset| = {t.last_bucket_start} "
+        return (f"max_exact = {t.max_exact}; the last bucket starts at |offset| = {t.last_bucket_start} "
                 f"(max_distance = {t.max_distance}); buckets never used: {unused}")
 

@@ -1,18 +1,17 @@
 """Pixels prepared in advance, for the parts of an explorer figure that are slow to draw each time.
 
 Drawing text is what makes a matplotlib figure slow: every glyph of every `Text` is laid out and
-rasterised again on each render. Measured here on the bucket explorer (CPU time per update):
-the 32-row boundary table cost about 20 ms and the legend about 13 ms, against a 50 ms budget.
-Three remedies, all pixel-exact:
+rasterised again on each render, and a table of bucket boundaries or a legend as `Text` cost
+more than the rest of an explorer figure together. Remedies, all pixel-exact (what each saves is
+what `benchmarks/explorers.py` prints, against the budget `base.UPDATE_BUDGET_MS`):
 
 - `GlyphAtlas`: a monospace font rendered once, one cell per character; a block of text is then
-  assembled with one NumPy fancy-indexing step (well under a millisecond for a whole table);
+  assembled with one NumPy fancy-indexing step instead of a layout and a rasterisation;
 - `freeze`: artists that never change (a legend, a colour bar with fixed limits) are drawn
   once and replaced by their pixels (a `PixelBlock`, below);
 - `PixelBlock`: an artist that copies prepared RGBA pixels to a fixed place in the figure,
-  with no colour mapping and no resampling (about 1 ms for a large block at 2x pixels, where
-  a `figimage` or `imshow` of the same size costs 5-30 ms: it maps and resamples every time).
-  Explorers draw their changing tables and heatmaps with it.
+  with no colour mapping and no resampling (a `figimage` or `imshow` of the same size maps and
+  resamples on every draw). Explorers draw their changing tables and heatmaps with it.
 
 The rest of the figure (axes, ticks, labels) is kept as a bitmap by `render.BlitRender`.
 """
@@ -71,8 +70,8 @@ class GlyphAtlas:
         with `alpha`).
 
         The pixels of `render([line], [colour])` rounded as `to_rgba_bytes` rounds, the same
-        arithmetic done once per colour for every cell: a line is then one indexing step (about
-        20 us, against about 0.5 ms to render and round it).
+        arithmetic done once per colour for every cell: a line is then one indexing step instead
+        of a render and a rounding.
         """
         table = self._coloured.get((colour, alpha))
         if table is None:
@@ -165,7 +164,7 @@ def draw_pixels(renderer, x, y, pixels, opaque=None) -> None:
     """`renderer.draw_image(gc, x, y, pixels)` for prepared pixels (uint8 RGBA, row 0 at the bottom).
 
     Where every pixel is opaque and the renderer is Agg's own, they are copied into its buffer with
-    NumPy (clipped to the canvas): Agg would blend each one (about 8 ns a pixel), and an opaque
+    NumPy (clipped to the canvas): Agg would blend each one, and an opaque
     pixel blended over anything is itself. Otherwise, and on other renderers, `draw_image`.
     `opaque`: whether every alpha is 255, if the caller knows (else it is checked).
     """
@@ -226,9 +225,8 @@ class Heatmap(Artist):
     Like an `AxesImage` it has `set_data`/`get_array` and `set_extent`/`get_extent` (which also
     sets the axes limits: the heatmap always fills its axes, row 0 at the top edge). It is drawn
     by mapping the data to colours once per change, then repeating each cell over its pixels
-    (NumPy indexing) and copying them to the canvas: about 1 ms at 2x pixels, where an
-    `AxesImage` resamples on every draw (5-30 ms). Not-a-number cells take the colormap's "bad"
-    colour.
+    (NumPy indexing) and copying them to the canvas, where an `AxesImage` resamples the whole
+    image on every draw. Not-a-number cells take the colormap's "bad" colour.
     """
 
     def __init__(self, ax, cmap, vmin, vmax, zorder=0.5):
@@ -255,8 +253,10 @@ class Heatmap(Artist):
     def set_extent(self, extent):
         left, right, bottom, top = extent
         self._extent = [left, right, bottom, top]
-        self.axes.set_xlim(left, right)
-        self.axes.set_ylim(bottom, top)
+        if self.axes.get_xlim() != (left, right):  # setting limits notifies every listener: only if they move
+            self.axes.set_xlim(left, right)
+        if self.axes.get_ylim() != (bottom, top):
+            self.axes.set_ylim(bottom, top)
         self.stale = True
 
     def get_extent(self):
@@ -308,13 +308,26 @@ class AxisTicks(Artist):
             ax.tick_params(axis="y", which="both", left=False, labelleft=False)
         ax.grid(False, axis=which)
         self.set_zorder(2.5)
+        self._ticks = {}  # (locator, formatter, view) -> (locator, formatter, values, texts)
         ax.figure.add_artist(self)
 
     def ticks(self):
-        """(values, label texts) of the ticks inside the current view."""
+        """(values, label texts) of the ticks inside the current view.
+
+        Kept per locator, formatter and view (a few dozen: sliders go back and forth), since
+        asking the locator and formatter again on every move costs more than drawing the ticks.
+        """
         low, high = sorted(self.axis.get_view_interval())
-        values = [v for v in self.axis.get_major_locator()() if low - 1e-9 <= v <= high + 1e-9]
-        return values, self.axis.get_major_formatter().format_ticks(values)
+        locator, formatter = self.axis.get_major_locator(), self.axis.get_major_formatter()
+        key = (id(locator), id(formatter), low, high)
+        hit = self._ticks.get(key)
+        if hit is None or hit[0] is not locator or hit[1] is not formatter:  # an id reused by a new object
+            values = [v for v in locator() if low - 1e-9 <= v <= high + 1e-9]
+            hit = (locator, formatter, values, formatter.format_ticks(values))
+            if len(self._ticks) >= 64:
+                self._ticks.clear()
+            self._ticks[key] = hit
+        return hit[2], hit[3]
 
     def _label_pixels(self, text):
         return _text_rgba(text, self.fontsize, self.ax.figure.dpi)

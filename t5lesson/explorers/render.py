@@ -1,8 +1,9 @@
 """Fast PNGs for explorers: keep what never moves as a bitmap, draw only what moves on top.
 
-Rendering a whole explorer figure on every slider move cost 60-80 ms here, most of it laying
-out and rasterising tick labels, axis labels and titles that never change (about a millisecond
-per text), against a 30 ms budget. `BlitRender` is the one explorer mixin that avoids it:
+Rendering a whole explorer figure on every slider move costs a few times the budget of one move
+(`base.UPDATE_BUDGET_MS`; `benchmarks/explorers.py` prints both), most of it laying out and
+rasterising tick labels, axis labels and titles that never change. `BlitRender` is the one
+explorer mixin that avoids it:
 
 - the layout is fixed: if `build` left constrained layout on, it runs once, in the state whose
   labels take the most room (`widest`: parameter values), and is then switched off, so nothing
@@ -16,17 +17,20 @@ per text), against a 30 ms budget. `BlitRender` is the one explorer mixin that a
 - a few slow moving artists whose pixels follow a few settings only (`layer_artists`: large
   translucent or hatched patches) are drawn over the background once per setting and then
   pasted from a second cache;
-- PNGs are written by `BandPNG` (zlib level 1, no row filter): one is made on every move, at
+- PNGs are written by `BandPNG` (zlib level 1, the Up row filter): one is made on every move, at
   twice the display pixels, so encoding time counts more than a few kilobytes. It compresses
   bands of rows apart (each starts afresh, so it can be reused) and keeps each band's bytes: a
   band whose pixels did not change since the last PNG is not compressed again.
 
 - text is drawn from cached glyph bitmaps (`cache_text`): matplotlib lays out and rasterises
-  every glyph of a `Text` on every draw (about 0.1 ms a glyph here, so 5-9 ms for a title that
-  follows a slider); the explorer's renderer instead keeps, per string, font, angle and place,
+  every glyph of a `Text` on every draw (a title that follows a slider costs more than the
+  curves under it); the explorer's renderer instead keeps, per string, font, angle and place,
   the glyph bitmaps that drawing it produced, and pastes those again. A string not seen before
   is laid out, but its glyphs come from a cache of bitmaps per glyph, size and sub-pixel
   offset. The same calls with the same bitmaps: the same pixels.
+  Why a cache and not the boundary table as HTML: the table is already pixels from a glyph atlas
+  (public calls only), and the titles and notes of every explorer need the cache; its private
+  matplotlib names are checked, per verified version, by `tests/explorers/test_raster.py`.
 
 A blitted frame equals a from-scratch render of the same state (the tests check this). The
 moving artists are marked animated, so `fig.savefig` would leave them out: use `to_png`/`save`.
@@ -65,9 +69,12 @@ class _Recorder:
 
 
 _GLYPH_BITMAPS: dict = {}  # (font, size, dpi, glyph, ..., sub-pixel offset) -> (font, bitmap, left, top)
-# The glyph-level cache reads matplotlib's private glyph-drawing steps: only on the version whose
-# steps it repeats (requirements.txt pins it); elsewhere strings are still cached whole.
-_GLYPH_LEVEL = mpl.__version__.startswith("3.11.")
+# The matplotlib versions (major.minor) whose private glyph-drawing steps `_glyph_drawer` repeats,
+# checked pixel for pixel (tests/explorers/test_raster.py fails on any other, so an upgrade is
+# checked before it ships). Elsewhere (the live site's Pyodide matplotlib, say) strings are still
+# cached whole, with `renderer._renderer` alone.
+VERIFIED_MATPLOTLIB = ("3.11",)
+_GLYPH_LEVEL = ".".join(mpl.__version__.split(".")[:2]) in VERIFIED_MATPLOTLIB
 
 
 def _glyph_drawer(renderer):
@@ -186,14 +193,18 @@ def _words(pixels) -> np.ndarray:
 class BandPNG:
     """PNG writer for a sequence of same-sized frames that recompresses only the rows that changed.
 
-    The image data of a PNG is one zlib stream of its rows (each led by its filter byte, 0 here).
-    This writer compresses it in bands of `band_rows` rows, ending each with a full flush: the
-    compressor then forgets everything before, so a band's bytes decode on their own and can be
-    put in any stream at that place. A band whose pixels equal those of the previous frame keeps
-    its bytes (and its Adler-32, combined into the stream's checksum without reading the rows).
-    Measured on the explorers' 1840-pixel-wide RGBA frames: bands of 8 rows compress in about
-    half the time of one zlib call on the whole image (the compressor's match search restarts with
-    every band), for about 6% more bytes; unchanged bands then cost nothing.
+    The image data of a PNG is one zlib stream of its rows, each led by its filter byte. Rows are
+    written with the "Up" filter (each byte minus the one above it): an explorer's frames are
+    mostly rows that repeat the row above (heatmap cells, flat fills, blank margins), which
+    become zeros, so the stream is smaller and quicker to compress than the raw rows.
+    This writer compresses the stream in bands of `band_rows` rows, ending each with a full
+    flush: the compressor then forgets everything before, so a band's bytes decode on their own
+    and can be put in any stream at that place. A band whose rows, and the row above its first,
+    equal those of the previous frame keeps its bytes (and its Adler-32, combined into the
+    stream's checksum without reading the rows). Bands restart the compressor's match search,
+    for a few per cent more bytes than one zlib call; on an explorer's frames they were still
+    quicker than one call when every band changed, and an unchanged band costs nothing
+    (`benchmarks/explorers.py` prints the PNG size of every explorer).
     """
 
     def __init__(self, band_rows=8, level=1):
@@ -210,15 +221,21 @@ class BandPNG:
             changed = [True] * len(starts)
         else:
             rows = (_words(pixels) != _words(self._previous)).any(axis=1)  # rows that changed
+            rows[1:] |= rows[:-1]  # a filtered row also changes with the row above it
             changed = np.logical_or.reduceat(rows, np.asarray(starts)).tolist()
+        flat = pixels.reshape(height, -1)
         compressor = zlib.compressobj(self.level, zlib.DEFLATED, -15)  # raw deflate: the zlib header is ours
         for index, (start, redo) in enumerate(zip(starts, changed, strict=True)):
             if not redo:
                 continue
             stop = min(start + self.band_rows, height)
             rows = np.empty((stop - start, width * channels + 1), dtype=np.uint8)
-            rows[:, 0] = 0  # filter type 0 (none) on every row
-            rows[:, 1:] = pixels[start:stop].reshape(stop - start, -1)
+            rows[:, 0] = 2  # filter type 2 (Up) on every row
+            first = start
+            if start == 0:  # the first row has nothing above it: Up leaves it as it is
+                rows[0, 1:] = flat[0]
+                first = 1
+            np.subtract(flat[first:stop], flat[first - 1:stop - 1], out=rows[first - start:, 1:])  # modulo 256
             band = (compressor.compress(rows) + compressor.flush(zlib.Z_FULL_FLUSH), zlib.adler32(rows), rows.size)
             if index < len(self._bands):
                 self._bands[index] = band

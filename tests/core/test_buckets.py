@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from t5lesson import ArgumentError, bucket_ranges, relative_position_bucket
+from t5lesson.buckets import bucket_config
 from t5lesson.reference import reference_bucket
 
 OFFSETS = np.arange(-5000, 5001)
@@ -114,6 +115,7 @@ def test_default_encoder_table():
     assert {b: str(table[b]) for b in expected} == expected
     assert table.unused == (16,) and table[16] is None
     assert table.last_bucket_start == 91
+    assert (table.per_direction, table.max_exact) == (16, 8) == bucket_config(True, 32, 128)
 
 
 def test_default_decoder_table():
@@ -125,6 +127,7 @@ def test_default_decoder_table():
     expected.update({b: str(-b) for b in range(1, 16)})
     assert {b: str(table[b]) for b in range(32)} == expected
     assert table.unused == () and table.last_bucket_start == 113
+    assert (table.per_direction, table.max_exact) == (32, 16) == bucket_config(False, 32, 128)
 
 
 @pytest.mark.parametrize("num_buckets", [5, 9, 33, 65])

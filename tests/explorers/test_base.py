@@ -104,3 +104,18 @@ def test_static_picture_says_what_it_is():
     assert e.picture_note() == ("This is a picture (d (entries per vector) 64, u 1). "
                                 "Run the cell (Shift+Enter) to get the controls.")
     assert Choices().static_png() != e.to_png()
+
+
+def test_the_update_budget_is_the_one_the_readme_and_the_benchmark_state():
+    """One number: the package's constant, read by the benchmark, stated once in the README."""
+    import re
+    from pathlib import Path
+
+    from t5lesson.explorers.base import UPDATE_BUDGET_MS
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    assert f"target under {UPDATE_BUDGET_MS} ms, `UPDATE_BUDGET_MS`" in readme
+    assert len(re.findall(r"target under \d+ ms", readme)) == 1
+    benchmark = (root / "benchmarks" / "explorers.py").read_text()
+    assert "UPDATE_BUDGET_MS" in benchmark and not re.search(r"\b\d+ ms\b|0\.0\d\b", benchmark)

@@ -142,6 +142,28 @@ def test_cached_text_draws_the_pixels_of_plain_text():
     assert "draw_text" not in vars(plain[0].canvas.get_renderer())
 
 
+def test_glyph_cache_runs_on_a_verified_matplotlib():
+    """`cache_text` repeats matplotlib's private text-drawing steps (render.py): it may only run on a
+    matplotlib whose steps were checked against matplotlib's own drawing (the test above). On a new
+    version: run that test, read `RendererAgg._draw_text_glyphs_and_boxes` and `draw_text` of the new
+    version against `_glyph_drawer` and `cache_text`, then add it to `VERIFIED_MATPLOTLIB`."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    from t5lesson.explorers import render
+
+    version = ".".join(matplotlib.__version__.split(".")[:2])
+    assert version in render.VERIFIED_MATPLOTLIB, \
+        f"matplotlib {matplotlib.__version__}: the glyph cache was verified on {render.VERIFIED_MATPLOTLIB} only"
+    assert render._GLYPH_LEVEL
+    renderer = FigureCanvasAgg(Figure()).get_renderer()
+    assert callable(getattr(renderer._renderer, "draw_text_image", None))  # what `_Recorder` stands in for
+    assert callable(getattr(RendererAgg, "_draw_text_glyphs_and_boxes", None))  # what `_glyph_drawer` replaces
+    font = get_font(findfont(FontProperties()))
+    assert callable(getattr(font, "_set_transform", None)) and callable(getattr(font, "_render_glyph", None))
+
+
 def _png_parts(png):
     """(IHDR fields, the IDAT stream) of a PNG, checking every chunk's CRC."""
     import struct
@@ -174,6 +196,10 @@ def test_band_png_reuses_unchanged_bands_and_stays_a_valid_png(channels):
         frame = frame.copy()
         frame[rng.integers(0, 61), rng.integers(0, 45):] = rng.integers(0, 256, channels)  # one row changes
         frames.append(frame)
+    for row in (7, 8):  # the last row of a band (which the next band's first row is filtered against), the first
+        frame = frame.copy()
+        frame[row] = rng.integers(0, 256, channels)
+        frames.append(frame)
     frames += [rng.integers(0, 256, frame.shape, dtype=np.uint8), frame[:30].copy(), frame[:30].copy()]
     for pixels in frames:
         png = encoder.encode(pixels)
@@ -183,8 +209,9 @@ def test_band_png_reuses_unchanged_bands_and_stays_a_valid_png(channels):
         raw = inflate.decompress(stream)
         assert inflate.eof and not inflate.unused_data
         rows = np.frombuffer(raw, dtype=np.uint8).reshape(height, width * channels + 1)
-        assert (rows[:, 0] == 0).all()
-        np.testing.assert_array_equal(rows[:, 1:].reshape(pixels.shape), pixels)
+        assert (rows[:, 0] == 2).all()  # the Up filter: each row holds its difference from the row above
+        unfiltered = np.cumsum(rows[:, 1:], axis=0, dtype=np.uint8)  # sums modulo 256
+        np.testing.assert_array_equal(unfiltered.reshape(pixels.shape), pixels)
         np.testing.assert_array_equal(_decoded(png)[..., :channels], pixels)
     # the last frame repeats the one before: every band is reused, none recompressed
     assert encoder.encode(frames[-1]) == png
