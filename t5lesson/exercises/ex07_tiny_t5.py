@@ -51,8 +51,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..grading.questions.kinds import NOT_ATTEMPTED, Case, FreeText, MultipleChoice, Numeric
+from ..grading.questions.kinds import Case, FreeText, MultipleChoice, Numeric
 from ..grading.questions.module import Expected, ModuleCode
+from ..grading.verdict import NOT_ATTEMPTED
 from ..seq2seq import BEAM_SEARCH
 from . import Exercise, id_of_module, one_torch_thread
 from .tiny_t5_driver import SHORT, logit_offset

@@ -76,7 +76,7 @@ def rows() -> list[Row]:
 
 def objectives_csv() -> str:
     """The map as CSV: objective, exercise, question, points, kind (one row per pair)."""
-    from ..grading.questions.kinds import format_points
+    from ..grading.verdict import format_points
 
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

@@ -1,22 +1,10 @@
 """Instant feedback in the notebook: `check("q4")` prints one line, `hint("q4")` one hint.
 
-    from t5lesson.check import checker
-    check, hint = checker("01_unscaled_scores")
-
-    check("q1")               # reads answer_q1 from the notebook
-    check("q1", "B")          # or checks the value given
-    hint("q1")                # hint level 1; call again for level 2, and so on
-    check("q3")               # a free-text answer: reads the saved notebook, shows the rubric
-
-A free-text answer lives in a Markdown cell, which the kernel cannot see, so `check` reads it from
-the notebook as last saved (`saved_answer`). Once there is an answer it lists the rubric's elements
-for the learner to compare with, and marks nothing; an empty answer is Not attempted.
-
-`check` scores exactly as the class grader does (same `t5lesson.grading.questions.kinds` code, same plain
-records from `t5lesson.grading.harvest`), so "Correct" here means full marks there. It never raises:
-a wrong type, a missing variable or a function that crashes all get a one-line answer. It is
-feedback, not grading; nothing it prints or returns is used by the grader, which runs the
-submission again in a fresh kernel and scores the answers outside it.
+`check` scores with exactly the grader's code (`questions.kinds` on `harvest`'s plain records),
+so "Correct" here means full marks there; it never raises. A free-text answer lives in a Markdown
+cell the kernel cannot see, so `check` reads it from the notebook as last saved and shows the
+rubric to compare with. It is feedback, not grading: the grader runs the submission again.
+See docs/grading.md, "In the notebook: check() and hint()".
 """
 from __future__ import annotations
 
@@ -28,7 +16,8 @@ from pathlib import Path
 
 from . import harvest
 from .exercise import Exercise
-from .questions.kinds import INCORRECT, NOT_ATTEMPTED, FreeText, Outcome
+from .questions.kinds import FreeText
+from .verdict import INCORRECT, NOT_ATTEMPTED, Outcome
 
 __all__ = ["checker", "Checker"]
 

@@ -1,15 +1,9 @@
 """The instructor's command, `t5grade`: one argparse tree over the engine's stages.
 
-    t5grade grade SUBMISSIONS_DIR --out REPORT_DIR     grade a class (docs/grading.md)
-    t5grade merge REPORT_DIR... --out DIR              shards into one report
-    t5grade lms REPORT_DIR --ids IDS.csv --out DIR     Canvas and Moodle CSV, feedback as HTML
-    t5grade autograder EXERCISE --out autograder.zip   a Gradescope autograder
-    t5grade objectives [--markdown]                    the objective map, as CSV or README's table
-    t5grade hash QUESTION ANSWER [--tolerance T]       the key to store for an answer
-    t5grade generate [--check] [--execute]             exercises/ from solutions/
-
-The engine knows no course: `main` is handed the catalogue of exercises (and the objective map)
-by the composition root, `t5lesson.grade`.
+grade a class, merge shards, export to an LMS, build a Gradescope autograder, print the
+objective map, hash an answer key, generate exercises/ (`t5grade --help` lists them). The engine
+knows no course: `main` is handed the catalogue of exercises (and the objective map) by the
+composition root, `t5lesson.grade`. See docs/grading.md, "The three commands".
 """
 from __future__ import annotations
 
@@ -21,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
+from . import skip_uri_grammar
 from .exercise import Catalogue
 from .protocol import Limits
 
@@ -44,7 +39,7 @@ def limits_of(args: argparse.Namespace) -> Limits:
 
 
 def _grade(args, catalogue: Catalogue) -> int:
-    from .batch import ReportError, grade_folder
+    from .batch import grade_folder
     from .reports.progress import Progress
 
     if not args.submissions.is_dir():
@@ -58,11 +53,10 @@ def _grade(args, catalogue: Catalogue) -> int:
                               template=args.template, course=args.course, limits=limits_of(args), jobs=args.jobs,
                               isolation=args.isolation, hide=tuple(args.hide), progress=progress, shard=args.shard,
                               seed=seed)
-    except Exception as exc:  # a report that could not be written (1), or a setting or the folder (2)
+    except Exception:  # the error's line (from `main`) goes below the bar, not after it
         if progress is not None:
             progress.finish()
-        print(f"error: {exc}", file=sys.stderr)
-        return 1 if isinstance(exc, ReportError) else 2
+        raise
     if not args.quiet:
         seconds = time.monotonic() - start
         rate = f" ({len(graded) * 60 / seconds:.1f} per minute)" if graded and seconds > 0 else ""
@@ -96,7 +90,7 @@ def _merge(args, catalogue: Catalogue) -> int:
 
 def _lms(args, catalogue: Catalogue) -> int:
     from .integrations.lms import export
-    from .questions.kinds import format_points
+    from .verdict import format_points
 
     done = export(args.report, args.ids, args.out, catalogue=catalogue, assignment=args.assignment,
                   per_question=args.per_question, canvas_id_column=args.canvas_id_column,
@@ -129,13 +123,13 @@ def _autograder_run(args, catalogue: Catalogue) -> int:
 
 
 def _hash(args, catalogue: Catalogue) -> int:
-    from .questions.kinds import Numeric, answer_hash
+    from .questions.kinds import MultipleChoice, Numeric, answer_hash
 
     if args.tolerance is not None:
         print(Numeric.float_key(args.question, float(args.answer), args.tolerance, args.exercise))
     else:
         answer = args.answer
-        canonical = answer if answer.lstrip("-").isdigit() else "".join(sorted(set(answer.upper())))
+        canonical = answer if answer.lstrip("-").isdigit() else MultipleChoice.canonical(answer.upper())
         print(answer_hash(args.question, canonical, args.exercise))
     return 0
 
@@ -152,13 +146,8 @@ def _add_seed(p: argparse.ArgumentParser, where: str) -> None:
     p.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (keep it from students)")
 
 
-def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> argparse.ArgumentParser:
-    from .integrations.gradescope import DEFAULT_ROOT, ROOT_VARIABLE, VISIBILITY
-    from .integrations.lms import CANVAS_IDENTITY
+def _grade_command(sub) -> None:
     from .integrations.shards import parse_shard
-
-    top = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
-    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("grade", help="grade a folder of submissions", description="Grade a class of notebooks.")
     p.add_argument("submissions", type=Path, help="folder of submitted notebooks (never modified)")
@@ -178,6 +167,8 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     add_limits(p)
     p.set_defaults(run=_grade)
 
+
+def _merge_command(sub) -> None:
     p = sub.add_parser("merge", help="merge the report folders of shards",
                        description="Merge the report folders of shards (or of separately graded groups) of one "
                                    "exercise into one report folder.")
@@ -186,6 +177,10 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--allow-missing", action="store_true",
                    help="merge even if some shards are missing (the report then lacks their students)")
     p.set_defaults(run=_merge)
+
+
+def _lms_command(sub) -> None:
+    from .integrations.lms import CANVAS_IDENTITY
 
     p = sub.add_parser("lms", help="grades for Canvas and Moodle",
                        description="Export a report folder's grades for Canvas and Moodle, with feedback as "
@@ -202,6 +197,10 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--allow-unmarked", action="store_true",
                    help="export although free_text.csv is marked only in part (blanks count as 0)")
     p.set_defaults(run=_lms)
+
+
+def _autograder_commands(sub, catalogue: Catalogue) -> None:
+    from .integrations.gradescope import DEFAULT_ROOT, ROOT_VARIABLE, VISIBILITY
 
     p = sub.add_parser("autograder", help="a Gradescope autograder (zip)",
                        description="Build a Gradescope autograder (zip) for one exercise.")
@@ -221,12 +220,15 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)))
     p.set_defaults(run=_autograder_run)
 
-    if objectives is not None:
-        p = sub.add_parser("objectives", help="which graded questions assess each learning objective",
-                           description="The objective map: CSV (objective, exercise, question, points, kind).")
-        p.add_argument("--markdown", action="store_true", help="README's syllabus table instead of the CSV")
-        p.set_defaults(run=lambda args, _: sys.stdout.write(objectives(args.markdown)) and 0)
 
+def _objectives_command(sub, objectives: Callable[[bool], str]) -> None:
+    p = sub.add_parser("objectives", help="which graded questions assess each learning objective",
+                       description="The objective map: CSV (objective, exercise, question, points, kind).")
+    p.add_argument("--markdown", action="store_true", help="README's syllabus table instead of the CSV")
+    p.set_defaults(run=lambda args, _: sys.stdout.write(objectives(args.markdown)) and 0)
+
+
+def _hash_command(sub) -> None:
     p = sub.add_parser("hash", help="the key to store for an answer",
                        description="The salted key of an exact answer (a letter set like AC, or an integer), or "
                                    "with --tolerance of a float answer.")
@@ -236,6 +238,8 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--exercise", default="", help="the exercise id the keys are salted with, e.g. 01_unscaled_scores")
     p.set_defaults(run=_hash)
 
+
+def _generate_command(sub) -> None:
     p = sub.add_parser("generate", help="exercises/ from solutions/",
                        description="Make exercises/ from solutions/ (every file there is a function of one "
                                    "solution notebook).")
@@ -245,16 +249,32 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
     p.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
     p.set_defaults(run=_generate)
+
+
+def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> argparse.ArgumentParser:
+    """`t5grade`'s argparse tree: one subcommand each, in the order `--help` lists them."""
+    top = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _grade_command(sub)
+    _merge_command(sub)
+    _lms_command(sub)
+    _autograder_commands(sub, catalogue)
+    if objectives is not None:
+        _objectives_command(sub, objectives)
+    _hash_command(sub)
+    _generate_command(sub)
     return top
 
 
 def main(argv=None, *, catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> int:
-    # before nbformat loads (lazily, below): jsonschema's optional rfc3987_syntax builds a grammar at
-    # import, for URI checks grading never makes (see run/worker.py)
-    sys.modules.setdefault("rfc3987_syntax", None)
+    """Run one `t5grade` command. Whatever stops it prints one line, no traceback: exit 1 when some
+    reports could not be written (`ReportError`), 2 for anything else (a setting, a folder, a file)."""
+    skip_uri_grammar()  # before nbformat loads (lazily, in the commands)
     args = parser(catalogue, objectives).parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
         return args.run(args, catalogue)
-    except (ValueError, KeyError, OSError) as exc:  # a setting, a folder or a file: one line, no traceback
+    except Exception as exc:  # the one error boundary of the command
+        from .reports.store import ReportError
+
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(exc, ReportError) else 2

@@ -1,22 +1,10 @@
 """Read the learner's answers out of their namespace as plain records (JSON-able data).
 
-This module runs *inside the learner's kernel*: `check()` imports it, and the class grader
-injects its source text into the student's kernel after their cells have run (so it does not
-depend on anything the student could have replaced in `t5lesson`). Only plain data leaves the
-kernel: None, bools, ints, floats, strings, and lists/arrays of those, each tagged with its
-kind. Anything else is described by its type name only. A subclass of int is *not* an int here:
-an object whose `__eq__` always says True is reported as "a FakeInt object", never as a number.
-
-Scoring happens on the reported plain values, in `t5lesson.grading.questions.kinds`, in the grader's
-process, so no object of the student's is ever trusted there. But this code runs in the
-student's kernel, so what it reports is only as honest as that kernel: a notebook that sets out
-to can rewrite these records (for instance by wrapping `publish_display_data`) or reach the
-reference implementation despite `blocking` (for instance with `importlib.reload`), and so
-report the reference's results as its own. That cannot be prevented from inside the kernel;
-docs/grading.md ("What the grader guarantees") says what an instructor should do about it.
-
-The module must stay self-contained (standard library only, no relative imports), because the
-grader runs its source with `exec` in a fresh namespace.
+Runs *inside the learner's kernel*: `check()` imports it, and the class grader runs its source
+text there after the student's cells, so it depends on nothing the student could replace in
+`t5lesson`. Only tagged plain data leaves the kernel (a subclass of int is not an int here), and
+it is only as honest as that kernel: see docs/grading.md, "What the grader guarantees, and what
+it does not". It must stay self-contained: standard library only, no relative imports.
 """
 import json
 import math
@@ -29,6 +17,15 @@ MAX_ITEMS = 1000
 MAX_TEXT = 5000
 MAX_SLOW_CASES = 3  # the default of the grader's Limits.slow_cases (check() in the notebook uses it)
 HARVEST_FILE, ADAPTER_FILE = "<t5lesson-harvest>", "<t5lesson-adapter>"  # the file names of exec'd code
+
+
+class GradingSetupError(Exception):
+    """A driver's verdict that the learner's class or function breaks the exercise's contract (a
+    parameter missing, a wrong shape, no cache used): a wrong answer, explained, not an Error.
+
+    The drivers (`t5lesson.exercises.*_driver`) raise it; their source runs in the adapter's scope,
+    which holds this very class (see `collect`), so that `call_cases` knows it.
+    """
 
 
 class _CaseTimeout(BaseException):
@@ -114,12 +111,16 @@ def _user_frame(tb):
     return frames[-1] if frames else None
 
 
+def _text_of(exc) -> str:
+    try:
+        return str(exc)
+    except Exception:  # an exception whose __str__ raises still gets a verdict
+        return ""
+
+
 def describe_error(exc):
     """("ZeroDivisionError: division by zero", "my_bucket, line 9"), robust to odd exceptions."""
-    try:
-        text = str(exc)
-    except Exception:  # an exception whose __str__ raises still gets a verdict
-        text = ""
+    text = _text_of(exc)
     name = type(exc).__name__
     head = f"{name}: {text[:200]}" if text else name
     entry = _user_frame(exc.__traceback__)
@@ -169,6 +170,8 @@ def call_cases(function, cases, timeout, slow_cases=MAX_SLOW_CASES):
             results.append({"timeout": True})
         except NotImplementedError:
             results.append({"not_implemented": True})
+        except GradingSetupError as exc:
+            results.append({"setup_error": _text_of(exc)[:200]})
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # SystemExit and friends from the learner's code are errors too
@@ -338,11 +341,6 @@ def block_for_the_run(targets):
         sys.meta_path.insert(0, _BlockOnImport(pending))
 
 
-def blocked_calls() -> list:
-    """The blocked targets called so far in this process (see `blocking`), in order."""
-    return list(getattr(sys, HITS_ATTRIBUTE, []))
-
-
 def collect(spec, namespace):
     """The record for one question (see t5lesson.grading.questions.kinds): read a variable or run a function."""
     name = spec["name"]
@@ -353,7 +351,7 @@ def collect(spec, namespace):
         if not callable(value):
             return {"status": "not_callable", "value": to_plain(value)}
         if spec.get("adapter"):  # e.g. a class: the adapter's function builds and runs it per case
-            scope = {"__name__": "t5lesson_adapter"}
+            scope = {"__name__": "t5lesson_adapter", "GradingSetupError": GradingSetupError}
             exec(compile(spec["adapter"], ADAPTER_FILE, "exec"), scope)
             value = scope["adapt"](value)
         restore = blocking(spec.get("blocked", ()))

@@ -1,20 +1,12 @@
-"""What the grader, its worker and the harvesting cells agree on, written once.
+"""What the grader, its worker, the kernel's launcher and the harvesting cells agree on, written once.
 
-The class grader (`grade`) composes a notebook (`submission`), hands it to a worker process
-(`runner`) through a job file, and reads back a result file; the worker starts each kernel
-through `sandbox`; inside the kernel the harvesting cells (`harvest`) print one record per
-question as display data. Every name, key, status and limit that crosses one of those
-boundaries is defined here, and nowhere else:
-
-- the module paths started as processes (`RUNNER_MODULE`, `SANDBOX_MODULE`) and the
-  "module:attribute" references of code questions (`resolve`);
-- the metadata that marks a harvesting cell (`mark_harvest`, `harvest_question`) and the MIME
-  type of its records (`HARVEST_MIME`, owned by harvest.py, which must stay self-contained);
-- how a run ended (`RunEnd`), how each cell ended (`CellStatus`), and the status a student
-  gets in the gradebook (`Status`, `status_of`);
-- the limits of one run (`Limits`), the walls of one kernel (`SandboxPlan`: made by the class
-  grader, read by the kernel's launcher in another process) and the job file (`Job`: written
-  with `asdict`, read by one loader).
+The class grader (`batch`, `run.execute`) writes a job file (`Job`: the notebook, the `Limits`, the
+launcher's `LaunchConfig` with the kernel's `SandboxPlan`, made from the class's `Walls`); the worker
+(`run.worker`, `RUNNER_MODULE`) starts the kernel through `sandbox.launcher` (`SANDBOX_MODULE`, or a
+fork of `sandbox.zygote`), which becomes `sandbox.kernel` (`KERNEL_MODULE`); the harvesting cells print
+records (`HARVEST_MIME`, from the stdlib-only `harvest`); the worker writes back a `RunResult`. Every
+name, key, status and limit crossing one of those boundaries is defined here. See docs/grading.md,
+"How a submission is run".
 """
 from __future__ import annotations
 
@@ -23,12 +15,13 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
+from typing import ClassVar
 
-from .harvest import MIME as HARVEST_MIME
+from . import harvest
 
 __all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "KERNEL_MODULE", "EXIT_ENAME", "HARVEST_MIME", "GRADER_KEY",
-           "resolve", "mark_harvest", "harvest_question", "RunEnd", "CellStatus", "Status", "status_of",
-           "Limits", "SandboxPlan", "Job"]
+           "resolve", "mark_harvest", "harvest_question", "Words", "RunEnd", "CellStatus", "FAILED_CELL",
+           "Limits", "SandboxPlan", "Walls", "LaunchConfig", "Job", "CellResult", "RunResult"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 RUNNER_MODULE = f"{_PACKAGE}.run.worker"  # python -m RUNNER_MODULE JOB.json (one job), or --serve (many in turn)
@@ -36,6 +29,7 @@ SANDBOX_MODULE = f"{_PACKAGE}.sandbox.launcher"  # python -m SANDBOX_MODULE CONF
 KERNEL_MODULE = f"{_PACKAGE}.sandbox.kernel"  # python -m KERNEL_MODULE -f CONNECTION_FILE: what the launcher execs
 EXIT_ENAME = "ExitCalled"  # the error a cell ends with when it called exit() or quit() (see kernel.py)
 KERNEL_BROKEN_ENAME = "KernelBroken"  # what the worker gives the cell after which the kernel stopped answering
+HARVEST_MIME = harvest.MIME  # spelled in harvest.py, which runs alone in the kernel and cannot import this
 GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} on a harvesting cell
 
 
@@ -59,7 +53,7 @@ def harvest_question(cell) -> str | None:
     return marker.get("harvest") if isinstance(marker, dict) else None
 
 
-class _Words(str, Enum):
+class Words(str, Enum):
     """An enum whose members are their words, in JSON, CSV and f-strings alike."""
 
     def __str__(self) -> str:
@@ -69,7 +63,7 @@ class _Words(str, Enum):
         return format(self.value, spec)
 
 
-class RunEnd(_Words):
+class RunEnd(Words):
     """How the worker's run of one notebook ended (the result file's "ended")."""
 
     COMPLETED = "completed"
@@ -81,7 +75,7 @@ class RunEnd(_Words):
     WORKER_ERROR = "worker error"  # nbclient or the worker failed after the kernel started
 
 
-class CellStatus(_Words):
+class CellStatus(Words):
     """How one cell ended, as the worker reports it."""
 
     OK = "ok"
@@ -93,33 +87,6 @@ class CellStatus(_Words):
 
 
 FAILED_CELL = (CellStatus.ERROR, CellStatus.TIMEOUT, CellStatus.DIED, CellStatus.STUCK)
-
-
-class Status(_Words):
-    """A submission's status in the gradebook."""
-
-    GRADED = "graded"
-    UNREADABLE = "unreadable"
-    TOO_LARGE = "too large"
-    TIME_LIMIT = "time limit"
-    STUCK = "stuck"
-    KERNEL_DIED = "kernel died"
-    KERNEL_BROKEN = "kernel broken"
-    GRADER_ERROR = "grader error"
-
-
-_STATUS_OF_END = {RunEnd.COMPLETED: Status.GRADED, RunEnd.TIME_LIMIT: Status.TIME_LIMIT, RunEnd.STUCK: Status.STUCK,
-                  RunEnd.KERNEL_DIED: Status.KERNEL_DIED, RunEnd.KERNEL_BROKEN: Status.KERNEL_BROKEN,
-                  RunEnd.STARTUP_FAILED: Status.GRADER_ERROR,
-                  RunEnd.WORKER_ERROR: Status.GRADER_ERROR}
-
-
-def status_of(ended) -> Status:
-    """The gradebook status for a run that ended so; anything unknown is the grader's error."""
-    try:
-        return _STATUS_OF_END[RunEnd(ended)]
-    except ValueError:
-        return Status.GRADER_ERROR
 
 
 def _limit(default, help: str):
@@ -149,6 +116,19 @@ class Limits:
     cpu_grace: int = _limit(5, "CPU seconds a kernel may use past the outside kill, so that the kill comes first")
     max_result_mb: int = _limit(50, "largest result file the grader reads back from a worker")
     slow_cases: int = _limit(3, "cases of one code question that may run out of time before the rest are skipped")
+
+    # bounds of what the grader parses, from files of the students' and from their kernels
+    NOTEBOOK_DEPTH: ClassVar[int] = 64  # nesting of a notebook's JSON; Jupyter's own notebooks stay near 10
+    HARVEST_DEPTH: ClassVar[int] = 24  # of one record: at most ~14 levels (record, cases, plain values 6 deep)
+    RESULT_DEPTH: ClassVar[int] = HARVEST_DEPTH + 4  # of the worker's result file (it holds no record parsed)
+
+    def notebook_nodes(self) -> int:
+        """Values in a notebook's JSON: 100,000 per megabyte of the largest file read."""
+        return self.max_notebook_mb * 100_000
+
+    def harvest_nodes(self) -> int:
+        """Values in one record: one per five characters of `harvest_limit` (a value takes at least that)."""
+        return self.harvest_limit // 5
 
     @classmethod
     def from_dict(cls, data: dict) -> Limits:
@@ -200,20 +180,140 @@ class SandboxPlan:
 
 
 @dataclass(frozen=True)
+class Walls:
+    """The isolation every kernel of one class shares: the folders never shown and the paths kept.
+
+    The class grader makes one per batch (`run.work`); each kernel's `SandboxPlan` adds its own
+    socket folder to `keep`.
+    """
+
+    hide: tuple[str, ...] = ()
+    keep: tuple[str, ...] = ()
+
+    def plan(self, *, uid: int | None, home: str, scratch: str, disk_bytes: int, ipc_dir: str) -> SandboxPlan:
+        """The walls of one kernel: these, and its own home, scratch tmpfs and socket folder."""
+        return SandboxPlan(uid=uid, home=home, scratch=scratch, disk_bytes=disk_bytes, hide=self.hide,
+                           keep=(*self.keep, ipc_dir), writable_keep=(ipc_dir,))
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """What the kernel's launcher applies to itself before it becomes the kernel (`sandbox.launcher`).
+
+    Made by the class grader for one submission, carried in the job file, written by the worker to
+    the file its kernelspec names, and read by the launcher (a new process, or the zygote's child).
+    """
+
+    home: str  # the kernel's home and working folder
+    pid_file: str = ""  # where the launcher writes its process id (the grader kills its group)
+    ipc_dir: str = ""  # the kernel's socket folder ("": one in the worker's private folder)
+    memory_bytes: int | None = None  # RLIMIT_AS of every process
+    cpu_seconds: int | None = None  # RLIMIT_CPU
+    file_bytes: int | None = None  # RLIMIT_FSIZE
+    max_processes: int | None = None  # RLIMIT_NPROC (as a normal user: on top of the user's own)
+    cgroup: tuple[str, ...] = ()  # as root: the submission's cgroup folders, which the launcher joins
+    watch_memory: int | None = None  # without a cgroup: the worker stops a process tree above these bytes
+    zygote: str = ""  # the batch's zygote socket ("": each launcher a new process)
+    isolation: SandboxPlan | None = None  # the walls (None: --isolation none)
+
+    def to_json(self) -> dict:
+        data = {name: list(v) if isinstance(v, tuple) else v for name, v in asdict(self).items()}
+        data["isolation"] = self.isolation.to_json() if self.isolation else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> LaunchConfig:
+        known = {f.name for f in fields(cls)}
+        given = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        given["isolation"] = SandboxPlan.from_json(data["isolation"]) if data.get("isolation") else None
+        return cls(**given)
+
+    def write(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json()), encoding="utf-8")
+
+    @classmethod
+    def read(cls, path) -> LaunchConfig:
+        return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+@dataclass(frozen=True)
 class Job:
-    """What the grader hands one worker: the notebook to run, where to write, the limits, the sandbox."""
+    """What the grader hands one worker: the notebook to run, where to write, the limits, the launch."""
 
     notebook: str
     result: str
     private_dir: str
     limits: Limits = Limits()
-    sandbox: dict = field(default_factory=dict)  # sandbox.launch's config, passed through as is
+    sandbox: LaunchConfig = LaunchConfig(home="")
 
     def write(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self)))
+        data = asdict(self)
+        data["sandbox"] = self.sandbox.to_json()
+        path.write_text(json.dumps(data))
 
     @classmethod
     def read(cls, path: Path) -> Job:
         data = json.loads(Path(path).read_text())
         limits = Limits.from_dict(data.get("limits", {}))
-        return cls(data["notebook"], data["result"], data["private_dir"], limits, data.get("sandbox", {}))
+        sandbox = LaunchConfig.from_json(data.get("sandbox") or {"home": ""})
+        return cls(data["notebook"], data["result"], data["private_dir"], limits, sandbox)
+
+
+def _words(kind, value):
+    """`value` as a member of the enum `kind`, or None when it names none (a worker of another version)."""
+    try:
+        return kind(value)
+    except ValueError:
+        return None
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+@dataclass
+class CellResult:
+    """How one cell of the run ended (the result file's "cells"), as the worker saw it."""
+
+    index: int
+    status: CellStatus | None  # None: a status this grader does not know
+    seconds: float = 0.0
+    output_bytes: int = 0  # characters of output the cell printed, kept or not
+    truncated: bool = False  # some of its output was dropped (over the cap)
+    ename: str | None = None  # the error's name, for a cell that ended in one
+    evalue: str = ""
+    line: str = ""  # where in the cell (from IPython's traceback), "" when unknown
+    function: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict) -> CellResult:
+        ename = data.get("ename")
+        return cls(data["index"], _words(CellStatus, data.get("status")), data.get("seconds") or 0.0,
+                   data.get("output_bytes") or 0, bool(data.get("truncated")),
+                   None if ename is None else _text(ename), _text(data.get("evalue") or ""),
+                   _text(data.get("line") or ""), _text(data.get("function") or ""))
+
+
+@dataclass
+class RunResult:
+    """What the worker writes back (result.json): how each cell and the run ended, and the records as text."""
+
+    cells: list[CellResult] = field(default_factory=list)
+    harvest: dict[str, str] = field(default_factory=dict)  # question id -> its harvesting cell's record text
+    ended: RunEnd | None = RunEnd.COMPLETED  # None: an end this grader does not know (a grader error)
+    detail: str = ""  # what stopped the run (the cell's index, or the error)
+    memory_exceeded: bool = False  # the memory watch (or the cgroup) stopped it
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> RunResult:
+        """The one loader of a result file's JSON: what it cannot read is left out, never trusted."""
+        cells = data.get("cells")
+        harvest = data.get("harvest")
+        return cls([CellResult.from_json(c) for c in (cells if isinstance(cells, list) else [])
+                    if isinstance(c, dict) and isinstance(c.get("index"), int)],
+                   {k: v for k, v in (harvest.items() if isinstance(harvest, dict) else ()) if isinstance(v, str)},
+                   _words(RunEnd, data.get("ended")), _text(data.get("detail", "")),
+                   bool(data.get("memory_exceeded")))

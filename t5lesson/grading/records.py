@@ -1,19 +1,11 @@
 """Bounds on everything the grader reads from outside its own process, checked before use.
 
 A submitted notebook and every record a student's kernel prints are data an attacker wrote.
-Before the grader builds anything from them (nbformat cells, nested lists, NumPy arrays) or
-does arithmetic on them, they pass through here:
-
-- `loads`: JSON text of a bounded size, nested at most `max_depth` deep, with at most
-  `max_nodes` values in all, and (unless `constants=True`) without JSON's non-standard
-  `NaN`/`Infinity` literals. Anything else raises `BoundsError` (a ValueError), never
-  RecursionError or MemoryError;
-- `plain_int`, `plain_float`: an int within +-10**18 and a float that is finite;
-- `shape_ok`: an array shape that is small, non-negative and matches the items sent, and whose
-  nested-list form (what `tolist()` would build) has a bounded number of lists.
-
-The limits are generous for every honest answer (the largest reference result has a few
-hundred numbers, the deepest notebook metadata a dozen levels).
+Before the grader builds anything from them, they pass through here: `loads` (JSON of a bounded
+size, depth and count, without NaN/Infinity unless asked), `plain_int`, `plain_float`, `shape_ok`,
+and `clean_record`/`clean_plain`, which turn a harvested record into one that can only ever read as
+an answer (right or wrong), never as anything the scorer could trip on. `missing`, `value_of` and
+`describe` read a cleaned record. See docs/grading.md, "What the grader guarantees".
 """
 from __future__ import annotations
 
@@ -22,7 +14,7 @@ import math
 
 __all__ = ["BoundsError", "MAX_INT", "MAX_ITEMS", "MAX_DIMS", "MAX_LISTS", "MAX_TEXT", "MAX_PLAIN_DEPTH",
            "MAX_VALUES", "MAX_CASES", "loads", "depth_and_size",
-           "plain_int", "plain_float", "shape_ok"]
+           "plain_int", "plain_float", "shape_ok", "clean_plain", "clean_record", "missing", "value_of", "describe"]
 
 MAX_INT = 10 ** 18  # the harvest reports ints beyond this as "huge int"
 MAX_ITEMS = 1000  # items of one harvested list or array (harvest.MAX_ITEMS)
@@ -100,3 +92,105 @@ def shape_ok(shape, items: int) -> bool:
         if lists > MAX_LISTS:
             return False
     return math.prod(shape) == items
+
+
+def missing(record) -> bool:
+    """A record that holds no answer: not one at all, or the learner left the name unset."""
+    return not isinstance(record, dict) or record.get("status") in (None, "missing")
+
+
+def value_of(record) -> dict:
+    """The plain value inside a record; anything malformed reads as an unreadable object."""
+    value = record.get("value") if isinstance(record, dict) else None
+    return value if isinstance(value, dict) else {"t": "other", "type": "unreadable"}
+
+
+def describe(value) -> str:
+    """A short, friendly name for a plain value's kind ('a list', 'None', 'a MyClass object')."""
+    kind = value.get("t") if isinstance(value, dict) else None
+    names = {"none": "None", "bool": "a bool", "int": "an int", "float": "a float", "str": "a string",
+             "list": "a list", "array": "an array"}
+    if kind in names:
+        return names[kind]
+    name = str(value.get("type", "unreadable")) if isinstance(value, dict) else "unreadable"
+    if name == "unreadable":
+        return "something unreadable"
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} object"
+
+
+_NON_FINITE = ("inf", "-inf", "nan")  # how the harvest writes non-finite floats
+
+
+def _clean_number(kind: str, v):
+    """An int within bounds, a finite float, or a non-finite float as its repr; None if neither."""
+    if kind == "int":
+        return v if plain_int(v) else None
+    if plain_float(v) or plain_int(v):
+        return v
+    if type(v) is float:  # NaN or an infinity parsed from a forged record: the harvest's own spelling
+        return repr(v)
+    return v if isinstance(v, str) and v in _NON_FINITE else None
+
+
+def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
+    """A tagged plain value exactly as `t5lesson.grading.harvest.to_plain` makes it, or "unreadable".
+
+    The grader calls this on everything that came out of a student's kernel before scoring it,
+    so a forged or damaged record can only ever read as a wrong answer. Bounded (`records`): at most
+    MAX_PLAIN_DEPTH levels deep, MAX_ITEMS items per list, MAX_VALUES values in all; ints within
+    +-10**18, floats finite (non-finite ones are kept as "inf", "-inf" or "nan"), arrays of a
+    small shape that matches their items (`records.shape_ok`).
+    """
+    unreadable = {"t": "other", "type": "unreadable"}
+    budget = [MAX_VALUES] if budget is None else budget
+    budget[0] -= 1
+    if not isinstance(value, dict) or depth > MAX_PLAIN_DEPTH or budget[0] < 0:
+        return unreadable
+    kind = value.get("t")
+    if kind == "none":
+        return {"t": "none"}
+    v = value.get("v")
+    if kind in ("int", "float"):
+        number = _clean_number(kind, v)
+        return unreadable if number is None else {"t": kind, "v": number}
+    if kind == "bool":
+        return {"t": "bool", "v": v} if type(v) is bool else unreadable
+    if kind == "str":
+        return {"t": "str", "v": v[:MAX_TEXT]} if isinstance(v, str) else unreadable
+    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
+        if kind == "array" and not shape_ok(value.get("shape"), len(v)):
+            return {"t": "other", "type": "array of an impossible shape"}
+        out = {"t": kind, "v": [clean_plain(item, depth + 1, budget) for item in v]}
+        if kind == "array":
+            out["shape"] = list(value["shape"])
+        return out
+    if kind == "other":
+        return {"t": "other", "type": str(value.get("type", "unknown"))[:60]}
+    return unreadable
+
+
+def clean_record(record) -> dict:
+    """A harvested record with every field checked (see `clean_plain`); malformed -> missing."""
+    if not isinstance(record, dict):
+        return {"status": "missing"}
+    status = record.get("status")
+    budget = [MAX_VALUES]  # values in the whole record (see clean_plain)
+    if status == "value":
+        return {"status": "value", "value": clean_plain(record.get("value"))}
+    if status == "not_callable":
+        return {"status": "not_callable", "value": clean_plain(record.get("value"))}
+    if status == "ran" and isinstance(record.get("cases"), list):
+        cases = []
+        for case in record["cases"][:MAX_CASES]:
+            case = case if isinstance(case, dict) else {}
+            if "ok" in case:
+                cases.append({"ok": clean_plain(case["ok"], 0, budget)})
+            elif "error" in case:
+                cases.append({"error": str(case["error"])[:300], "where": str(case.get("where", ""))[:100]})
+            elif "setup_error" in case:  # the driver's explanation: the learner's class breaks its contract
+                cases.append({"setup_error": str(case["setup_error"])[:300]})
+            else:
+                flags = ("timeout", "skipped", "not_implemented")
+                cases.append({flag: True for flag in flags if case.get(flag) is True} or {"skipped": True})
+        return {"status": "ran", "cases": cases}
+    return {"status": "missing"}

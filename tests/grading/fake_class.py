@@ -22,10 +22,8 @@ import numpy as np
 import t5lesson
 from t5lesson import exercises as bank
 from t5lesson.grading import harvest
-from t5lesson.grading.protocol import Status
 from t5lesson.grading.questions import answers
-from t5lesson.grading.questions.kinds import ERROR
-from t5lesson.grading.reports.gradebook import Graded
+from t5lesson.grading.verdict import ERROR, Graded, Status
 
 from synthetic_class import BUGGY_BUCKET, EXERCISE_ID, SOLUTION
 

@@ -18,11 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from t5lesson.grading.batch import _uids
 from t5lesson.grading.sandbox import launcher as sandbox
 from t5lesson.grading.sandbox import namespaces as ns
+from t5lesson.grading.sandbox.walls import uids
 
-WHY_NOT = sandbox.probe(_uids(1)[0])
+WHY_NOT = sandbox.probe(uids(1)[0])
 ISOLATION = "auto" if WHY_NOT is None else "none"
 ISOLATION_ARGS = [] if WHY_NOT is None else ["--isolation", "none"]  # for the command line
 REQUIRED = os.environ.get("T5LESSON_REQUIRE_ISOLATION") == "1"
@@ -47,7 +47,7 @@ def normal_user() -> tuple[int, int] | str:
 def run_as(uid: int, gid: int, argv: list[str], *, cwd: str, env: dict, timeout: float,
            reach: list[str]) -> subprocess.CompletedProcess:
     """Run argv as uid:gid (the caller is root), with the paths in `reach` reachable for that user."""
-    needed = sandbox.needed_paths() + reach  # here: it may start a process, which preexec_fn must not
+    needed = ns.needed_paths() + reach  # here: it may start a process, which preexec_fn must not
 
     def become():
         _private_namespace()
@@ -62,7 +62,7 @@ def run_as(uid: int, gid: int, argv: list[str], *, cwd: str, env: dict, timeout:
 
 def _private_namespace() -> None:
     """Give this process its own mount namespace, whose mounts never propagate back."""
-    libc = ns._libc()
+    libc = ns.load_libc()
     ns._check(libc.unshare(ns.CLONE_NEWNS), "unshare(CLONE_NEWNS)")
     ns._check(libc.mount(b"none", b"/", None, ns.MS_REC | ns.MS_PRIVATE, None), "make / private")
 
@@ -85,7 +85,7 @@ def expose(paths) -> None:
     For each folder on the way to a needed path that others cannot enter (/root, mode 0700), an
     empty tmpfs is laid over it and only the needed child is bind-mounted back.
     """
-    libc = ns._libc()
+    libc = ns.load_libc()
     for _ in range(8):  # nested closed folders are opened one level per round
         groups: dict[str, set] = {}
         for path in paths:

@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from t5lesson import exercises as bank
 from t5lesson.grading.authoring.notebook_format import cell_key
-from t5lesson.grading.questions.kinds import format_points
+from t5lesson.grading.verdict import format_points
 
 REPO = Path(__file__).resolve().parents[2]
 EXERCISE_ID = "03_relative_position_buckets"

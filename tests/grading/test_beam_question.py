@@ -22,7 +22,7 @@ from test_pasting_lessons import DECODING_QUESTION, score
 
 from t5lesson.exercises import get
 from t5lesson.exercises.ex07_tiny_t5 import CASE_SPECS, TOPICS, beam_search, grading_model, reference_beams, unfit
-from t5lesson.grading.questions.kinds import INCORRECT, PARTIAL
+from t5lesson.grading.verdict import INCORRECT, PARTIAL
 from t5lesson.seq2seq import EOS, PAD, padded
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -35,7 +35,8 @@ from test_beam_question import IGNORES_EOS, NO_CACHE, NO_PADDING, PREFIX, _decod
 from t5lesson import exercises as bank
 from t5lesson.exercises.ex07_tiny_t5 import CASE_SPECS, TOPICS, beam_search, reference_beams
 from t5lesson.grading import harvest
-from t5lesson.grading.questions.kinds import CORRECT, ERROR, clean_record
+from t5lesson.grading.records import clean_record
+from t5lesson.grading.verdict import CORRECT, ERROR
 from t5lesson.seq2seq import EOS, PAD
 
 SEED = "spring term"

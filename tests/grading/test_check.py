@@ -8,7 +8,8 @@ import pytest
 
 from t5lesson.check import Checker, checker
 from t5lesson.exercises import exercise_ids, get
-from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, answer_hash, clean_record
+from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, answer_hash
+from t5lesson.grading.records import clean_record
 
 check, hint = checker("01_unscaled_scores")  # multiple choice, floats, free text
 check3, hint3 = checker("03_relative_position_buckets")  # whole numbers and the bucket function (my_bucket)

@@ -18,9 +18,10 @@ from fake_class import fake_class
 
 from conftest import SAMPLE_EXERCISE
 from t5lesson.exercises import Exercise
-from t5lesson.grading.questions.kinds import Code, format_points
+from t5lesson.grading.questions.kinds import Code
 from t5lesson.grading.reports.class_page import class_report_files, compute
 from t5lesson.grading.reports.store import question_titles
+from t5lesson.grading.verdict import format_points
 
 from browser import CHROMIUM, CHROMIUM_ARGS, browser_missing_reason
 

@@ -10,8 +10,9 @@ import pytest
 
 from t5lesson.check import Checker
 from t5lesson.exercises import get
-from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, clean_record
+from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric
 from t5lesson.grading.questions.structured import FloatCode, plain_numbers
+from t5lesson.grading.records import clean_record
 
 EX01, EX02 = get("01_unscaled_scores"), get("02_where_sqrt_d_went")
 WHERE = {"variance": ("01_unscaled_scores", "q5"), "weight": ("01_unscaled_scores", "q6"),

@@ -8,8 +8,9 @@ import t5lesson as t5
 from t5lesson.exercises import get
 from t5lesson.exercises.ex03_relative_position_buckets import reference_ranges
 from t5lesson.grading import harvest
-from t5lesson.grading.questions.kinds import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, answer_hash
+from t5lesson.grading.questions.kinds import answer_hash
 from t5lesson.grading.questions.structured import from_plain, to_python
+from t5lesson.grading.verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL
 
 EX03, EX04 = get("03_relative_position_buckets"), get("04_bias_heatmaps")
 
@@ -136,6 +137,6 @@ def test_blank_answers_are_not_attempted():
 def test_float_tolerance():
     q5 = EX04["q5"]
     want = np.asarray(q5.expected[0], dtype=float)
-    assert q5._problem(to_python(want), {"ok": harvest.to_plain(want + 1e-12)}) is None
-    assert q5._problem(to_python(want), {"ok": harvest.to_plain(want + 1e-3)}) is not None
+    assert q5.problem(to_python(want), {"ok": harvest.to_plain(want + 1e-12)}) is None
+    assert q5.problem(to_python(want), {"ok": harvest.to_plain(want + 1e-3)}) is not None
     assert math.isclose(EX04.auto_points, 11) and math.isclose(EX03.auto_points, 14)

@@ -23,7 +23,8 @@ import pytest
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SAMPLES, SEED, grade_cli
 from t5lesson.check import Checker
 from t5lesson.grading.integrations.gradescope import RESULTS_SCHEMA
-from t5lesson.grading.questions.kinds import Code, format_points
+from t5lesson.grading.questions.kinds import Code
+from t5lesson.grading.verdict import format_points
 
 EXERCISE = SAMPLE_EXERCISE.id  # the autograder grades the sample class's exercise; ada answers all of it right
 SETUP = os.environ.get("T5LESSON_AUTOGRADER_SETUP") == "1"

@@ -18,7 +18,8 @@ import pytest
 
 from t5lesson import exercises as bank
 from t5lesson.grading import harvest
-from t5lesson.grading.questions.kinds import CORRECT, Code
+from t5lesson.grading.questions.kinds import Code
+from t5lesson.grading.verdict import CORRECT
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ("spring term", "autumn term", "7")

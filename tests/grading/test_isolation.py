@@ -38,11 +38,11 @@ from isolation_helpers import REQUIRED, WHY_NOT, normal_user, processes_running,
 
 from t5lesson.grade import grade_folder
 from t5lesson.grade import main as t5grade
-from t5lesson.grading.batch import IsolationUnavailable, _uids
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
 from t5lesson.grading.sandbox import launcher as sandbox
 from t5lesson.grading.sandbox import namespaces
+from t5lesson.grading.sandbox.walls import IsolationUnavailable, uids
 
 from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
 
@@ -342,7 +342,7 @@ def test_the_probe_sees_a_wall_that_does_not_hold(monkeypatch):
     views = namespaces._read_only_views
     monkeypatch.setattr(namespaces, "_read_only_views",
                         lambda plan, private: [(str(PACKAGE_PARENT), str(PACKAGE_PARENT)), *views(plan, private)])
-    why = namespaces.probe(_uids(1)[0] if os.geteuid() == 0 else None)
+    why = namespaces.probe(uids(1)[0] if os.geteuid() == 0 else None)
     assert why is not None and "sees paths outside its allowlist" in why, why
 
 

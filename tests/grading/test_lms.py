@@ -7,7 +7,7 @@ import subprocess
 
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
 from t5lesson.grading.integrations.lms import markdown_html
-from t5lesson.grading.questions.kinds import format_points
+from t5lesson.grading.verdict import format_points
 
 IDS = "submission,lms_id,name,section\nada,S1001,\"Lovelace, Ada\",A\nben,S1002,Ben Bit,A\ncy,S1003,Cy Young,B\n" \
       "broken,S1004,Bo Ken,B\ndan,S1005,Dan Absent,B\n"

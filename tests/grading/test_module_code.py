@@ -19,8 +19,9 @@ from t5_layer_answers import T5Layer, variant
 from t5lesson.exercises import get
 from t5lesson.exercises import t5_layer_cases as layer_cases
 from t5lesson.grading import harvest
-from t5lesson.grading.questions.kinds import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, clean_record
 from t5lesson.grading.questions.module import Expected, compare
+from t5lesson.grading.records import clean_record
+from t5lesson.grading.verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL
 from t5lesson.lessons.layer_build import check_steps, cmp
 
 QUESTION = get("06_t5_layer")["q4"]

@@ -13,7 +13,7 @@ from t5_layer_answers import T5Layer
 from test_module_code import QUESTION, SEEDS, failed_cases, score
 
 from t5lesson.exercises import t5_layer_cases as layer_cases
-from t5lesson.grading.questions.kinds import CORRECT, INCORRECT, PARTIAL
+from t5lesson.grading.verdict import CORRECT, INCORRECT, PARTIAL
 
 
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda seed: "check's cases" if seed is None else f"drawn from {seed!r}")
@@ -41,9 +41,7 @@ def test_cases_differ_in_weight_by_what_they_test():
 
 
 def test_call_column_is_short():
-    from t5lesson.grading.reports.class_page import _call
-
-    texts = [_call(QUESTION, i) for i in range(len(QUESTION.cases))]
+    texts = [case.call_text(QUESTION.name) for case in QUESTION.cases]  # the report's "call" column
     assert all(len(t) < 120 for t in texts) and len(set(texts)) == len(texts), texts
     assert texts[9] == "MyT5Attention, plan steps: decoding token by token with the cache, against one full pass"
 

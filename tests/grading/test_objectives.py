@@ -20,8 +20,9 @@ import pytest
 
 from t5lesson import exercises as bank
 from t5lesson.exercises.objectives import OBJECTIVES, rows, syllabus_markdown
-from t5lesson.grading.questions.kinds import CORRECT, FreeText, MultipleChoice, Numeric, Outcome, answer_hash
-from t5lesson.grading.reports.gradebook import Graded, free_text_sheet
+from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, answer_hash
+from t5lesson.grading.reports.gradebook import free_text_sheet
+from t5lesson.grading.verdict import CORRECT, Graded, Outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = [bank.get(e) for e in bank.exercise_ids()]

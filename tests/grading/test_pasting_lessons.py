@@ -23,7 +23,8 @@ import torch
 
 from t5lesson.exercises import get
 from t5lesson.grading import harvest
-from t5lesson.grading.questions.kinds import CORRECT, clean_record
+from t5lesson.grading.records import clean_record
+from t5lesson.grading.verdict import CORRECT
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "lessons"))

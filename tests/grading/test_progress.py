@@ -4,10 +4,8 @@ from __future__ import annotations
 import io
 
 from t5lesson import exercises as bank
-from t5lesson.grading.protocol import Status
-from t5lesson.grading.questions.kinds import format_points
-from t5lesson.grading.reports.gradebook import Graded
 from t5lesson.grading.reports.progress import Progress, duration
+from t5lesson.grading.verdict import Graded, Status, format_points
 
 EXERCISE = bank.get("01_unscaled_scores")
 OUT_OF = format_points(EXERCISE.auto_points)  # a line shows "total/points the grader can award"

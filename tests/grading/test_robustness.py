@@ -22,9 +22,10 @@ from nbformat.v4 import new_code_cell
 from t5lesson import exercises as bank
 from t5lesson.grade import grade_folder
 from t5lesson.grading import batch as grade
-from t5lesson.grading.questions.kinds import Numeric, clean_plain, clean_record
-from t5lesson.grading.records import BoundsError, loads, shape_ok
-from t5lesson.grading.reports.gradebook import csv_cell, safe_name
+from t5lesson.grading.protocol import Limits, RunResult
+from t5lesson.grading.questions.kinds import Numeric
+from t5lesson.grading.records import BoundsError, clean_plain, clean_record, loads, shape_ok
+from t5lesson.grading.reports.files import csv_cell, safe_name
 from t5lesson.grading.run import intake
 from t5lesson.grading.run.compose import parse
 
@@ -154,7 +155,8 @@ def test_deeply_nested_notebooks_get_a_verdict():
                  '{"cells": [{"cell_type": "code", "source": "", "metadata": ' + _nest(3000, "{}") + "}]}"):
         cells, problem, _ = parse(text.encode())
         assert cells is None and problem
-    assert grade._infer_exercise([_nest(200_000).encode()], bank.exercise_ids()) in (None, *bank.exercise_ids())
+    inferred = grade._infer_exercise([_nest(200_000).encode()], bank.exercise_ids(), Limits())
+    assert inferred in (None, *bank.exercise_ids())
 
 
 def test_ids_are_printable_short_and_unique():
@@ -213,9 +215,11 @@ def _forger(records_for):
             return None, 0.1
         harvest = {}
         for qid, record in records.items():
+            if callable(record):  # it writes the text itself, given the run's nonce
+                record = record(nonce, qid)
             text = record if isinstance(record, str) else json.dumps({"nonce": nonce, "id": qid, "record": record})
             harvest[qid] = text
-        return {"cells": [], "harvest": harvest, "ended": "completed"}, 0.1
+        return RunResult(harvest=harvest), 0.1
     return run
 
 
@@ -242,10 +246,10 @@ def test_hostile_records_and_a_crashing_scorer_cost_only_their_own_rows(tmp_path
     }
     real_score = grade.score
 
-    def score(exercise, prep, result, nonce, limits, **options):
+    def score(exercise, prep, result, limits, records):
         if any("# student: crash" in c.source for c in prep.notebook.cells):
             raise OverflowError("a bug in the grader, for this notebook only")
-        return real_score(exercise, prep, result, nonce, limits, **options)
+        return real_score(exercise, prep, result, limits, records)
 
     monkeypatch.setattr(grade, "score", score)
     folder, out = tmp_path / "subs", tmp_path / "report"
@@ -311,3 +315,23 @@ def test_a_folder_the_grader_cannot_read_is_listed(tmp_path, monkeypatch):
     assert [(g.student, str(g.status)) for g in graded] == [("ok", "unreadable")]
     assert any("Permission denied" in note for note in graded[0].notes)
     assert "`locked`" in (out / "summary.md").read_text()
+
+
+def test_a_record_within_the_runs_own_harvest_limit_is_read(tmp_path):
+    """`--harvest-limit` above the default: a record longer than the default (as a code question with
+    many array cases can make) is read back, as the worker kept it, not refused as unreadable."""
+    limits = Limits(harvest_limit=3_000_000)
+    record = {"status": "value", "value": {"t": "int", "v": 0}}
+
+    def padded(nonce: str, qid: str) -> str:  # JSON's whitespace: the same record, 2.1 million characters long
+        return json.dumps({"nonce": nonce, "id": qid, "record": record}) + " " * 2_100_000
+
+    folder, out = tmp_path / "subs", tmp_path / "report"
+    _class_with_markers(folder, ["long", "short"])
+    forged = {"long": {"q5": padded}, "short": {"q5": record}}
+    [long, short] = sorted(grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=1,
+                                        limits=limits, run=_forger(lambda name: forged[name])),
+                           key=lambda g: g.student)
+    q5 = [q.id for q in bank.get("01_unscaled_scores").questions].index("q5")
+    assert long.outcomes[q5] == short.outcomes[q5]
+    assert "could not be read back" not in long.outcomes[q5].message

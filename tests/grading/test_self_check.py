@@ -17,15 +17,8 @@ from t5lesson import exercises as bank
 from t5lesson.check import Checker
 from t5lesson.grading.authoring.notebook_format import cell_info
 from t5lesson.grading.check import saved_answer
-from t5lesson.grading.questions.kinds import (
-    INCORRECT,
-    NOT_ATTEMPTED,
-    SUBMITTED,
-    FreeText,
-    MultipleChoice,
-    Numeric,
-    answer_hash,
-)
+from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, answer_hash
+from t5lesson.grading.verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from isolation_helpers import ISOLATION_ARGS
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SEED, grade_cli
 from t5lesson.grading.batch import shard_of as select
 from t5lesson.grading.integrations.shards import parse_shard
-from t5lesson.grading.questions.kinds import format_points
+from t5lesson.grading.verdict import format_points
 
 
 def _files(folder: Path) -> dict[str, bytes]:

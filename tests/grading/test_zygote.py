@@ -17,8 +17,8 @@ from isolation_helpers import ISOLATION
 from nbformat.v4 import new_code_cell
 
 from t5lesson.grade import grade_folder
-from t5lesson.grading.batch import run_worker
 from t5lesson.grading.protocol import Limits
+from t5lesson.grading.run.execute import run_worker
 from t5lesson.grading.sandbox.zygote import modules_imported
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,14 +1,9 @@
 """Make exercises/ from solutions/: `t5grade generate [--check] [--execute]`.
 
-    t5grade generate              # rewrite exercises/ from solutions/
-    t5grade generate --check      # exit 1 if exercises/ is stale (CI runs this)
-    t5grade generate --execute    # first re-run every solution notebook in place
-
-Nobody edits exercises/ by hand: every file there is a function of one file in solutions/
-(see `t5lesson.grading.authoring.notebook_format`). `--check` also fails on a file in exercises/ that has no
-source, and on a solution notebook that breaks the format. Solution notebooks are stored
-executed, so a reader sees the expected outputs; `--execute` refreshes them (fresh kernel,
-cells in order, an error stops it).
+Every file in exercises/ is a function of one file in solutions/ (`authoring.notebook_format`);
+`--check` writes nothing and fails on a stale or orphan file (CI runs it), `--execute` first
+re-runs every solution notebook in place, so the stored outputs are fresh. See docs/grading.md,
+"Adding an exercise notebook".
 """
 from __future__ import annotations
 

@@ -1,34 +1,10 @@
 """The exercise notebook format: solutions/ is the source, exercises/ is made from it.
 
-A solution notebook is an ordinary notebook whose cells carry a little metadata:
-
-    cell.metadata["t5lesson"] = {"cell": "q4-answer", "role": "answer", "question": "q4"}
-
-- "cell" is the cell's stable name (also used as its nbformat id); the grader uses it to find
-  the learner's answer cells and to restore the provided cells.
-- "role" is "given" (the default: text, setup, data), "answer" (the learner edits it) or
-  "check" (calls check(); the grader skips it).
-- "question" ties an answer cell to a question of the exercise bank.
-The notebook's own metadata names its exercise: metadata["t5lesson"] = {"exercise": "01_..."}.
-
-Solutions sit between nbgrader's markers in answer cells:
-
-    ### BEGIN SOLUTION
-    answer_q5 = 12
-    ### END SOLUTION
-
-A region made only of assignments (a quiz answer) becomes `answer_q5 = None  # YOUR ANSWER
-HERE`; a name assigned there that is not the question's graded name (working such as `n`)
-becomes `n = None  # your working, not graded`, so that it does not look like an answer. Any
-other region (a function body) becomes `# YOUR CODE HERE` and `raise NotImplementedError()`,
-at the marker's indentation, as in nbgrader. A Markdown answer cell
-(free text) is replaced whole by the question's placeholder. Outputs, execution counts and
-volatile metadata are dropped, so generating twice gives the same bytes.
-
-The exercise bank (`t5lesson.exercises`) is the source of the exercise's id, title and each
-question's points; the notebook shows them, and `validate` fails when they disagree: the
-metadata's id and the `checker("...")` call, the title heading (`# <title>`), and one heading
-`## Question N (P points[, marked by your instructor]): ...` per question, in order.
+A solution notebook's cells carry `metadata["t5lesson"]` (the cell's name, its role, its
+question); solutions sit between nbgrader's markers and become stubs in exercises/ (`make_exercise`).
+`validate` fails when the notebook and the bank disagree on the id, the title or a question
+heading (`QUESTION_HEADING`, the one grammar of `## Question N (P points): title`). See
+docs/grading.md, "Two sources, each fact in one of them".
 """
 from __future__ import annotations
 
@@ -169,8 +145,8 @@ def validate(nb, exercise: Exercise, where: str = "notebook") -> None:
     _validate_shown_facts(nb, exercise, where)
 
 
-QUESTION_HEADING = re.compile(r"^## Question (\d+) \((\d+(?:\.\d+)?) points?(, marked by your instructor)?\): ",
-                              re.MULTILINE)
+QUESTION_HEADING = re.compile(r"^## Question (\d+) \((\d+(?:\.\d+)?) points?(, marked by your instructor)?\): (.+)$",
+                              re.MULTILINE)  # number, points, "marked by your instructor" or "", the title
 CHECKER_CALL = re.compile(r"""checker\(["']([^"']+)["']\)""")
 
 
@@ -184,7 +160,8 @@ def _validate_shown_facts(nb, exercise: Exercise, where: str) -> None:
     headings = QUESTION_HEADING.findall(markdown)
     if len(headings) != len(exercise.questions):
         raise SourceError(f"{where}: {len(headings)} question headings for {len(exercise.questions)} questions")
-    for position, (question, (number, points, marked)) in enumerate(zip(exercise.questions, headings, strict=True), 1):
+    for position, (question, (number, points, marked, _)) in enumerate(zip(exercise.questions, headings, strict=True),
+                                                                        1):
         by_hand = not question.auto_scored
         if int(number) != position or float(points) != question.points or bool(marked) != by_hand:
             raise SourceError(f"{where}: the heading of question {number} says {points} points"

@@ -1,31 +1,11 @@
 """Grade on Gradescope: build an autograder zip, and run inside Gradescope's container.
 
-    t5grade autograder 01_unscaled_scores --out autograder.zip
-
-builds a zip in the layout of Gradescope's autograder specification: at its root `setup.sh`
-(run once, as root, when Gradescope builds the image: a Python 3.11+ virtual environment at
-/autograder/venv with the pinned requirements.txt + constraints.txt and this package) and
-`run_autograder` (run for every submission), both shell files in gradescope_scripts/ beside this
-module. Beside them in the zip: the package source, pyproject.toml, the pinned requirements,
-the handed-out exercise notebook (never the solutions; the answer keys are the bank's hashes)
-and autograder.json (the exercise, the limits, the visibility, and the
-seed of the hidden cases: every submission is graded on the same cases, drawn in the container).
-
-`run_autograder` runs `t5grade autograder-run`, which grades every
-`/autograder/submission/**/*.ipynb` with the class grader itself (`grade_folder`: the same
-composition, kernel sandbox, limits and out-of-kernel scoring; full isolation where the
-container allows it, else the limits alone) and writes `/autograder/results/results.json`:
-
-- `score`: the automatically graded points;
-- `tests`: one per question, with `name`, `score`, `max_score`, `status` (passed/failed),
-  `output` (the very line `check()` prints in the notebook, e.g. "q5: Incorrect: ... [0/1]")
-  and `visibility`; a free-text question is a manually graded test: 0 of its points, with a note;
-- `output`: the notes on the run (cells that raised, limits hit), or why nothing could be
-  graded; `extra_data.status`: the gradebook status (graded, unreadable, time limit, ...).
-
-Where a submission holds several notebooks, each is graded and the best one counts (the output
-says so). Every path starts at $T5LESSON_AUTOGRADER_ROOT (default /autograder), so the whole
-layout can be tried in a temporary folder (tests/grading/test_gradescope.py does).
+`t5grade autograder EXERCISE --out autograder.zip` writes `setup.sh` and `run_autograder` (the
+files in gradescope_scripts/), the
+package, the pinned requirements, the handed-out notebook (never the solutions) and
+autograder.json (exercise, limits, visibility, seed). `run_autograder` grades the submission with
+the class grader itself and writes results.json (`RESULTS_SCHEMA`). Every path starts at
+$T5LESSON_AUTOGRADER_ROOT (default /autograder). See docs/grading.md, "Gradescope".
 """
 from __future__ import annotations
 
@@ -41,10 +21,11 @@ from pathlib import Path
 
 import nbformat
 
-from ..protocol import Limits, Status
-from ..questions.kinds import format_points
+from ..course import PACKAGE_PARENT
+from ..protocol import Limits
 from ..reports.store import question_titles
 from ..run import intake
+from ..verdict import Status, format_points
 
 __all__ = ["build", "run", "results", "RESULTS_SCHEMA", "VISIBILITY"]
 
@@ -52,7 +33,6 @@ ROOT_VARIABLE = "T5LESSON_AUTOGRADER_ROOT"
 DEFAULT_ROOT = "/autograder"
 CONFIG = "autograder.json"
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
-PACKAGE_ROOT = Path(__file__).resolve().parents[3]
 
 # What results.json may hold, as this module writes it: Gradescope's documented fields only.
 RESULTS_SCHEMA = {
@@ -105,9 +85,9 @@ def _script(name: str) -> bytes:
 def _package_files() -> list[Path]:
     """The package's source files (no caches), relative to the repository root."""
     found = []
-    for path in sorted((PACKAGE_ROOT / "t5lesson").rglob("*")):
+    for path in sorted((PACKAGE_PARENT / "t5lesson").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
-            found.append(path.relative_to(PACKAGE_ROOT))
+            found.append(path.relative_to(PACKAGE_PARENT))
     return found
 
 
@@ -137,9 +117,9 @@ def build(exercise_id: str, out: Path, *, catalogue, limits: Limits = Limits(), 
         f"exercises/{exercise.id}.ipynb": (nbformat.writes(load_template(exercise, template)).encode(), _PLAIN),
     }
     for name in ("pyproject.toml", "requirements.txt", "constraints.txt", "README.md"):
-        entries[name] = ((PACKAGE_ROOT / name).read_bytes(), _PLAIN)
+        entries[name] = ((PACKAGE_PARENT / name).read_bytes(), _PLAIN)
     for path in _package_files():
-        entries[path.as_posix()] = ((PACKAGE_ROOT / path).read_bytes(), _PLAIN)
+        entries[path.as_posix()] = ((PACKAGE_PARENT / path).read_bytes(), _PLAIN)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
@@ -211,7 +191,8 @@ def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), 
 
 def run(root: Path, catalogue) -> dict:
     """Grade root/submission, write root/results/results.json; return what was written."""
-    from ..batch import IsolationUnavailable, grade_folder
+    from ..batch import grade_folder
+    from ..sandbox.walls import IsolationUnavailable
 
     root = Path(root)
     source, submission, out = root / "source", root / "submission", root / "results"

@@ -1,29 +1,10 @@
 """Hand grades to the LMS: `t5grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`.
 
-Reads a report folder written by the grader (gradebook.csv for the numbers, grades.json for
-the feedback, free_text.csv for the points the instructor gave by hand) and a mapping from
-submission names to LMS ids, and writes into LMS_DIR:
-
-- canvas.csv: Canvas' gradebook import layout. Columns Student, ID, SIS User ID, SIS Login ID,
-  Section, then one column per assignment; a second row "Points Possible" gives each column's
-  points. The LMS id goes into the column named by --canvas-id-column (default "SIS User ID").
-- moodle.csv: Moodle's CSV grade import. One identifying column (--moodle-id-column, default
-  "ID number"; at import, map it to the user field of that name), the full name, the grade
-  column (its header says the points possible, since Moodle takes the maximum from the grade
-  item), and a "Feedback" column that can be mapped to the item's feedback.
-- feedback/<lms id>.md and feedback/<lms id>.html: each student's feedback (the same text as
-  REPORT_DIR/feedback/, plus the free-text marks), to upload as comments;
-- unmatched.csv: submissions with no LMS id, and LMS ids with no submission (not exported).
-
-The numbers are the gradebook's, copied as they are written there (so a mark corrected by
-hand in gradebook.csv is exported corrected). Free-text points count once every free-text
-answer has its points in free_text.csv; until then the export holds the automatic points
-only (out of the automatic maximum) and says so, and a sheet marked only in part is refused
-(--allow-unmarked exports it, counting blanks as 0).
-
-The mapping file (IDS.csv) has a header with at least `submission` (the student column of
-gradebook.csv, i.e. the file name without .ipynb) and `lms_id`; `name` and `section` are used
-when present.
+Reads a report folder (gradebook.csv for the numbers, grades.json for the feedback, free_text.csv
+for the instructor's marks) and a map from submission names to LMS ids; writes canvas.csv,
+moodle.csv, feedback/<lms id>.md and .html, and unmatched.csv. The numbers are the gradebook's,
+as written there; free-text points count once every answer is marked. See docs/grading.md,
+"Grades into the LMS: Canvas and Moodle".
 """
 from __future__ import annotations
 
@@ -35,9 +16,10 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-from ..questions.kinds import format_points
-from ..reports import store as outputs
-from ..reports.gradebook import atomic_write, csv_text, feedback_text, safe_name
+from ..reports import store
+from ..reports.files import atomic_write, csv_text, safe_name
+from ..reports.gradebook import feedback_text
+from ..verdict import format_points
 
 __all__ = ["export", "markdown_html", "read_ids"]
 
@@ -214,7 +196,7 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue,
     report, out = Path(report), Path(out)
     if canvas_id_column not in CANVAS_IDENTITY[1:4]:
         raise ValueError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
-    run = outputs.read(report, catalogue)
+    run = store.read(report, catalogue)
     exercise = run.exercise
     by_student = {g.student: g for g in run.graded}
     rows = _gradebook_rows(report, run.graded)

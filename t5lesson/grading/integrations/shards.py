@@ -1,24 +1,17 @@
 """Grade one class on many machines: `--shard K/N` grades a slice, `merge` puts the slices together.
 
-    t5grade grade SUBMISSIONS --out report-3 --shard 3/8 --exercise 01_unscaled_scores
-    t5grade merge report-1 report-2 ... report-8 --out report
-
-A shard is deterministic: the submissions are listed as the grader always lists them
-(`intake.survey`: every `*.ipynb` under the folder, sorted by path) and shard K of N takes the K-th, (K+N)-th,
-(K+2N)-th, ... of them, so every shard gets the same mix and all N shards together hold
-each submission exactly once, whatever machine runs them. Each shard writes a full report
-folder for its slice plus grades.json (`t5lesson.grading.reports.store`); `merge` reads the
-grades.json of each folder, checks that they belong together (same exercise, same limits,
-every shard present once, no student twice) and writes the report folder of the whole class
-with the same code as a single run, so the merged folder is byte for byte the one grading the
-whole folder in one go would have written.
+Shard K of N takes the K-th, (K+N)-th, ... submission of the sorted list (`shard_of`), whatever
+machine runs it; `merge` reads each folder's grades.json, checks that they belong together (same
+exercise and limits, every shard once, no student twice) and writes the whole class's report with
+the code of a single run, byte for byte. See docs/grading.md, "Large classes: progress, shards,
+merge".
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from ..reports import store as outputs
+from ..reports import store
 
 __all__ = ["parse_shard", "merge"]
 
@@ -109,7 +102,7 @@ def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool 
     out = Path(out).resolve()
     if any(Path(d).resolve() == out for d in report_dirs):
         raise ValueError("write the merged report to a new folder, not into one of the shards")
-    runs = [(Path(d), outputs.read(Path(d), catalogue)) for d in report_dirs]
+    runs = [(Path(d), store.read(Path(d), catalogue)) for d in report_dirs]
     _check_exercise(runs)
     if not allow_missing:
         _check_shards([(folder, run.shard) for folder, run in runs])
@@ -118,7 +111,7 @@ def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool 
                      key=lambda s: s.relative)
     graded = _all_graded(runs)
     first = runs[0][1]
-    failed = outputs.write_all(out, first.exercise, graded, settings, skipped=skipped, titles=first.titles)
+    failed = store.write_all(out, first.exercise, graded, settings, skipped=skipped, titles=first.titles)
     if failed:
         raise ValueError("some reports could not be written: " + "; ".join(failed[:5]))
     return graded

@@ -1,23 +1,15 @@
 """What each student answered, in a form a class report can count.
 
-The gradebook keeps points; to say *which* wrong answers a class gave, and which code cases
-failed most, the class report needs a little more. `summarise` turns the plain records the
-grader scored (see `t5lesson.grading.questions.kinds`) into small JSON-able summaries, one per
-question, kept with each verdict (`Graded.answers`) and in grades.json:
-
-- multiple choice: `{"answer": "A, C"}` (the chosen letters), or how the answer reads when it
-  is not letters (`'twelve'`, `a list`);
-- numeric: `{"answer": "12"}` (floats to 4 significant digits, so near-equal answers group);
-- code: `{"failed": [3, 17]}`, the indices of the cases that were not right (a learner who
-  never wrote the function, the stub, gets no entry);
-- anything unanswered or unreadable: no entry.
-
-This runs in the grader's process on records that `clean_record` already checked; it calls
-no method of anything from the student's kernel.
+`summarise` turns the cleaned records the grader scored into small JSON-able summaries, one per
+question, kept with each verdict (`Graded.answers`) and in grades.json: the chosen letters or the
+number (to 4 significant digits), or the indices of the failed code cases; nothing for an answer
+that is missing or unreadable. It calls no method of anything from the student's kernel. See
+docs/grading.md, "The class at a glance: report.html".
 """
 from __future__ import annotations
 
-from .kinds import Code, MultipleChoice, Numeric, _describe, _missing, _value
+from ..records import describe, missing, value_of
+from .kinds import Code, MultipleChoice, Numeric
 
 __all__ = ["summarise", "summary", "answer_text", "failed_cases"]
 
@@ -25,23 +17,23 @@ __all__ = ["summarise", "summary", "answer_text", "failed_cases"]
 def answer_text(question, value: dict) -> str:
     """How a multiple-choice or numeric answer reads in a report ('B', 'A, C', '12', '1.35')."""
     if isinstance(question, MultipleChoice):
-        letters = question._letters(value)
+        letters = question.letters(value)
         if isinstance(letters, list):
             return ", ".join(sorted(set(letters)))
     else:
-        number = question._number(value)
+        number = question.number(value)
         if not isinstance(number, str):
             if float(number).is_integer() and abs(number) < 1e15:
                 return str(int(number))
             return f"{number:.4g}"
     if value.get("t") == "str":
         return repr(value["v"][:40])
-    return _describe(value)
+    return describe(value)
 
 
 def _case_right(question: Code, want, got) -> bool:
-    """The grader's own per-case rule (`Code._problem`, which every code kind defines)."""
-    return isinstance(got, dict) and "ok" in got and question._problem(want, got) is None
+    """The grader's own per-case rule (`Code.problem`, which every code kind defines)."""
+    return isinstance(got, dict) and "ok" in got and question.problem(want, got) is None
 
 
 def failed_cases(question: Code, record) -> list[int] | None:
@@ -58,13 +50,13 @@ def failed_cases(question: Code, record) -> list[int] | None:
 
 def summary(question, record) -> dict | None:
     """The summary of one answer (see module doc), or None."""
-    if _missing(record):
+    if missing(record):
         return None
     if isinstance(question, Code):
         failed = failed_cases(question, record)
         return None if failed is None else {"failed": failed}
     if isinstance(question, (MultipleChoice, Numeric)):
-        value = _value(record)
+        value = value_of(record)
         if value.get("t") == "none":
             return None
         return {"answer": answer_text(question, value)}

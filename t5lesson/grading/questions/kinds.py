@@ -1,20 +1,9 @@
 """Question kinds, answer keys and scoring: the one definition that `check()` and the grader share.
 
-A question is scored from a *plain record*: JSON-able data (dicts, lists, strings, numbers)
-made from the learner's answer by `t5lesson.grading.harvest`. The learner's objects never reach
-`score()`, so no method of theirs (`__eq__`, `__int__`, ...) is called here. In the class
-grader this code runs in the grader's own process, outside the student's kernel; in the
-notebook, `check()` runs the very same code, so the two always agree.
-
-Answer keys for multiple-choice and numeric questions are stored as salted SHA-256 hashes.
-That is deterrence, not security: there are only a few options to try, and a notebook can
-brute-force them with `answer_hash` itself (see docs/grading.md, "What the grader guarantees").
-
-Outcomes use the vocabulary of Kaggle's learntools: Correct, Incorrect (with a sentence on what
-is wrong when the answer is a known slip or cannot be read, otherwise nothing: hints are
-`hint()`'s job, in levels), Not attempted, Error (the learner's code raised, and where); code
-questions can also be Partly correct (per-case partial credit) and free-text answers are
-Submitted (read by the instructor, never auto-scored).
+A question is scored from a *plain record* (`harvest`), never from the learner's objects, so no
+method of theirs is called here; in the grader this runs in the grader's process, in the notebook
+`check()` runs the very same code. Keys are salted hashes: deterrence, not security. The words of
+an outcome are `verdict`'s. See docs/grading.md, "The questions live in the package".
 """
 from __future__ import annotations
 
@@ -26,16 +15,10 @@ from fractions import Fraction
 from functools import cached_property
 
 from ..protocol import resolve
-from ..records import MAX_CASES, MAX_ITEMS, MAX_PLAIN_DEPTH, MAX_TEXT, MAX_VALUES, plain_float, plain_int, shape_ok
+from ..records import describe, missing, value_of
+from ..verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, SUBMITTED, Outcome, format_points
 
-__all__ = [
-    "CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED",
-    "Outcome", "Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText",
-    "answer_hash", "format_points", "clean_plain", "clean_record",
-]
-
-CORRECT, PARTIAL, INCORRECT = "correct", "partly correct", "incorrect"
-NOT_ATTEMPTED, ERROR, SUBMITTED = "not attempted", "error", "submitted"
+__all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash"]
 
 SALT = "t5lesson/exercises/v1"
 
@@ -50,54 +33,6 @@ def answer_hash(question_id: str, canonical: str, exercise: str = "") -> str:
     """
     where = f"{exercise}|{question_id}" if exercise else question_id
     return hashlib.sha256(f"{SALT}|{where}|{canonical}".encode()).hexdigest()[:24]
-
-
-def format_points(points: float) -> str:
-    """2, 1.5, 3.47: at most two decimals and no trailing zeros, so gradebooks stay readable."""
-    text = f"{points:.2f}".rstrip("0").rstrip(".")
-    return "0" if text == "-0" else text
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """The verdict on one question: what `check()` prints and what the gradebook records."""
-
-    question: str
-    status: str
-    points: float
-    max_points: float
-    message: str = ""
-
-    def line(self) -> str:
-        """One line for the learner, e.g. `q4: Incorrect: count the offset as key - query. [0/1]`."""
-        head = f"{self.question}: {self.status.capitalize()}"
-        text = f"{head}: {self.message}" if self.message else head
-        if self.status == SUBMITTED:
-            return text
-        return f"{text} [{format_points(self.points)}/{format_points(self.max_points)}]"
-
-
-def _missing(record) -> bool:
-    return not isinstance(record, dict) or record.get("status") in (None, "missing")
-
-
-def _value(record) -> dict:
-    """The plain value inside a record; anything malformed reads as an unreadable object."""
-    value = record.get("value") if isinstance(record, dict) else None
-    return value if isinstance(value, dict) else {"t": "other", "type": "unreadable"}
-
-
-def _describe(value) -> str:
-    """A short, friendly name for a plain value's kind ('a list', 'None', 'a MyClass object')."""
-    kind = value.get("t") if isinstance(value, dict) else None
-    names = {"none": "None", "bool": "a bool", "int": "an int", "float": "a float", "str": "a string",
-             "list": "a list", "array": "an array"}
-    if kind in names:
-        return names[kind]
-    name = str(value.get("type", "unreadable")) if isinstance(value, dict) else "unreadable"
-    if name == "unreadable":
-        return "something unreadable"
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} object"
 
 
 @dataclass(frozen=True)
@@ -150,12 +85,17 @@ class MultipleChoice(Question):
     feedback: dict = field(default_factory=dict)
     kind = "multiple choice"
 
+    @staticmethod
+    def canonical(letters) -> str:
+        """The form a key hashes: each chosen letter once, in order ("CA", ["A", "C", "A"] -> "AC")."""
+        return "".join(sorted(set(letters)))
+
     def not_attempted(self) -> Outcome:
         what = ("a list of the letters of every right option" if self.multiple
                 else "the letter of your choice, as a string")
         return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
 
-    def _letters(self, value) -> list[str] | str:
+    def letters(self, value) -> list[str] | str:
         """The chosen letters, or a friendly message saying why the answer cannot be read."""
         kind = value.get("t")
         example = '"A, C"' if self.multiple else '"A"'
@@ -172,7 +112,7 @@ class MultipleChoice(Question):
             if any(len(x) != 1 for x in letters):
                 return f"each entry of {self.name} should be one letter, e.g. [\"A\", \"C\"]."
         else:
-            return f"{self.name} should be a letter like {example}, but it is {_describe(value)}."
+            return f"{self.name} should be a letter like {example}, but it is {describe(value)}."
         unknown = sorted(set(letters) - set(self.options))
         if unknown:
             return f"{', '.join(unknown)} is not an option here; the options are {', '.join(self.options)}."
@@ -181,12 +121,12 @@ class MultipleChoice(Question):
         return letters
 
     def score(self, record) -> Outcome:
-        if _missing(record) or _value(record).get("t") == "none":
+        if missing(record) or value_of(record).get("t") == "none":
             return self.not_attempted()
-        letters = self._letters(_value(record))
+        letters = self.letters(value_of(record))
         if isinstance(letters, str):
             return self.outcome(INCORRECT, 0, letters)
-        chosen = "".join(sorted(set(letters)))
+        chosen = self.canonical(letters)
         if not self.multiple and len(chosen) > 1:
             return self.outcome(INCORRECT, 0, "choose exactly one option.")
         digest = answer_hash(self.id, chosen, self.salt)
@@ -219,22 +159,22 @@ class Numeric(Question):
         what = "a whole number" if self.tolerance is None else "a number"
         return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
 
-    def _number(self, value):
+    def number(self, value):
         kind = value.get("t")
         if kind in ("int", "float") and isinstance(value.get("v"), (int, float)) and not isinstance(value["v"], bool):
             return value["v"]
         if kind == "array" and value.get("shape") in ([], [1]) and len(value.get("v", [])) == 1:
-            return self._number(value["v"][0])
+            return self.number(value["v"][0])
         if kind == "str":
             return f"{self.name} should be a number, not the string {value['v'][:20]!r}: drop the quotes."
         if kind == "float":
             return f"{self.name} is {value.get('v')}, which is not a finite number."
-        return f"{self.name} should be a number, but it is {_describe(value)}."
+        return f"{self.name} should be a number, but it is {describe(value)}."
 
     def score(self, record) -> Outcome:
-        if _missing(record) or _value(record).get("t") == "none":
+        if missing(record) or value_of(record).get("t") == "none":
             return self.not_attempted()
-        number = self._number(_value(record))
+        number = self.number(value_of(record))
         if isinstance(number, str):
             return self.outcome(INCORRECT, 0, number)
         if self.tolerance is None:
@@ -325,7 +265,7 @@ class Code(Question):
         return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
 
     def expect(self, result):
-        """One reference result in the form `_problem` compares with (here: an int)."""
+        """One reference result in the form `problem` compares with (here: an int)."""
         return int(result)
 
     @cached_property
@@ -333,7 +273,7 @@ class Code(Question):
         """What every case should give, computed once in this process."""
         return tuple(self.expect(result) for result in self.reference_results())
 
-    def _problem(self, want, got: dict) -> str | None:
+    def problem(self, want, got: dict) -> str | None:
         """The per-case check: None if the case's result is right, else what is wrong with it.
 
         Here the result must be a genuine int equal to the reference's; kinds whose answers are
@@ -343,17 +283,17 @@ class Code(Question):
         value = got.get("ok")
         if isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int:
             return None if value["v"] == want else f"returned {value['v']}, which is not right"
-        return f"returned {_describe(value)}; it should return an int"
+        return f"returned {describe(value)}; it should return an int"
 
     def _wrong_case(self, where: str, want, got: dict) -> str:
         """The sentence for a case that ran and returned a wrong answer (hints are hint()'s job)."""
-        return f"{where} {self._problem(want, got)}."
+        return f"{where} {self.problem(want, got)}."
 
     def score(self, record) -> Outcome:
-        if _missing(record):
+        if missing(record):
             return self.not_attempted()
         if record.get("status") == "not_callable":
-            what = _describe(_value(record))
+            what = describe(value_of(record))
             return self.outcome(INCORRECT, 0, f"{self.name} should be {self.answer_kind}, but it is {what}.")
         results = record.get("cases")
         if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
@@ -363,7 +303,7 @@ class Code(Question):
 
         right, failed = 0, []
         for case, want, got in zip(self.cases, self.expected, results, strict=True):
-            if isinstance(got, dict) and "ok" in got and self._problem(want, got) is None:
+            if isinstance(got, dict) and "ok" in got and self.problem(want, got) is None:
                 right += 1
             else:
                 failed.append((case, want, got))
@@ -461,79 +401,3 @@ class FreeText(Question):
             return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), "write your answer in the Markdown cell.")
         return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
                        "your instructor reads free-text answers; check() cannot mark them.")
-
-
-_NON_FINITE = ("inf", "-inf", "nan")  # how the harvest writes non-finite floats
-
-
-def _clean_number(kind: str, v):
-    """An int within bounds, a finite float, or a non-finite float as its repr; None if neither."""
-    if kind == "int":
-        return v if plain_int(v) else None
-    if plain_float(v) or plain_int(v):
-        return v
-    if type(v) is float:  # NaN or an infinity parsed from a forged record: the harvest's own spelling
-        return repr(v)
-    return v if isinstance(v, str) and v in _NON_FINITE else None
-
-
-def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
-    """A tagged plain value exactly as `t5lesson.grading.harvest.to_plain` makes it, or "unreadable".
-
-    The grader calls this on everything that came out of a student's kernel before scoring it,
-    so a forged or damaged record can only ever read as a wrong answer. Bounded (`records`): at most
-    MAX_PLAIN_DEPTH levels deep, MAX_ITEMS items per list, MAX_VALUES values in all; ints within
-    +-10**18, floats finite (non-finite ones are kept as "inf", "-inf" or "nan"), arrays of a
-    small shape that matches their items (`records.shape_ok`).
-    """
-    unreadable = {"t": "other", "type": "unreadable"}
-    budget = [MAX_VALUES] if budget is None else budget
-    budget[0] -= 1
-    if not isinstance(value, dict) or depth > MAX_PLAIN_DEPTH or budget[0] < 0:
-        return unreadable
-    kind = value.get("t")
-    if kind == "none":
-        return {"t": "none"}
-    v = value.get("v")
-    if kind in ("int", "float"):
-        number = _clean_number(kind, v)
-        return unreadable if number is None else {"t": kind, "v": number}
-    if kind == "bool":
-        return {"t": "bool", "v": v} if type(v) is bool else unreadable
-    if kind == "str":
-        return {"t": "str", "v": v[:MAX_TEXT]} if isinstance(v, str) else unreadable
-    if kind in ("list", "array") and isinstance(v, list) and len(v) <= MAX_ITEMS:
-        if kind == "array" and not shape_ok(value.get("shape"), len(v)):
-            return {"t": "other", "type": "array of an impossible shape"}
-        out = {"t": kind, "v": [clean_plain(item, depth + 1, budget) for item in v]}
-        if kind == "array":
-            out["shape"] = list(value["shape"])
-        return out
-    if kind == "other":
-        return {"t": "other", "type": str(value.get("type", "unknown"))[:60]}
-    return unreadable
-
-
-def clean_record(record) -> dict:
-    """A harvested record with every field checked (see `clean_plain`); malformed -> missing."""
-    if not isinstance(record, dict):
-        return {"status": "missing"}
-    status = record.get("status")
-    budget = [MAX_VALUES]  # values in the whole record (see clean_plain)
-    if status == "value":
-        return {"status": "value", "value": clean_plain(record.get("value"))}
-    if status == "not_callable":
-        return {"status": "not_callable", "value": clean_plain(record.get("value"))}
-    if status == "ran" and isinstance(record.get("cases"), list):
-        cases = []
-        for case in record["cases"][:MAX_CASES]:
-            case = case if isinstance(case, dict) else {}
-            if "ok" in case:
-                cases.append({"ok": clean_plain(case["ok"], 0, budget)})
-            elif "error" in case:
-                cases.append({"error": str(case["error"])[:300], "where": str(case.get("where", ""))[:100]})
-            else:
-                flags = ("timeout", "skipped", "not_implemented")
-                cases.append({flag: True for flag in flags if case.get(flag) is True} or {"skipped": True})
-        return {"status": "ran", "cases": cases}
-    return {"status": "missing"}

@@ -1,21 +1,10 @@
 """A code question whose answer is a class: the learner's nn.Module, graded case by case.
 
-`ModuleCode` grades a class the way `Code` grades a function, with the same harvesting,
-blocking, time limits and per-case partial credit, and one more step on each side of the
-kernel boundary:
-
-- inside the learner's kernel, a *driver* (a self-contained module such as
-  `t5lesson.exercises.t5_layer_driver`, its source text shipped in the harvest spec) builds the
-  learner's class for each case, loads the grader's weights and runs the case's plan (one
-  pass, token-by-token decoding with a cache, two layers sharing a bias, ...). Only the
-  resulting arrays leave the kernel, as plain data;
-- in the grader's process, `reference` computes what the real thing gives for the same case
-  (for exercise 6, transformers' `T5Attention` with the same weights), and the arrays are
-  compared there. When a case fails, `diagnose` may name the mistake ("the scores are divided
-  by sqrt(d_kv)"); otherwise the sentence says where the first difference is.
-
-The reference returns an `Expected`: the values (NaN marks entries that are not compared, such
-as the outputs of padded query positions, which no model defines), and the tolerances.
+`ModuleCode` grades a class as `Code` grades a function. In the kernel a driver (its source in
+the harvest spec) builds the class per case and runs the case's plan; only arrays come out. Here
+`reference` computes what the real thing gives (an `Expected`: values, NaN where nothing is
+compared, tolerances) and `diagnose` may name the mistake. See docs/grading.md, "The questions
+live in the package" (ModuleCode).
 """
 from __future__ import annotations
 
@@ -28,12 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from ..protocol import resolve
-from .kinds import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Case, Code, Outcome, _describe
+from ..records import describe
+from ..verdict import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Outcome
+from .kinds import Case, Code
 from .structured import plain_numbers
 
 __all__ = ["Expected", "LayerCase", "ModuleCode", "compare", "first_difference", "closeness"]
 
-SETUP_ERROR = "GradingSetupError: "
 NONFINITE = "the result holds nan or inf where the reference is finite (no mistake we know gives that here)."
 
 
@@ -78,11 +68,11 @@ def closeness(expected: Expected, got: np.ndarray) -> str | None:
 
 def _raised(got) -> bool:
     """Whether the learner's code raised (or ran out of time) on a case. A contract the driver found
-    broken (SETUP_ERROR: no cache used, a wrong result type) is a wrong answer, not an Error: the
+    broken (`setup_error`: no cache used, a wrong result type) is a wrong answer, not an Error: the
     course calls Error only what the learner's own code raised."""
     if not isinstance(got, dict):
         return False
-    return "timeout" in got or ("error" in got and not str(got["error"]).startswith(SETUP_ERROR))
+    return "timeout" in got or "error" in got
 
 
 @dataclass(frozen=True)
@@ -154,7 +144,7 @@ class ModuleCode(Code):
     def expect(self, result) -> Expected:
         return result
 
-    def _problem(self, want: Expected, got: dict) -> str | None:
+    def problem(self, want: Expected, got: dict) -> str | None:
         """None if the case is right, else "numbers", "shape", "nonfinite" or "values"."""
         array = plain_numbers(got.get("ok"))
         return "numbers" if array is None else compare(want, array)
@@ -220,7 +210,7 @@ class ModuleCode(Code):
             return failure
         array = plain_numbers(got.get("ok"))
         if array is None:
-            return f"the result is {_describe(got.get('ok'))}, not an array of numbers."
+            return f"the result is {describe(got.get('ok'))}, not an array of numbers."
         verdict = compare(want, array)
         if verdict == "shape":
             return f"the result has shape {tuple(array.shape)}; {self.what} gives {tuple(want.values.shape)}."
@@ -239,8 +229,8 @@ class ModuleCode(Code):
     def _failure(self, got) -> str | None:
         """The sentence for a case that produced no value, else None (the run failures of `Code`,
         and the driver's explanation when the class does not meet the contract)."""
-        if isinstance(got, dict) and str(got.get("error", "")).startswith(SETUP_ERROR):
-            return got["error"][len(SETUP_ERROR):].rstrip(".") + "."
+        if isinstance(got, dict) and "setup_error" in got:
+            return str(got["setup_error"]).rstrip(".") + "."
         if isinstance(got, dict) and got.get("not_implemented"):
             return "raised NotImplementedError (is every method written?)."
         failure = self._run_failure("", got)

@@ -1,26 +1,10 @@
 """Code questions whose answers are structures or floats: `PlainCode` and `FloatCode`.
 
-The built-in `Code` kind compares one int per case. Exercises 03 and 04 ask for a boundary
-table (a list of (lo, hi) pairs, None for an unused bucket or an open end), a bias tensor
-(floats) and a causal mask (bools); exercises 02 and 05 for floats and float matrices.
-Both kinds keep `Code`'s harvesting, blocking, timeouts, scoring loop and per-case partial
-credit, and override only the per-case check (`expect`, `_problem`, `_wrong_case`).
-`PlainCode` compares the harvested plain value with the reference's result, structure for
-structure:
-
-- lists, tuples and arrays are all sequences; a NumPy array compares like the nested lists of
-  its `tolist()`;
-- None must be None;
-- numbers compare within `tolerance` (absolute or relative), so -91.0 is as good as -91;
-  bools count as 0 and 1, so a mask may be given as True/False or 1/0;
-- with `masked_below` set, an entry where the reference is at or below it (a masked score) is
-  right when the learner's entry is at or below it too: -1e9, the most negative float and -inf
-  all mean "masked", and no two of them are within any tolerance of each other.
-
-`differences` is the one comparison; `FloatCode` words its findings for arrays.
-
-Only plain data ever reaches `score` (see `t5lesson.grading.harvest`): a learner's object with a
-clever `__eq__` arrives as "a FakeInt object" and is wrong.
+Both keep `Code`'s harvesting, blocking, timeouts, scoring loop and per-case partial credit, and
+override only the per-case check (`expect`, `problem`, `_wrong_case`). `PlainCode` compares the
+harvested value with the reference's structure for structure (`differences`, the one comparison);
+`FloatCode` words its findings for arrays. The rules (sequences, None, tolerances, bools, masked
+entries): docs/grading.md, "Comparing structured answers".
 """
 from __future__ import annotations
 
@@ -29,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..records import MAX_ITEMS, shape_ok
-from .kinds import Case, Code, _describe
+from ..records import MAX_ITEMS, describe, shape_ok
+from .kinds import Case, Code
 
 __all__ = ["PlainCode", "FloatCode", "differences", "from_plain", "plain_numbers", "to_python"]
 
@@ -157,12 +141,12 @@ class PlainCode(Code):
         """Two numbers agree within `tolerance`, absolute or relative to the larger (math.isclose)."""
         return math.isclose(want, got, rel_tol=self.tolerance, abs_tol=self.tolerance)
 
-    def _problem(self, want, got) -> str | None:
+    def problem(self, want, got) -> str | None:
         """None if the case is right, else where the first difference is and what it is."""
         value = got.get("ok") if isinstance(got, dict) else None
         plain = from_plain(value)
         if plain is _BAD:
-            return f"returned {_describe(value)}, which cannot be compared; return lists, tuples or an array"
+            return f"returned {describe(value)}, which cannot be compared; return lists, tuples or an array"
         for where, kind, detail in differences(want, plain, self.close, self.masked_below):
             place = where or "the top"
             if kind == "structure":
@@ -179,7 +163,7 @@ class PlainCode(Code):
         return f"{name} ({case.topic})" if case.topic else name
 
     def _wrong_case(self, where: str, want, got: dict) -> str:
-        return f"{where}: {self._problem(want, got)}."
+        return f"{where}: {self.problem(want, got)}."
 
 
 def _only_numbers(plain) -> bool:
@@ -217,12 +201,12 @@ class FloatCode(PlainCode):
         """
         return (abs(got - want) <= self.tolerance + self.tolerance * abs(want) and math.isfinite(want)) or got == want
 
-    def _problem(self, want: np.ndarray, got) -> str | None:
+    def problem(self, want: np.ndarray, got) -> str | None:
         """None if the case is right, else a short description of what is wrong."""
         value = got.get("ok") if isinstance(got, dict) else None
         array = plain_numbers(value)
         if array is None:
-            return f"returned {_describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
+            return f"returned {describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
         if array.shape != want.shape:
             return f"returned shape {tuple(array.shape)}, the right answer has shape {tuple(want.shape)}"
         kinds = [kind for _, kind, _ in differences(want.tolist(), array.tolist(), self.close, self.masked_below)]

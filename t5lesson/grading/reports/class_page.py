@@ -1,30 +1,10 @@
 """The class at a glance: REPORT_DIR/report.html, and the same numbers as CSV in class_report/.
 
-One self-contained page (inline CSS and SVG figures; no script, no font, no request to any
-network) that answers what an instructor asks after grading:
-
-- how the class did: the distribution of totals, with the submissions that were not graded
-  shown apart;
-- which questions were missed most (item difficulty): per question the mean score and the
-  share of full, partial and zero marks and of "not attempted", hardest first;
-- which misconceptions to address: for multiple-choice and numeric questions, the most common
-  wrong answers, how many gave each, and the feedback they received;
-- for code questions, which cases failed most, by case and by what the case exercises;
-- what went wrong with the runs: how many notebooks were unreadable, timed out, got stuck or
-  killed their kernel, with names;
-- per learning objective, the mean score of its questions (`question.objectives`, when the
-  bank records them; otherwise the section says that none are recorded).
-
-Question statistics count the submissions whose notebook ran to the end (status "graded"):
-the others would only add zeros that say nothing about the question, and are listed under
-statuses instead. Free-text questions are marked by hand; the page shows how many answered.
-
-The page is the jinja2 template templates/report.html.j2 (package data), filled in by `render_html`.
-The SVG figures stay Python: they are arithmetic on coordinates, which reads better here than in macros.
-
-`class_report_files` returns {relative path: text}; `t5lesson.grading.reports.store` writes them.
-Like the rest of the report it is a pure function of the verdicts (sorted, no clock), so a
-merged report (`t5lesson.grading.integrations.shards`) is identical to a single run's.
+One self-contained page (inline CSS and SVG; no script, no request to any network): the
+distribution of totals, the questions missed most, the common wrong answers, the code cases
+failed most, the statuses, the learning objectives. A pure function of the verdicts, so a merged
+report is identical to a single run's. The page is the jinja2 template templates/report.html.j2; the SVG
+figures stay Python (arithmetic on coordinates). See docs/grading.md, "The class at a glance: report.html".
 """
 from __future__ import annotations
 
@@ -37,9 +17,10 @@ from dataclasses import dataclass, field
 import jinja2
 from markupsafe import Markup
 
-from ..protocol import Status
-from ..questions.kinds import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Code, format_points
-from .gradebook import csv_text, reference_hits
+from ..questions.kinds import Code
+from ..verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Status, format_points
+from .files import csv_text
+from .gradebook import reference_hits
 
 __all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files"]
 

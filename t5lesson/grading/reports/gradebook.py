@@ -8,84 +8,16 @@ after every submission has run.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
-import os
 import re
 import shlex
-import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..exercise import Exercise
-from ..protocol import Status
-from ..questions.kinds import Outcome, format_points
+from ..verdict import Graded, format_points
+from .files import atomic_write, csv_cell, safe_name
 
-__all__ = ["Graded", "write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "safe_name", "csv_cell",
-           "csv_text", "atomic_write", "summary_text"]
-
-
-@dataclass
-class Graded:
-    """The verdict on one submission."""
-
-    student: str
-    file: str
-    status: Status
-    outcomes: list[Outcome]
-    notes: list[str] = field(default_factory=list)
-    free_text: dict[str, str] = field(default_factory=dict)
-    seconds: float = 0.0
-    error: str = ""  # a grader error's exception, for the summary (never shown to the student)
-    answers: dict[str, dict] = field(default_factory=dict)  # what was answered (t5lesson.grading.questions.answers)
-
-    @property
-    def total(self) -> float:
-        return round(sum(o.points for o in self.outcomes), 2)
-
-
-def safe_name(student: str) -> str:
-    """A file name for a student id: letters, digits, dot, dash, underscore only; at most 100 characters."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", student.replace("/", "__")).strip("._") or "student"
-    if len(name) > 100:
-        name = f"{name[:88]}-{hashlib.sha256(student.encode('utf-8', 'backslashreplace')).hexdigest()[:10]}"
-    return name
-
-
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value) -> str:
-    """A CSV field a spreadsheet shows as text: a leading =, +, -, @, tab or CR gets a ' before it.
-
-    Numbers stay numbers (points are never negative); student ids and answers are text.
-    """
-    text = str(value)
-    return f"'{text}" if text.startswith(_FORMULA_START) else text
-
-
-def csv_text(header: list[str], rows) -> str:
-    """A CSV table (header, then rows) whose every cell is spreadsheet-safe (`csv_cell`)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow([csv_cell(v) for v in row])
-    return buffer.getvalue()
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write `text` to `path` whole or not at all (a temporary file beside it, then a rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".report-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+__all__ = ["write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text", "reference_hits"]
 
 
 def gradebook_text(exercise: Exercise, graded: list[Graded]) -> str:

@@ -1,16 +1,9 @@
-"""Progress of a class grading run on the command line.
+"""Progress of a class grading run on the command line, on stderr.
 
-Grading hundreds of notebooks takes minutes, so the grader shows where it is:
-
-- on a terminal (stdout and stderr both a TTY): a tqdm bar, redrawn in place, with the count,
-  the rate, the time left, and as its postfix how many submissions so far were graded and how
-  many ended with each other status. Each of those others also gets a line of its own above the
-  bar (`tqdm.write`), so the names stay on the screen;
-- otherwise (a log file, a pipe, CI): one plain line per finished submission, the same line
-  as before plus the rate, the time left and the count of non-"graded" statuses so far.
-
-`--quiet` prints neither. Everything goes to stderr; stdout stays free for the caller.
-`Progress` is the grader's `progress` callback: `progress(done, total, graded, exercise)`.
+On a terminal: one tqdm bar, redrawn in place (count, rate, time left, statuses other than "graded"),
+with a line above it for each such submission; otherwise one plain line per finished submission,
+for the logs. `Progress` is the grader's `progress(done, total, graded, exercise)` callback. See
+docs/grading.md, "Large classes: progress, shards, merge".
 """
 from __future__ import annotations
 
@@ -21,8 +14,7 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from ..protocol import Status
-from ..questions.kinds import format_points
+from ..verdict import Status, format_points
 
 __all__ = ["Progress", "duration"]
 

@@ -1,39 +1,34 @@
 """Everything one grading run writes into REPORT_DIR, and grades.json, which can be read back.
 
-`write_all` is what the grader (`grade_folder`) and `merge` both call, so a merged report is
-made by exactly the code that makes a single run's:
-
-- gradebook.csv, free_text.csv, summary.md, feedback/<student>.md (`t5lesson.grading.reports.gradebook`);
-- report.html and class_report/*.csv, the class at a glance (`t5lesson.grading.reports.class_page`);
-- grades.json: every verdict (status, one outcome per question, notes, free text, the answer
-  summaries of `t5lesson.grading.questions.answers`), the settings, which shard this was, if any, the
-  folder's entries without a row, and the questions' titles (the headings of the handed-out
-  notebook, so that a merge on another machine shows them too).
-  `merge` and the LMS export read it back with `read`; the numbers in it are the gradebook's.
-
-Like the rest of the report, grades.json holds no clock and no path of the machine, and
-submissions come sorted by student, so grading twice (or in shards, then merging) gives the
-same bytes.
+`write_all` is what the grader and `merge` both call, so a merged report is made by the very code
+of a single run: the gradebook files (`reports.gradebook`), report.html (`reports.class_page`) and
+grades.json (every verdict, the settings, the shard, the entries without a row, the questions'
+titles), read back by `read`. No clock, no path of the machine, students sorted: the same bytes
+every time. See docs/grading.md, "Large classes: progress, shards, merge".
 """
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import NamedTuple
 
-from ..protocol import Status
-from ..questions.kinds import Outcome
-from ..run.intake import Skipped
-from .gradebook import Graded, atomic_write, write_reports
+from ..authoring.notebook_format import QUESTION_HEADING
+from ..verdict import Graded, Outcome, Skipped, Status
+from .files import atomic_write
+from .gradebook import write_reports
 
-__all__ = ["FORMAT", "GRADES_FILE", "Run", "write_all", "grades_text", "read", "question_titles"]
+__all__ = ["FORMAT", "GRADES_FILE", "Run", "ReportError", "write_all", "grades_text", "read", "question_titles"]
 
 FORMAT = "t5lesson-grades/1"
 GRADES_FILE = "grades.json"
 
 
-HEADING = re.compile(r"^## Question (\d+) \([^)]*\): (.+)$", re.MULTILINE)
+class ReportError(RuntimeError):
+    """Some report files could not be written (the gradebook itself always is, or this says so)."""
+
+    def __init__(self, failed: list[str]):
+        super().__init__("some reports could not be written: " + "; ".join(failed[:5]))
+        self.failed = failed
 
 
 def question_titles(exercise, notebook) -> dict[str, str]:
@@ -42,7 +37,7 @@ def question_titles(exercise, notebook) -> dict[str, str]:
         markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     except AttributeError:
         return {}
-    by_number = {int(n): title.strip() for n, title in HEADING.findall(markdown)}
+    by_number = {int(n): title.strip() for n, _, _, title in QUESTION_HEADING.findall(markdown)}
     return {q.id: by_number[i] for i, q in enumerate(exercise.questions, 1) if i in by_number}
 
 

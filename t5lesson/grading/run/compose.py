@@ -1,28 +1,21 @@
 """Read a submitted notebook and compose the notebook the grader will actually run.
 
-The file is only read, never written: the grader hands this module the bytes. Whatever the
-student did to the structure, the run follows the exercise's own order (the template, i.e.
-the generated exercise notebook):
-
-- provided cells ("given") always run as the template has them: a deleted, edited or moved
-  setup cell is restored, and the feedback says so;
-- each answer cell comes from the submission, found by its name (the t5lesson metadata, or the
-  cell id); a missing answer cell runs as the blank template cell (so: Not attempted);
-- check() cells are skipped, unless the student wrote something else into them;
-- cells the student added run too, after the known cell they followed in the submission;
-- at the end, one harvesting cell per auto-scored question reads the answer out (see
-  `t5lesson.grading.harvest`), tagged with a nonce chosen by the grader for this run.
-Free-text answers are Markdown, read from the submitted file itself.
+The file is only read. The run follows the exercise's own order (the template): provided cells
+as the template has them, answer cells from the submission by name (a missing one runs blank),
+check() cells skipped, the student's extra cells after the cell they followed, then one
+harvesting cell per auto-scored question with this run's nonce. See docs/grading.md, "How a
+submission is run", step 2.
 """
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import nbformat
 from nbformat.v4 import new_code_cell
 
+from .. import harvest
 from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
 from ..exercise import Exercise
 from ..protocol import Limits, mark_harvest
@@ -31,9 +24,7 @@ from ..records import BoundsError, loads
 
 __all__ = ["Prepared", "parse", "prepare", "harvest_source"]
 
-MAX_DEPTH = 64  # nesting of a notebook's JSON; Jupyter's own notebooks stay near 10
-MAX_NODES = 2_000_000  # values in a notebook's JSON
-_HARVEST_CODE = Path(__file__).parents[1].joinpath("harvest.py").read_text(encoding="utf-8")
+_HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel (see harvest_source)
 _HARVEST_CELL = """def __t5lesson_harvest():
     namespace = {{"__name__": "t5lesson_harvest"}}
     exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
@@ -68,10 +59,11 @@ def _text(source) -> str | None:
     return None
 
 
-def parse(data: bytes):
+def parse(data: bytes, limits: Limits = Limits()):
     """(cells, None, exercise id) for a readable notebook, else (None, the reason in words, None)."""
     try:
-        doc = loads(data.decode("utf-8"), max_depth=MAX_DEPTH, max_nodes=MAX_NODES, constants=True)
+        doc = loads(data.decode("utf-8"), max_depth=Limits.NOTEBOOK_DEPTH, max_nodes=limits.notebook_nodes(),
+                    constants=True)
     except UnicodeDecodeError:
         return None, "the file is not text (not UTF-8), so it is not a notebook", None
     except json.JSONDecodeError as exc:
@@ -231,7 +223,7 @@ def _notebook(cells):
 
 def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limits = Limits()) -> Prepared:
     """Compose the run notebook for one submission (see module doc)."""
-    cells, problem, claimed = parse(data)
+    cells, problem, claimed = parse(data, limits)
     if problem:
         return Prepared(problem=problem)
     out = Prepared()

@@ -1,14 +1,9 @@
 """What is in the submissions folder: every entry gets a row, or a line saying why it has none.
 
-`survey(folder)` walks the folder without following links and without ever blocking:
-- every regular `*.ipynb` file is a submission (`Entry`), with a student id made safe for
-  file names and CSV (`student_id`);
-- everything else is listed (`Skipped`) with the reason it has no row: a hidden file or folder
-  (checkpoints included), a symbolic link, a FIFO, socket or device, a file that is not a
-  notebook, a folder that cannot be read.
-`read(entry, max_bytes)` reads a submission's bytes once, opening it without following links
-and without blocking on a FIFO put there after the survey; it returns the bytes, or the reason
-in words.
+`survey(folder)` walks it without following links and without ever blocking: each regular
+`*.ipynb` is an `Entry` with a safe student id; everything else is `Skipped`, with the reason.
+`read(entry, max_bytes)` reads a submission's bytes once, without following links and without
+blocking on a FIFO, and returns them or the reason in words. See docs/grading.md, "Grading a class".
 """
 from __future__ import annotations
 
@@ -19,7 +14,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Entry", "Skipped", "survey", "read", "student_id", "MAX_ID"]
+from ..verdict import Skipped
+
+__all__ = ["Entry", "survey", "read", "student_id", "MAX_ID"]
 
 MAX_ID = 100  # characters of a student id; longer ones are cut and given a hash suffix
 SUFFIX = ".ipynb"
@@ -33,14 +30,6 @@ class Entry:
     path: Path
     relative: str
     student: str
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """An entry of the folder that has no row, and why."""
-
-    relative: str
-    reason: str
 
 
 def _text(name: str) -> str:

@@ -1,28 +1,22 @@
 """Worker processes that each run many submissions in turn, one at a time.
 
-`python -m t5lesson.grading.run.worker --serve JOBS DONE` reads job files' paths from the pipe
-JOBS and writes one line to the pipe DONE when a job's result file is written. Each job still
-gets a fresh sandboxed kernel of its own; what the worker keeps between jobs is only its
-imported modules (nbformat, jupyter_client, nbclient), so they are imported once per grading
-thread instead of once per submission.
-
-A worker is used by one grading thread at a time (`WorkerPool.run`) and is replaced when
-- a job outlives its hard limit (the worker's process group is killed, as a one-job worker's is),
-- it ends in any other way than a run that completed (or used up its time), so that a notebook
-  that broke something in the worker's reading of its kernel cannot touch the next one,
-- or it has run `MAX_JOBS` jobs.
+One long-lived worker per grading thread (`python -m ...run.worker --serve JOBS DONE`) keeps its
+imported modules between jobs; every job still gets a fresh kernel. A worker is replaced when a
+job outlives its hard limit, when a run ends in any other way than completed (or out of time),
+or after `MAX_JOBS` jobs, so that a notebook that broke the worker cannot touch the next one.
+See docs/grading.md, "Speed".
 """
 from __future__ import annotations
 
 import os
 import select
-import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 from ..protocol import RUNNER_MODULE
+from ..sandbox.resources import kill_group
 
 __all__ = ["WorkerPool", "MAX_JOBS"]
 
@@ -67,10 +61,7 @@ class _Worker:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        kill_group(self.process.pid)
         self.process.wait()
 
 

@@ -1,30 +1,10 @@
-"""Run a prepared notebook in a fresh, sandboxed kernel: `python -m t5lesson.grading.run.worker JOB.json`.
+"""Run a prepared notebook in a fresh, sandboxed kernel: `python -m ...run.worker JOB.json`.
 
-The job file and the result's statuses are defined in `t5lesson.grading.protocol`.
-
-The class grader keeps one worker process per grading thread, which runs many jobs in turn
-(`python -m t5lesson.grading.run.worker --serve JOBS DONE`, see `t5lesson.grading.run.pool`), each
-in a fresh kernel of its own; the kernels fork from the batch's zygote, which has imported what
-they need once (`t5lesson.grading.sandbox.zygote`). For each job the worker executes the
-notebook the grader composed (the student's cells, the provided cells, then one harvesting
-cell per question), cell by cell with nbclient, and writes a small JSON
-result: how each cell ended, and the harvested answer records as text. It never scores
-anything; the grader does, from that result, in its own process.
-
-Limits, from the inside out:
-- each harvested code case has its own alarm (see `t5lesson.grading.harvest`);
-- each cell has nbclient's `timeout`; when it expires the kernel is interrupted and the cell
-  counts as timed out. If the kernel then does not answer within a few seconds (a loop that
-  ignores SIGINT), the run stops: nothing more can be run in that kernel;
-- the student's cells share one wall-clock budget (the whole-notebook limit); cells after it
-  are skipped, and the harvesting cells still run, each with their own timeout;
-- output is capped per cell and in total: what is over the cap is dropped, not stored;
-- the kernel's memory, CPU time and files are limited by `t5lesson.grading.sandbox.launcher`;
-- the grader kills this worker and the kernel if the whole run outlives its hard limit.
-
-Known nbclient pitfall: on cells that display `interact`/`interactive_output` widgets it can
-miss the kernel's reply until the cell's timeout expires. Such a cell then costs one cell
-timeout and is reported as timed out, and grading carries on.
+The worker executes the notebook the grader composed, cell by cell with nbclient, in a kernel
+started through `sandbox.launcher` (or forked from the batch's zygote), and writes a
+`RunResult`: how each cell ended and the harvested records as text. It never scores anything.
+`--serve JOBS DONE` runs many jobs in turn (`run.pool`). Its limits, from the inside out, and
+nbclient's known pitfall with widgets: docs/grading.md, "The worker's limits".
 """
 from __future__ import annotations
 
@@ -32,17 +12,15 @@ import asyncio
 import json
 import os
 import re
-import signal
 import sys
 import time
 import uuid
 from pathlib import Path
 
-# nbformat imports jsonschema, which imports rfc3987_syntax when it is installed, and that
-# builds a whole grammar at import time, in every worker, for URI checks that grading never
-# makes. A worker is a process of its own, so it simply goes without.
-if __name__ == "__main__":
-    sys.modules.setdefault("rfc3987_syntax", None)
+from .. import skip_uri_grammar
+
+if __name__ == "__main__":  # a worker is a process of its own: it goes without (before nbformat loads)
+    skip_uri_grammar()
 
 import nbformat  # noqa: E402
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
@@ -55,14 +33,16 @@ from ..protocol import (  # noqa: E402
     HARVEST_MIME,
     KERNEL_BROKEN_ENAME,
     SANDBOX_MODULE,
+    CellResult,
     CellStatus,
     Job,
     Limits,
     RunEnd,
+    RunResult,
     harvest_question,
 )
 from ..sandbox.launcher import kept_environment  # noqa: E402
-from ..sandbox.resources import harvest_reserve, tree_memory  # noqa: E402
+from ..sandbox.resources import harvest_reserve, kill_group, tree_memory  # noqa: E402
 from ..sandbox.zygote import spawn  # noqa: E402
 
 KERNEL_NAME = "t5lesson-sandbox"
@@ -133,18 +113,18 @@ def _where(traceback: list) -> tuple[str, str]:
     return line, function
 
 
-def _cell_result(client: CappedClient, index: int, cell, seconds: float) -> dict:
+def _cell_result(client: CappedClient, index: int, cell, seconds: float) -> CellResult:
     reply = client.replies.get(index, {})
-    result = {"index": index, "status": CellStatus.OK, "seconds": round(seconds, 3),
-              "output_bytes": client.bytes_seen.get(index, 0), "truncated": index in client.truncated}
+    result = CellResult(index, CellStatus.OK, round(seconds, 3), client.bytes_seen.get(index, 0),
+                        index in client.truncated)
     if reply.get("status") == "error":
-        result["status"] = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
-        result["ename"] = str(reply.get("ename", ""))[:100]
-        result["evalue"] = str(reply.get("evalue", ""))[:300]
-        result["line"], result["function"] = _where(reply.get("traceback", []))
+        result.status = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
+        result.ename = str(reply.get("ename", ""))[:100]
+        result.evalue = str(reply.get("evalue", ""))[:300]
+        result.line, result.function = _where(reply.get("traceback", []))
     elif reply.get("status") == "aborted":
-        result["status"] = CellStatus.ERROR
-        result["ename"], result["evalue"] = "Aborted", "the kernel aborted this cell"
+        result.status = CellStatus.ERROR
+        result.ename, result.evalue = "Aborted", "the kernel aborted this cell"
     return result
 
 
@@ -206,17 +186,17 @@ def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
     """The kernel manager of one run: its own kernelspec, sockets and connection file, all private."""
     private = Path(job.private_dir)
     config_path = private / "sandbox.json"
-    config_path.write_text(json.dumps(job.sandbox))
+    job.sandbox.write(config_path)
     # The kernel's channels are Unix sockets in a folder only the grader and this kernel can open
     # (ZeroMQ's ipc transport), and its connection file (with the signing key) stays in the private
     # run folder, which the grader deletes: nothing is left in /tmp, no port is open to other kernels.
-    ipc_dir = Path(job.sandbox.get("ipc_dir") or private / "ipc")
+    ipc_dir = Path(job.sandbox.ipc_dir or private / "ipc")
     ipc_dir.mkdir(mode=0o700, exist_ok=True)
     km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path),
                             transport="ipc", ip=str(ipc_dir / "k"), connection_file=str(private / "connection.json"))
     km.kernel_id = str(uuid.uuid4())
     km.provisioner = SandboxProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
-    km.provisioner.zygote, km.provisioner.log_fd = job.sandbox.get("zygote") or "", log_fd
+    km.provisioner.zygote, km.provisioner.log_fd = job.sandbox.zygote, log_fd
     return km
 
 
@@ -253,11 +233,11 @@ def _client(nb, km, job: Job, clock: _Clock) -> CappedClient:
         allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
         shutdown_kernel="immediate", cell_cap=int(limits.output_limit), total_cap=int(limits.total_output_limit),
         harvest_cap=int(limits.harvest_limit),
-        resources={"metadata": {"path": job.sandbox["home"]}},
+        resources={"metadata": {"path": job.sandbox.home}},
     )
 
 
-async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, result: dict) -> bool:
+async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, result: RunResult) -> bool:
     """Run one cell and record how it ended; False when nothing more can run in this kernel."""
     harvest = harvest_question(cell)
     start = time.monotonic()
@@ -265,54 +245,54 @@ async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, resu
         await client.async_execute_cell(cell, index)
     except DeadKernelError:
         seconds = round(time.monotonic() - start, 3)
-        result["cells"].append({"index": index, "status": CellStatus.DIED, "seconds": seconds})
-        result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
+        result.cells.append(CellResult(index, CellStatus.DIED, seconds))
+        result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
         return False
     cell_result = _cell_result(client, index, cell, time.monotonic() - start)
-    result["cells"].append(cell_result)
+    result.cells.append(cell_result)
     if harvest is not None:
         for output in cell.outputs:
             text = output.get("data", {}).get(HARVEST_MIME)
-            if isinstance(text, str) and harvest not in result["harvest"]:
-                result["harvest"][harvest] = text[: limits.harvest_limit]
-    if cell_result["status"] != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
+            if isinstance(text, str) and harvest not in result.harvest:
+                result.harvest[harvest] = text[: limits.harvest_limit]
+    if cell_result.status != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
         return True
     if not await client.km.is_alive():
-        cell_result["status"] = CellStatus.DIED
-        result["ended"], result["detail"] = RunEnd.KERNEL_DIED, str(index)
+        cell_result.status = CellStatus.DIED
+        result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
     else:
-        cell_result["status"] = CellStatus.STUCK
-        result["ended"], result["detail"] = RunEnd.STUCK, str(index)
+        cell_result.status = CellStatus.STUCK
+        result.ended, result.detail = RunEnd.STUCK, str(index)
     return False
 
 
-async def _run_cells(client: CappedClient, nb, clock: _Clock, result: dict, running: list) -> None:
+async def _run_cells(client: CappedClient, nb, clock: _Clock, result: RunResult, running: list) -> None:
     """Run the code cells in turn, skipping those past their part of the budget."""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
         if time.monotonic() >= clock.end_for(harvest_question(cell)):
-            result["cells"].append({"index": index, "status": CellStatus.SKIPPED})
-            result["ended"] = RunEnd.TIME_LIMIT
+            result.cells.append(CellResult(index, CellStatus.SKIPPED))
+            result.ended = RunEnd.TIME_LIMIT
             continue
         running[:] = [index]
         if not await _run_cell(client, index, cell, clock.limits, result):
             return
 
 
-def _broken(result: dict, running: list, exc: Exception) -> None:
+def _broken(result: RunResult, running: list, exc: Exception) -> None:
     """The kernel would not start, or its messages broke nbclient: say so in the result."""
     if running:  # nbclient failed on what the kernel sent while the notebook ran
-        result["ended"] = RunEnd.KERNEL_BROKEN
-        result["cells"] = [c for c in result["cells"] if c["index"] != running[0]]
-        result["cells"].append({"index": running[0], "status": CellStatus.ERROR, "ename": KERNEL_BROKEN_ENAME,
-                                "evalue": f"{type(exc).__name__}: {str(exc)[:200]}"})
+        result.ended = RunEnd.KERNEL_BROKEN
+        result.cells = [c for c in result.cells if c.index != running[0]]
+        result.cells.append(CellResult(running[0], CellStatus.ERROR, ename=KERNEL_BROKEN_ENAME,
+                                       evalue=f"{type(exc).__name__}: {str(exc)[:200]}"))
     else:
-        result["ended"] = RunEnd.STARTUP_FAILED
-    result["detail"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        result.ended = RunEnd.STARTUP_FAILED
+    result.detail = f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-async def run(job: Job, log_fd: int = 2) -> dict:
+async def run(job: Job, log_fd: int = 2) -> RunResult:
     """Execute the job's notebook; return the result record (see module doc).
 
     `log_fd` is the kernel's stdout and stderr (what the student's code writes there outside IPython).
@@ -320,28 +300,28 @@ async def run(job: Job, log_fd: int = 2) -> dict:
     nb = nbformat.read(job.notebook, as_version=4)
     clock = _Clock(job.limits)
     client = _client(nb, _kernel_manager(job, log_fd), job, clock)
-    result = {"cells": [], "harvest": {}, "ended": RunEnd.COMPLETED, "detail": ""}
+    result = RunResult()
     running: list[int] = []  # the index of the cell being run, once the kernel has started
     watcher = None
     try:
         async with client.async_setup_kernel():
             clock.start()
-            if job.sandbox.get("watch_memory"):  # no cgroup: the worker bounds the kernel's process tree
-                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox["watch_memory"]), result))
+            if job.sandbox.watch_memory:  # no cgroup: the worker bounds the kernel's process tree
+                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result))
             await _run_cells(client, nb, clock, result, running)
     except DeadKernelError:
-        result["ended"] = RunEnd.KERNEL_DIED
+        result.ended = RunEnd.KERNEL_DIED
     except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
         _broken(result, running, exc)
     finally:
         if watcher is not None:
             watcher.cancel()
-    if result.get("memory_exceeded") and result["ended"] == RunEnd.KERNEL_BROKEN:
-        result["ended"] = RunEnd.KERNEL_DIED  # stopped by the memory watch, not broken by the notebook
+    if result.memory_exceeded and result.ended == RunEnd.KERNEL_BROKEN:
+        result.ended = RunEnd.KERNEL_DIED  # stopped by the memory watch, not broken by the notebook
     return result
 
 
-async def _watch_memory(km, limit: int, result: dict, every: float = 0.25) -> None:
+async def _watch_memory(km, limit: int, result: RunResult, every: float = 0.25) -> None:
     """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes."""
     while True:
         await asyncio.sleep(every)
@@ -349,10 +329,8 @@ async def _watch_memory(km, limit: int, result: dict, every: float = 0.25) -> No
         if process is None or process.poll() is not None:
             continue
         if tree_memory(process.pid) > limit:
-            result["memory_exceeded"] = True
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except OSError:
+            result.memory_exceeded = True
+            if not kill_group(process.pid):
                 process.kill()
             return
 
@@ -366,7 +344,7 @@ def run_job(path: Path) -> None:
         result = asyncio.run(run(job, log.fileno()))
     target = Path(job.result)
     partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps(result))
+    partial.write_text(json.dumps(result.to_json()))
     os.replace(partial, target)
 
 

@@ -1,16 +1,10 @@
 """The grading kernel: ipykernel, except that exit() and quit() stop their cell, not the kernel.
 
-`python -m t5lesson.grading.sandbox.kernel -f CONNECTION_FILE` is what the sandbox execs (see
-`t5lesson.grading.sandbox.launcher`). In Jupyter, `exit()` asks the kernel to stop *later* (its event
-loop stops a tenth of a second afterwards), so whether the cells after it, and the grader's
-harvesting cells, still run depended on timing: identical notebooks got different grades.
-Here the request to exit raises `ExitCalled` (a SystemExit) at once, in the cell that made it:
-the rest of that cell does not run, the cell counts as stopped by exit(), and every later cell
-runs as usual. The outcome is a function of the notebook alone. The same holds for
-`get_ipython().ask_exit()` and for setting `exit_now`.
-
-Nothing here is a security boundary (the student's code can undo it); it only makes an honest
-notebook's grade reproducible.
+In Jupyter, `exit()` stops the kernel a moment later, so whether the later cells (and the
+grader's reading cells) still ran depended on timing. Here the request raises `ExitCalled` at
+once, in its cell, and every later cell runs: the grade is a function of the notebook alone.
+Not a security boundary (the student's code can undo it). See docs/grading.md, "How a
+submission is run", step 6.
 """
 from __future__ import annotations
 

@@ -1,56 +1,11 @@
 """Namespaces for one student's kernel: what it can see, write and reach. Linux only.
 Hand-written rather than Docker: isolation with no daemon or image, as root and as a normal user.
 
-`enter(plan)` runs in the kernel's launcher (`t5lesson.grading.sandbox.launcher`) before it
-becomes the kernel, and returns in the kernel-to-be. It works the same as root and as a normal user:
-
-- as root, the launcher unshares a mount, IPC, network and PID namespace, and later drops to a
-  user id of its own (one per submission);
-- as a normal user, it first unshares a *user* namespace (unprivileged user namespaces: Debian,
-  Ubuntu and Fedora allow them by default) in which it maps only its own user id, so the
-  kernel keeps the grader's user id but gains no privilege outside.
-
-The file system is an **allowlist**. The kernel gets a root of its own, a small tmpfs, and
-`pivot_root` moves it there; the machine's root is then detached, so nothing else of the
-machine is reachable, by any path (`/proc/self/root`, `/proc/1/root` and `/proc/PID/cwd` lead
-to the new root too). That root holds only:
-- read-only, as on the machine: `/usr` (and `/bin`, `/sbin`, `/lib*`, which on a merged-/usr
-  system are links into it); a few files of `/etc` (`ETC`): the dynamic loader's cache and
-  configuration, `passwd`, `group` and `nsswitch.conf` (user names, for getpwuid), `localtime`,
-  `hosts` (localhost), `alternatives` (links that programs in /usr/bin go through) and `fonts`
-  (matplotlib lists the system's fonts with fc-list), but no certificates (there is no
-  network), no shadow files, no machine-id; the devices `null`, `zero`, `full`, `random` and
-  `urandom` (`/dev/fd` and `/dev/std*` are links into `/proc`; no tty, no pts); and
-  `/sys/devices/system/cpu` (the CPUs and their caches, which thread pools may size themselves by);
-- read-only, the Python environment, as the plan's `keep` names it (`needed_paths`): the
-  interpreter and its prefixes and the installation's own `sys.path` entries, but of the
-  course folder only the package folder `t5lesson/`, never the checkout around it;
-- a fresh `/proc` of the kernel's PID namespace;
-- writable, *one* tmpfs of `disk_bytes`: `/tmp`, `/var/tmp`, `/dev/shm`, `/run/lock`
-  (`/var/lock`) and the kernel's home are folders of it, so a submission's files, shared
-  memory and locks together are bounded by it, and all of it vanishes with the kernel;
-- writable, the kernel's socket folder (the plan's `writable_keep`).
-No home folder, `/root`, `/work`, `/srv`, `/opt`, `/mnt` or `/var` beyond `/var/tmp` is there,
-and no other checkout of the course: only the paths above, with the folders on the way to them
-(empty but for those paths). The folders of the plan's `hide` (submissions, report, solutions,
-the grader's run folder) are not in the root; where one lies inside a path that is shown, it is
-covered by an empty read-only tmpfs, a second line of defence. Every mount of the new root is
-read-only and nosuid, except `/proc` and the writable places above.
-
-The rest of the wall:
-- System V IPC and POSIX message queues are private (IPC namespace) and vanish with it;
-- the network is a namespace of its own with nothing in it (not even a loopback that is up):
-  the kernel talks to the grader over Unix sockets in the one folder bound in for it (ZeroMQ's
-  `ipc` transport), and cannot reach any other kernel's sockets or ports;
-- the kernel is process 1 of a PID namespace, under a supervisor (this process, which stays
-  outside it): it sees and signals only its own processes, and when it dies every process it
-  started dies with it.
-A kernel cannot undo any of this: it has no capability left (`drop_capabilities`: as root it
-runs as a plain user id; as a normal user, a kernel forked from the zygote would otherwise keep
-its capabilities in its user namespace, since it never execs), and mounts inherited into a
-namespace it might create are locked together.
-
-`probe()` says whether this works on this machine, and if not, why and what to do.
+`enter(plan)` runs in the kernel's launcher before it becomes the kernel, as root (mount, IPC,
+network and PID namespaces, then a user id of its own) or as a normal user (inside a user
+namespace that maps only its own id). The root is an allowlist, a tmpfs that `pivot_root` moves
+into; nothing else of the machine is reachable. `probe()` says whether this works here, and if
+not, why. See docs/grading.md, "Isolation, honestly" and "The kernel's root, piece by piece".
 """
 from __future__ import annotations
 
@@ -95,7 +50,7 @@ _FLAG_OF_OPTION = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, 
 
 
 @functools.cache
-def _libc():
+def load_libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -112,7 +67,7 @@ def _check(result: int, what: str) -> None:
 
 def _mount(source, target, fstype, flags, data, what: str) -> None:
     enc = (lambda x: None if x is None else os.fsencode(x))
-    _check(_libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)), what)
+    _check(load_libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)), what)
 
 
 def _write(path: str, text: str) -> None:
@@ -125,7 +80,7 @@ def _unshare(as_root: bool) -> None:
     uid, gid = os.getuid(), os.getgid()
     if not as_root:
         flags |= CLONE_NEWUSER
-    _check(_libc().unshare(flags), "unshare")
+    _check(load_libc().unshare(flags), "unshare")
     if not as_root:  # map our own ids only: inside, we are who we were, with no power outside
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1")
@@ -392,7 +347,7 @@ def _pivot(top: str) -> None:
     if number is None:
         raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
     os.chdir(top)
-    libc = _libc()
+    libc = load_libc()
     _check(libc.syscall(number, b".", b"."), "pivot_root")
     _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
     os.chdir("/")
@@ -453,7 +408,7 @@ def die_with_parent() -> None:
     """
     import select
 
-    _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    load_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     for fd in _PARENT_PIPE:
         if select.select([fd], [], [], 0)[0]:  # readable means EOF: the supervisor died
@@ -469,7 +424,7 @@ def drop_capabilities() -> None:
     every capability of its own user namespace until it execs, and a kernel forked from the
     zygote never does: with them it could remount its root writable or lift a cover.
     """
-    libc = _libc()
+    libc = load_libc()
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
     nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits each

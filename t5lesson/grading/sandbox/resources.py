@@ -1,26 +1,23 @@
-"""Limits that hold for a whole submission, not per process: memory (with shared memory) and processes.
+"""Limits that hold for a whole submission, not per process, and the clean-up after a kernel.
 
-A kernel may start processes, and each has its own address-space limit (RLIMIT_AS), so those
-alone do not bound a submission. Two ways to bound the whole of it:
-
-- a **cgroup** per submission (`Cgroup`), where the grader may make one (as root: a cgroup v1
-  `memory` and `pids` hierarchy, or a cgroup v2 one with those controllers delegated). Its
-  memory limit counts every process of the submission and the pages of its tmpfs files and
-  shared memory (/dev/shm, /tmp: see `t5lesson.grading.sandbox.namespaces`); its pids limit counts
-  processes. After the run the grader kills whatever is left in it and removes it;
-- otherwise, a **watch** on the kernel's process tree (`tree_memory`): the worker sums the
-  proportional set size of the kernel and all its descendants twice a second and stops the
-  kernel when the sum passes the limit. Files and shared memory are then bounded by the
-  kernel's private tmpfs (`disk_mb`), not by the memory limit.
+Memory (shared memory included) and processes are bounded by a cgroup per submission where the
+grader may make one (`Cgroup`), else by the worker's watch on the kernel's process tree
+(`tree_memory`); see docs/grading.md, "Memory of a whole submission". After a run the grader
+kills what is left (`kill_group`, `kill_user_processes`) and removes a sandbox user's files
+(`remove_user_files`); every scan of /proc is here.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
 
-__all__ = ["Cgroup", "tree_memory", "descendants", "harvest_reserve"]
+from .namespaces import WRITABLE
+
+__all__ = ["Cgroup", "tree_memory", "descendants", "harvest_reserve", "kill", "kill_group", "processes_of",
+           "kill_user_processes", "remove_user_files"]
 
 ROOT = Path("/sys/fs/cgroup")
 
@@ -155,10 +152,7 @@ class Cgroup:
                 except (OSError, ValueError):
                     pass
                 for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+                    kill(pid)
                 try:
                     path.rmdir()
                     break
@@ -168,21 +162,46 @@ class Cgroup:
                     time.sleep(0.05)
 
 
+def kill(pid: int) -> None:
+    """SIGKILL one process, if it is still there."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def kill_group(pid: int) -> bool:
+    """SIGKILL the process group that `pid` leads; False when there was none to kill."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+        return True
+    except OSError:
+        return False
+
+
+def _pids() -> list[int]:
+    """Every process id in /proc (the one scan of it: processes come and go while it is read)."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/PID/stat after the command's name (state, ppid, ...), or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+
+
 def _children_map() -> dict[int, list[int]]:
     children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid in _pids():
+        stat = _stat_fields(pid)
         try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
+            ppid = int(stat[1])
+        except (TypeError, ValueError, IndexError):
             continue
-        try:
-            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        except (ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
+        children.setdefault(ppid, []).append(pid)
     return children
 
 
@@ -225,3 +244,51 @@ def harvest_reserve(limits) -> float:
     limit bounds everything done in the kernel, the student's cells and the reading together.
     """
     return min(limits.harvest_timeout, limits.notebook_timeout / 4)
+
+
+def processes_of(uid: int) -> list[int]:
+    """The processes owned by `uid`."""
+    pids = []
+    for pid in _pids():
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def _zombie(pid: int) -> bool:
+    stat = _stat_fields(pid)
+    return stat is None or stat[:1] == [b"Z"]  # gone already, or dead and waiting to be reaped
+
+
+def kill_user_processes(uid: int, rounds: int = 5) -> None:
+    """SIGKILL every process owned by `uid` (a sandbox user id), repeating while some remain."""
+    for _ in range(rounds):
+        pids = [pid for pid in processes_of(uid) if not _zombie(pid)]  # a zombie is dead already: no wait for it
+        if not pids:
+            return
+        for pid in pids:
+            kill(pid)
+        time.sleep(0.05)
+
+
+def remove_user_files(uid: int) -> None:
+    """Delete what a sandbox user id left at the top of the world-writable temp folders."""
+    for folder in WRITABLE:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for name in entries:
+            path = os.path.join(folder, name)
+            try:
+                if os.lstat(path).st_uid != uid:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                continue

@@ -1,23 +1,10 @@
 """One pre-imported parent for every sandboxed kernel of a batch.
 
-`python -m t5lesson.grading.sandbox.zygote SOCKET [MODULE ...]` imports ipykernel, the sandbox
-and the MODULEs (what the exercise's notebook imports), then waits on the Unix socket SOCKET.
-For each request (a launcher command line, its environment and working folder, and three
-file descriptors for the kernel's stdin, stdout and stderr) it forks one child and answers
-with the child's process id. The child starts a session of its own and then does exactly what
-`python -m t5lesson.grading.sandbox.launcher CONFIG CONNECTION_FILE` does (cgroup, namespaces,
-limits, user id: `launcher.run_here`), except that the kernel runs in the forked interpreter
-instead of a fresh one, so no submission pays for starting Python and importing its modules.
-
-Why this is safe to share:
-- the zygote holds no submission's data: it imports modules and reads requests that name
-  files (the config and connection file, read by the child itself);
-- it starts no thread (checked before it serves: unshare needs a single-threaded process, and
-  fork copies only the calling thread), and what each child changes lives in that child only:
-  every kernel still starts from the same state, the zygote's, never another kernel's;
-- its socket lies in the grader's run folder, which no kernel sees.
-The worker speaks to it with `spawn` and watches the child through a pid file descriptor
-(`ForkedKernel`): poll, wait and signals work as they do on a child process.
+`python -m ...sandbox.zygote SOCKET [MODULE ...]` imports ipykernel, the launcher and what the
+exercise's notebook imports, then forks one launcher per request on SOCKET (`spawn`); the child
+walls itself in exactly as a new launcher would (`launcher.run_here`), so no submission pays for
+starting Python. It is safe to share because it holds no submission's data and starts no thread:
+see docs/grading.md, "The zygote". The worker watches a child through a pid fd (`ForkedKernel`).
 """
 from __future__ import annotations
 
@@ -32,10 +19,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
+from .resources import kill_group
+
 __all__ = ["Zygote", "ForkedKernel", "spawn", "modules_imported", "serve"]
 
-BASE_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "IPython",
-                "t5lesson.grading.sandbox.kernel", "t5lesson.grading.sandbox.launcher")
+BASE_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "IPython", KERNEL_MODULE,
+                SANDBOX_MODULE)
 NOT_PRELOADED = ("matplotlib",)  # reads its config folder (MPLCONFIGDIR, the kernel's home) on import
 MAX_REQUEST = 1 << 20
 READY = b"ready\n"
@@ -102,9 +92,7 @@ def _child(request: dict, fds: list[int], listener: socket.socket, conn: socket.
         from . import launcher
 
         config_path, connection_file = request["argv"][-2:]
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
-        launcher.run_here(config, connection_file)
+        launcher.run_here(LaunchConfig.read(config_path), connection_file)
         code = 0
     except SystemExit as stop:
         code = _exit_code(stop)
@@ -167,9 +155,9 @@ def _handle(listener: socket.socket, conn: socket.socket) -> None:
 def serve(path: str, modules) -> int:
     """Import `modules`, then fork one kernel launcher per request on the socket at `path`."""
     parent = os.getppid()
-    from .namespaces import _libc
+    from .namespaces import load_libc
 
-    _libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the zygote dies with its grader
+    load_libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the zygote dies with its grader
     for name in (*BASE_MODULES, *modules):
         try:
             importlib.import_module(name)
@@ -230,10 +218,7 @@ class Zygote:
 
     def close(self) -> None:
         if self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except OSError:
-                pass
+            kill_group(self.process.pid)
             self.process.wait()
             self.process.stdout.close()
             self.process = None

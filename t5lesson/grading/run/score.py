@@ -1,0 +1,170 @@
+"""Score one run in the grader's process, from the worker's result and the records the kernel printed.
+
+Nothing the student's code returned is trusted beyond being their answer: each record is parsed
+within the run's bounds (`Limits`), cleaned (`records.clean_record`) and scored by its question;
+every cell that failed, every limit hit, becomes a note of the feedback. See docs/grading.md,
+"How a submission is run", step 5.
+"""
+from __future__ import annotations
+
+from ..protocol import EXIT_ENAME, FAILED_CELL, KERNEL_BROKEN_ENAME, CellResult, CellStatus, Limits, RunResult
+from ..questions import answers
+from ..records import clean_record, loads
+from ..sandbox.resources import harvest_reserve
+from ..verdict import ERROR, NOT_ATTEMPTED, Outcome, Status, status_of
+from .compose import Prepared
+
+__all__ = ["score", "harvested", "given_answers", "read_record"]
+
+_WHY_UNREAD = {Status.STUCK: "a cell never stopped, so the answers could not be read",
+               Status.KERNEL_DIED: "the kernel died before all the answers could be read",
+               Status.KERNEL_BROKEN: "the notebook broke its kernel's messaging, so the answers could not be read",
+               Status.GRADER_ERROR: "the notebook could not be run"}
+
+
+def read_record(text, nonce: str, question_id: str, limits: Limits):
+    """The record of one question from the harvesting cell's output, or None if unusable."""
+    if not isinstance(text, str):
+        return None
+    try:  # bounded: the text came out of the student's kernel
+        payload = loads(text, max_depth=Limits.HARVEST_DEPTH, max_nodes=limits.harvest_nodes(),
+                        max_chars=limits.harvest_limit)
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("nonce") != nonce or payload.get("id") != question_id:
+        return None
+    return clean_record(payload.get("record"))
+
+
+def _cell_error(cell: CellResult, origin: str) -> str:
+    """'ZeroDivisionError: division by zero in cell 21 (the answer cell of q6), line 1'."""
+    evalue = f": {cell.evalue}" if cell.evalue else ""
+    inside = f", in {cell.function}" if cell.function and cell.function not in ("<module>", "") else ""
+    line = f", line {cell.line}{inside}" if cell.line else ""
+    return f"{'Error' if cell.ename is None else cell.ename}{evalue} in {origin}{line}"
+
+
+def _failure_note(cell: CellResult, origin: str, limits: Limits) -> str | None:
+    """The note for a cell that did not end as cells should, else None."""
+    status = cell.status
+    if status == CellStatus.ERROR and cell.ename == EXIT_ENAME:
+        return (f"{origin.capitalize()} called exit() or quit(): the rest of that cell did not run; "
+                "the cells after it ran as usual.")
+    if status == CellStatus.ERROR and cell.ename == KERNEL_BROKEN_ENAME:
+        return (f"After {origin}, the grader could no longer talk to the kernel ({cell.evalue}): "
+                "the notebook broke the kernel's messaging (its session, sockets or output). "
+                "Nothing after it could run.")
+    if status == CellStatus.ERROR:
+        return f"Error: {_cell_error(cell, origin)}."
+    if status == CellStatus.TIMEOUT:
+        return (f"{origin.capitalize()} ran past the limit of {limits.cell_timeout:g} s per cell "
+                "and was interrupted.")
+    if status == CellStatus.STUCK:
+        return (f"{origin.capitalize()} ran past its time limit and did not stop when interrupted; "
+                "nothing after it could run.")
+    if status == CellStatus.DIED:
+        return (f"The kernel died while running {origin} (os._exit, a crash, or too much memory); "
+                "nothing after it could run.")
+    return None
+
+
+def _cell_notes(prep: Prepared, cells: dict[int, CellResult], limits: Limits) -> list[str]:
+    notes, skipped = [], 0
+    harvesting = set(prep.harvest_cell.values())
+    for index in sorted(cells):
+        cell, origin = cells[index], prep.origin.get(index, f"cell {index + 1}")
+        if index in harvesting:
+            continue
+        note = _failure_note(cell, origin, limits)
+        if note is not None:
+            notes.append(note)
+        skipped += cell.status == CellStatus.SKIPPED
+        if cell.truncated:
+            kept = limits.output_limit // 1000
+            notes.append(f"{origin.capitalize()} printed {cell.output_bytes:,} characters; output beyond "
+                         f"{kept} kB per cell (or 1 MB in all) was dropped.")
+    if skipped:
+        notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s "
+                     f"(the last {harvest_reserve(limits):g} s of which are kept for reading the answers).")
+    return notes
+
+
+def _stopped(limits: Limits) -> str:
+    return f"the notebook was stopped after its hard limit of {limits.hard_limit():g} s"
+
+
+def _run_status(prep: Prepared, result: RunResult | None, limits: Limits,
+                notes: list[str]) -> tuple[Status, dict[int, CellResult], dict[str, str]]:
+    """(status, cells by index, harvested texts by question) of one run; adds its notes to `notes`."""
+    if result is None:
+        notes.append(f"The run was stopped from outside: {_stopped(limits)}.")
+        return Status.TIME_LIMIT, {}, {}
+    cells = {c.index: c for c in result.cells}
+    harvest = result.harvest
+    status = status_of(result.ended)
+    if status in (Status.KERNEL_DIED, Status.KERNEL_BROKEN):
+        harvest = {}  # what was read before the end depends on timing: none of it counts
+    reading = [cells[i].status if i in cells else None for i in prep.harvest_cell.values()]
+    if status == Status.GRADED and reading and not harvest and all(r == CellStatus.OK for r in reading):
+        status = Status.KERNEL_BROKEN  # every reading cell ran, and not one answer came out
+        notes.append("The grader's cells ran but no answer came back: the notebook broke the kernel's output "
+                     "(closed its channel, or replaced how it displays data).")
+    notes += _cell_notes(prep, cells, limits)
+    if result.memory_exceeded:
+        notes.append(f"The notebook went over its memory limit of {limits.memory_mb} MB (all its processes "
+                     "together) and was stopped.")
+    if status == Status.GRADER_ERROR:
+        notes.append(f"The grader could not run this notebook: {result.detail[:300]}. "
+                     "Please tell your instructor.")
+    return status, cells, harvest
+
+
+def _unread(q, prep: Prepared, cells: dict[int, CellResult], why: str) -> Outcome:
+    """The outcome of a question whose record could not be read back."""
+    reading = cells.get(prep.harvest_cell.get(q.id, -1))
+    reason = why or "your answer could not be read back"
+    if reading is not None and reading.status in (CellStatus.ERROR, CellStatus.TIMEOUT):
+        reason = (f"your answer could not be read back ({_cell_error(reading, 'the grader')}); "
+                  "did the notebook replace a built-in?")
+    return q.outcome(ERROR, 0, reason + ".")
+
+
+def _scored(q, prep: Prepared, cells: dict[int, CellResult], record) -> Outcome:
+    """The outcome of a question from its record; an unattempted answer whose cell failed says why."""
+    outcome = q.score(record)
+    answer = cells.get(prep.answer_cell.get(q.id, -1))
+    if outcome.status != NOT_ATTEMPTED or answer is None or answer.status not in FAILED_CELL:
+        return outcome
+    origin = prep.origin[prep.answer_cell[q.id]]
+    what = _cell_error(answer, origin) if answer.status == CellStatus.ERROR else f"{origin} did not finish"
+    return q.outcome(ERROR, 0, f"{what}.")
+
+
+def score(exercise, prep: Prepared, result: RunResult | None, limits: Limits,
+          records: dict) -> tuple[Status, list[Outcome], list[str]]:
+    """(status, one Outcome per question, notes) for one run, computed in the grader's process.
+
+    `records` are the run's records as `harvested` decodes them.
+    """
+    notes = list(prep.notes)
+    status, cells, harvest = _run_status(prep, result, limits, notes)
+    why = _stopped(limits) if result is None else _WHY_UNREAD.get(status, "")
+    outcomes = []
+    for q in exercise.questions:
+        if not q.auto_scored:
+            outcomes.append(q.score({"text": prep.free_text.get(q.id, "")}))
+            continue
+        record = records.get(q.id) if q.id in harvest else None
+        outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
+    return status, outcomes, notes
+
+
+def harvested(exercise, result: RunResult | None, nonce: str, limits: Limits) -> dict:
+    """{question id: its record, or None} for every auto-scored question, each decoded once."""
+    harvest = result.harvest if result is not None else {}
+    return {q.id: read_record(harvest.get(q.id), nonce, q.id, limits) for q in exercise.questions if q.auto_scored}
+
+
+def given_answers(exercise, records: dict) -> dict:
+    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
+    return answers.summarise(exercise, records)

@@ -1,0 +1,49 @@
+"""The private folders of one batch: job folders, kernels' homes, their socket folders.
+
+`work_area()` makes them (readable by the grader only, or passable where a kernel's own user id
+must reach its home) and removes them at the end, unless T5LESSON_GRADE_KEEP is set to debug
+the grader. The socket folders live where a Unix socket's path stays short enough.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+__all__ = ["work_area", "SOCKET_PATH_MAX"]
+
+SOCKET_PATH_MAX = 107 - len("/tmpXXXXXXXX/k-65535")  # a Unix socket's path is at most 107 bytes
+
+
+def _socket_folder() -> Path:
+    """A private folder for the kernels' socket folders, with a path short enough for Unix sockets."""
+    for base in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if os.path.isdir(base) and len(os.fsencode(base)) + len("/t5ipc-XXXXXXXX") <= SOCKET_PATH_MAX:
+            try:
+                folder = Path(tempfile.mkdtemp(prefix="t5ipc-", dir=base))
+            except OSError:
+                continue
+            os.chmod(folder, 0o711)
+            return folder
+    raise RuntimeError("no folder with a path short enough for the kernels' sockets (set TMPDIR to a short path)")
+
+
+@contextmanager
+def work_area():
+    """(work folder, socket folder): the run's private folders, removed at the end."""
+    work = Path(tempfile.mkdtemp(prefix="t5grade-"))
+    ipc_root = None
+    try:
+        os.chmod(work, 0o711)
+        (work / "jobs").mkdir(mode=0o700)
+        (work / "scratch").mkdir(mode=0o711)
+        ipc_root = _socket_folder()
+        (work / "ipc").symlink_to(ipc_root)
+        yield work, ipc_root
+    finally:
+        if not os.environ.get("T5LESSON_GRADE_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+            if ipc_root is not None:
+                shutil.rmtree(ipc_root, ignore_errors=True)

@@ -1,0 +1,96 @@
+"""What the grader concludes: on one question (`Outcome`), on one submission (`Status`, `Graded`),
+and on an entry of the folder that gets no row (`Skipped`).
+
+The words are Kaggle learntools' (Correct, Incorrect, Not attempted, Error), with Partly correct
+for code and Submitted for free text; `check()` in the notebook and the class grader print the
+same ones. See docs/grading.md, "In the notebook: check() and hint()".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .protocol import RunEnd, Words
+
+__all__ = ["CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED", "format_points", "Outcome",
+           "Status", "status_of", "Graded", "Skipped"]
+
+CORRECT, PARTIAL, INCORRECT = "correct", "partly correct", "incorrect"
+NOT_ATTEMPTED, ERROR, SUBMITTED = "not attempted", "error", "submitted"
+
+
+def format_points(points: float) -> str:
+    """2, 1.5, 3.47: at most two decimals and no trailing zeros, so gradebooks stay readable."""
+    text = f"{points:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The verdict on one question: what `check()` prints and what the gradebook records."""
+
+    question: str
+    status: str
+    points: float
+    max_points: float
+    message: str = ""
+
+    def line(self) -> str:
+        """One line for the learner, e.g. `q4: Incorrect: count the offset as key - query. [0/1]`."""
+        head = f"{self.question}: {self.status.capitalize()}"
+        text = f"{head}: {self.message}" if self.message else head
+        if self.status == SUBMITTED:
+            return text
+        return f"{text} [{format_points(self.points)}/{format_points(self.max_points)}]"
+
+
+class Status(Words):
+    """A submission's status in the gradebook."""
+
+    GRADED = "graded"
+    UNREADABLE = "unreadable"
+    TOO_LARGE = "too large"
+    TIME_LIMIT = "time limit"
+    STUCK = "stuck"
+    KERNEL_DIED = "kernel died"
+    KERNEL_BROKEN = "kernel broken"
+    GRADER_ERROR = "grader error"
+
+
+_STATUS_OF_END = {RunEnd.COMPLETED: Status.GRADED, RunEnd.TIME_LIMIT: Status.TIME_LIMIT, RunEnd.STUCK: Status.STUCK,
+                  RunEnd.KERNEL_DIED: Status.KERNEL_DIED, RunEnd.KERNEL_BROKEN: Status.KERNEL_BROKEN,
+                  RunEnd.STARTUP_FAILED: Status.GRADER_ERROR,
+                  RunEnd.WORKER_ERROR: Status.GRADER_ERROR}
+
+
+def status_of(ended) -> Status:
+    """The gradebook status for a run that ended so; anything unknown is the grader's error."""
+    try:
+        return _STATUS_OF_END[RunEnd(ended)]
+    except ValueError:
+        return Status.GRADER_ERROR
+
+@dataclass
+class Graded:
+    """The verdict on one submission."""
+
+    student: str
+    file: str
+    status: Status
+    outcomes: list[Outcome]
+    notes: list[str] = field(default_factory=list)
+    free_text: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str = ""  # a grader error's exception, for the summary (never shown to the student)
+    answers: dict[str, dict] = field(default_factory=dict)  # what was answered (t5lesson.grading.questions.answers)
+
+    @property
+    def total(self) -> float:
+        return round(sum(o.points for o in self.outcomes), 2)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An entry of the submissions folder that has no row, and why."""
+
+    relative: str
+    reason: str
