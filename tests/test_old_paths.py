@@ -1,6 +1,6 @@
 """What notebooks saved before the package's split need: `t5lesson.check` and the instructor's command.
 
-Handed-out exercise notebooks (tests/grading/held_92d9028 holds one) import only
+Handed-out exercise notebooks (tests/grading/scenarios/held_92d9028 holds one) import only
 `from t5lesson.check import checker`, and that path is a real module. The old lesson-module paths
 (`t5lesson.scaling`, `t5lesson.folding`, ...) were kept for one round by an import hook; no
 notebook uses them any more, and the hook is gone: they fail like any missing module.

@@ -3,8 +3,8 @@
 Notebook: solutions/01_unscaled_scores.ipynb (source), exercises/01_unscaled_scores.ipynb.
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`, `Numeric.float_key`); to change an
 answer, recompute its hash with `t5grade hash QUESTION ANSWER [--tolerance T] --exercise ID` and run the
-solution notebook through the grader (tests/grading/test_generate.py does) to prove it still
-gets full marks. tests/grading/test_objectives.py checks that every feedback key can be reached.
+solution notebook through the grader (tests/grading/authoring/test_generate.py does) to prove it still
+gets full marks. tests/exercises/test_objectives.py checks that every feedback key can be reached.
 
 The two code questions return floats and float matrices, so they use `FloatCode`
 (`t5lesson.grading.questions.structured`): `PlainCode`'s comparison, with messages about arrays. Buckets

@@ -2,7 +2,7 @@
 
 Notebook: solutions/03_relative_position_buckets.ipynb (source), exercises/03_... (generated).
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompute one with
-`t5grade hash QUESTION ANSWER --exercise ID`. tests/grading/test_exercises_03_04.py checks every
+`t5grade hash QUESTION ANSWER --exercise ID`. tests/exercises/test_exercises_03_04.py checks every
 key against the package, so a key cannot silently drift from what lesson 3 computes.
 
 Question 7 (`my_bucket`, the bucket function) calls the learner's function on 91 offsets: T5's

@@ -2,7 +2,7 @@
 
 Notebook: solutions/04_bias_heatmaps.ipynb (source), exercises/04_bias_heatmaps.ipynb (generated).
 Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompute one with
-`t5grade hash QUESTION ANSWER --exercise ID`. tests/grading/test_exercises_03_04.py checks the
+`t5grade hash QUESTION ANSWER --exercise ID`. tests/exercises/test_exercises_03_04.py checks the
 numeric keys against the package.
 
 The two code questions return arrays, so they use `PlainCode` (plain_code.py). Their inputs

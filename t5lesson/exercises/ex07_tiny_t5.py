@@ -168,7 +168,7 @@ def _deciding_gaps(candidates, last: bool, eos: int) -> list[float]:
 def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest", gaps=None, firsts=None,
                 against=None) -> list[list[int]] | None:
     """The question's five rules on a StepModel: each string's best finished hypothesis, start token
-    first, up to its EOS. Equal to generate(num_beams=2) (tests/grading/test_beam_question.py).
+    first, up to its EOS. Equal to generate(num_beams=2) (tests/exercises/test_beam_question.py).
 
     feed: "newest", the newest token of each beam with the cache (right); "uncached", the newest
     token without a cache (a slip: every token at position 0, nothing before it seen); "prefix", every

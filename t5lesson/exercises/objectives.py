@@ -7,7 +7,7 @@ module turns that into the objective map:
     t5grade objectives --markdown   # the syllabus table of README.md
 
 Exercise NN goes with lesson NN, so the lessons of an objective are the exercises of its
-questions. tests/grading/test_objectives.py fails when an objective has no automatically graded
+questions. tests/exercises/test_objectives.py fails when an objective has no automatically graded
 question, when a question names no objective, and when README.md's table is not this one.
 """
 from __future__ import annotations

@@ -186,7 +186,7 @@ def _well_posed(case: LayerCase, large: bool) -> bool:
     float32 rounding of scores near a thousand moves the result by a good part of the tolerance, and
     a mistake that only halves or shifts the scores can move it by a hair. With scores of at most
     `ORDINARY_LOGITS` float32 drifts by about 1e-6 and every mistake moves the result by far more
-    than the tolerance (tests/grading/test_drawn_cases.py checks drawn cases of every kind).
+    than the tolerance (tests/exercises/test_drawn_cases.py checks drawn cases of every kind).
     """
     kwargs = dict(case.kwargs)
     with one_torch_thread():

@@ -20,7 +20,7 @@ from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme
 
-# as_image too: lesson 5 as handed out at 92d9028 imports it from here (tests/grading/test_held_notebooks.py).
+# as_image too: lesson 5 as handed out at 92d9028 imports it from here (tests/grading/scenarios/test_held_notebooks.py).
 __all__ = ["SCHEME_COLORS", "pairs_figure", "accuracy_figure", "bias_figure", "mean_table_text", "as_image"]
 
 OFFSET_SCALE = dict(linthresh=4, linscale=0.5)  # symlog: linear on 0..4, logarithmic beyond; the explorer uses it too

@@ -1,7 +1,7 @@
 """Fixed classes whose report folders are recorded file by file (tests/grading/golden/NAME/).
 
 A change to the engine that is meant to keep every grade and every sentence must leave these
-report folders byte-identical; tests/grading/test_golden.py grades them again and compares them byte
+report folders byte-identical; tests/grading/reports/test_golden.py grades them again and compares them byte
 for byte. When the content changes on purpose (a question, a case, a feedback sentence), record
 again and read `git diff tests/grading/golden`:
 

@@ -1,7 +1,7 @@
 """A synthetic class of submissions for exercise 03 (buckets), good, partial, blank and hostile.
 
 Every submission is made from the real solution or exercise notebook by editing cells, the
-way a student would. The tests (tests/grading/test_grading.py) grade the folder and compare the
+way a student would. The tests (tests/grading/scenarios/test_grading.py) grade the folder and compare the
 gradebook with the exact rows below; benchmarks/grade_class.py grades 100 of them for timing.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ from t5lesson.grading import course
 from t5lesson.grading.batch import load_template
 from t5lesson.grading.course import CourseError, course_root
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_checkout_is_its_own_course_folder():

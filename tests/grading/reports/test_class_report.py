@@ -25,7 +25,7 @@ from t5lesson.grading.verdict import format_points
 
 from browser import CHROMIUM, CHROMIUM_ARGS, browser_missing_reason
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "artifacts" / "class_report"
 
 

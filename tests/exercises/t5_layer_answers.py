@@ -2,7 +2,7 @@
 
 `T5Layer` is the solution's class (solutions/06_t5_layer.ipynb has the same steps, self- and
 cross-attention); each class attribute below switches on one mistake a learner makes, and
-`variant(flag=value)` makes the subclass with it. tests/grading/module_variants.py lists them
+`variant(flag=value)` makes the subclass with it. tests/exercises/module_variants.py lists them
 with the verdict each must get.
 """
 from __future__ import annotations

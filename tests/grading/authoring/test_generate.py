@@ -18,7 +18,7 @@ from t5lesson.grade import main as t5grade
 from t5lesson.grading.authoring import generate
 from t5lesson.grading.authoring.notebook_format import SourceError, make_exercise, strip_solutions, validate
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SOLUTIONS = sorted((ROOT / "solutions").glob("[0-9]*.ipynb"))
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from isolation_helpers import ISOLATION_ARGS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "tests" / "sample_class"
 
 

@@ -21,7 +21,7 @@ from t5lesson.grading.protocol import Limits
 from t5lesson.grading.run.execute import run_worker
 from t5lesson.grading.sandbox.zygote import modules_imported
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LIMITS = Limits(cell_timeout=10, notebook_timeout=60, startup_timeout=30)
 
 LEAVE = """

@@ -20,7 +20,7 @@ from t5lesson.grading.check import saved_answer
 from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, answer_hash
 from t5lesson.grading.verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 QUESTIONS = [(bank.get(e), q) for e in bank.exercise_ids() for q in bank.get(e).questions]
 FREE_TEXT = [(e, q) for e, q in QUESTIONS if isinstance(q, FreeText)]

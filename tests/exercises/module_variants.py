@@ -3,7 +3,7 @@
 Each entry: a name, the layer (a `t5_layer_answers.variant` or a class of its own), and what the
 grader must say: `full` for a right rewrite (full marks), else the words the feedback must hold
 (None: no diagnosis is the likely cause, so the feedback must only say where and how it differs)
-and the words it must not hold. tests/grading/test_module_variants.py grades every entry.
+and the words it must not hold. tests/exercises/test_module_variants.py grades every entry.
 """
 from __future__ import annotations
 

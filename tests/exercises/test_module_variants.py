@@ -1,4 +1,4 @@
-"""Exercise 6 q4 against a private set of layers, one mistake each (tests/grading/module_variants.py).
+"""Exercise 6 q4 against a private set of layers, one mistake each (tests/exercises/module_variants.py).
 
 Every mistake is told apart by some hidden case (less than full marks), and its feedback holds the
 diagnosis only where that is the likely cause; right rewrites keep full marks. (That lesson 6's own
