@@ -17,12 +17,11 @@ from __future__ import annotations
 
 from ..grading.questions.kinds import FreeText, MultipleChoice, Numeric
 from ..grading.questions.module import ModuleCode
-from . import Exercise, id_of_module
-from . import t5_layer_cases as layer_cases
+from . import Exercise, id_of_module, t5_layer_cases
 
 __all__ = ["EXERCISE"]
 
-_CASES = f"{layer_cases.__name__}"
+_CASES = f"{t5_layer_cases.__name__}"
 # transformers' T5 attention and every model that copies it (all of each module: the layers, the bucket
 # function, the attention functions), and the course's own layer, bias and reference code.
 _T5_COPIES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "udop", "pop2piano", "pix2struct")
@@ -84,9 +83,9 @@ EXERCISE = Exercise(
             id="q4", points=6, objectives=(7,),
             name="MyT5Attention", driver="t5lesson.exercises.t5_layer_driver",
             reference=f"{_CASES}:reference_case", diagnose=f"{_CASES}:diagnose", shows=f"{_CASES}:shows",
-            what="transformers' T5Attention", cases=layer_cases.cases(), case_timeout=5.0,
+            what="transformers' T5Attention", cases=t5_layer_cases.cases(), case_timeout=5.0,
             hidden="t5lesson.exercises.t5_layer_cases:hidden_cases",
-            case_weights=layer_cases.case_weights(), supporting=layer_cases.SUPPORTING,
+            case_weights=t5_layer_cases.case_weights(), supporting=t5_layer_cases.SUPPORTING,
             blocked=_BLOCKED,
             hints=(
                 "run the step-by-step check below the class: the first step that differs is where to look (it "

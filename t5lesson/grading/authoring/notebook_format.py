@@ -108,7 +108,7 @@ def normalise(nb):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
         if "attachments" in cell and not cell.attachments:
-            del cell["attachments"]
+            cell.pop("attachments")
     return nb
 
 

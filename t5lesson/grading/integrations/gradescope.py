@@ -15,7 +15,7 @@ import tempfile
 import time
 import traceback
 import zipfile
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -27,12 +27,32 @@ from ..reports.store import question_titles
 from ..run import intake
 from ..verdict import Status, format_points
 
-__all__ = ["build", "run", "results", "RESULTS_SCHEMA", "VISIBILITY"]
+__all__ = ["AutograderConfig", "build", "run", "results", "RESULTS_SCHEMA", "VISIBILITY"]
 
 ROOT_VARIABLE = "T5LESSON_AUTOGRADER_ROOT"
 DEFAULT_ROOT = "/autograder"
 CONFIG = "autograder.json"
 VISIBILITY = ("hidden", "after_due_date", "after_published", "visible")
+
+
+@dataclass(frozen=True)
+class AutograderConfig:
+    """What autograder.json carries from `build` (the instructor's machine) to `run` (the container)."""
+    exercise: str
+    visibility: str = "visible"
+    isolation: str = "auto"
+    limits: Limits = field(default_factory=Limits)
+    seed: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "limits": asdict(self.limits)}, indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def read(cls, path: Path) -> AutograderConfig:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return cls(exercise=data["exercise"], visibility=data.get("visibility", "visible"),
+                   isolation=data.get("isolation", "auto"), limits=Limits.from_dict(data.get("limits", {})),
+                   seed=data.get("seed"))
 
 # What results.json may hold, as this module writes it: Gradescope's documented fields only.
 RESULTS_SCHEMA = {
@@ -108,12 +128,11 @@ def build(exercise_id: str, out: Path, *, catalogue, limits: Limits = Limits(), 
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITY)}")
     if isolation not in ("auto", "full", "none"):
         raise ValueError("isolation must be auto, full or none")
-    config = {"exercise": exercise.id, "visibility": visibility, "isolation": isolation, "limits": asdict(limits),
-              "seed": new_seed() if seed is None else seed}
+    config = AutograderConfig(exercise.id, visibility, isolation, limits, new_seed() if seed is None else seed)
     entries: dict[str, tuple[bytes, int]] = {
         "setup.sh": (_script("setup.sh"), _EXECUTABLE),
         "run_autograder": (_script("run_autograder"), _EXECUTABLE),
-        CONFIG: ((json.dumps(config, indent=1, sort_keys=True) + "\n").encode(), _PLAIN),
+        CONFIG: (config.to_json().encode(), _PLAIN),
         f"exercises/{exercise.id}.ipynb": (nbformat.writes(load_template(exercise, template)).encode(), _PLAIN),
     }
     for name in ("pyproject.toml", "requirements.txt", "constraints.txt", "README.md"):
@@ -198,23 +217,23 @@ def run(root: Path, catalogue) -> dict:
     source, submission, out = root / "source", root / "submission", root / "results"
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    config = json.loads((source / CONFIG).read_text(encoding="utf-8"))
-    exercise = catalogue.get(config["exercise"])
-    visibility = config.get("visibility", "visible")
+    config = AutograderConfig.read(source / CONFIG)
+    exercise = catalogue.get(config.exercise)
+    visibility = config.visibility
     try:
         work = Path(tempfile.mkdtemp(prefix="t5gradescope-"))
         submission.mkdir(parents=True, exist_ok=True)
         found, skipped = intake.survey(submission)
         template = source / "exercises" / f"{exercise.id}.ipynb"
-        wanted = config.get("isolation", "auto")
+        wanted = config.isolation
 
         def grade(isolation: str):
             return grade_folder(submission, work / "report", catalogue=catalogue, exercise_id=exercise.id,
                                 course=source,
                                 template=template,
-                                limits=Limits.from_dict(config.get("limits", {})), jobs=1,
+                                limits=config.limits, jobs=1,
                                 isolation="none" if isolation == "none" else "auto", hide=(str(out),),
-                                seed=config.get("seed"))
+                                seed=config.seed)
 
         graded, summary, isolation = [], "", ""
         if found:  # with no notebook, nothing runs: results.json says so

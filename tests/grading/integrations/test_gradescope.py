@@ -142,3 +142,14 @@ def test_a_broken_file_and_an_empty_submission_get_their_status(autograder):
 
 def test_the_schema_is_a_valid_json_schema():
     jsonschema.Draft7Validator.check_schema(RESULTS_SCHEMA)
+
+
+def test_the_autograder_config_round_trips_through_its_json(tmp_path):
+    from t5lesson.grading.integrations.gradescope import AutograderConfig
+    from t5lesson.grading.protocol import Limits
+
+    config = AutograderConfig("03_relative_position_buckets", "hidden", "none", Limits(cell_timeout=7), "a seed")
+    (tmp_path / "autograder.json").write_text(config.to_json())
+    assert AutograderConfig.read(tmp_path / "autograder.json") == config
+    (tmp_path / "autograder.json").write_text('{"exercise": "01_unscaled_scores"}')  # an older zip's file
+    assert AutograderConfig.read(tmp_path / "autograder.json") == AutograderConfig("01_unscaled_scores")
