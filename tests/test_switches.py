@@ -43,3 +43,16 @@ def test_every_switch_the_code_reads_is_in_the_table():
 def test_the_table_names_only_switches_that_exist():
     stale = names_in_table() - set(names_in_code())
     assert not stale, f"nothing reads these any more: remove their rows from README's Switches table: {stale}"
+
+
+def test_every_file_a_row_names_mentions_its_switch():
+    """The "read by" column follows the code when a module moves."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Switches", 1)[1].split("\n## ", 1)[0]
+    stale = []
+    for name, read_by in re.findall(r"^\| `(T5LESSON_[A-Z0-9_]+)` \| (.*?) \|", section, re.MULTILINE):
+        for path in re.findall(r"`([\w./-]+\.(?:py|sh))`|`(\.ci/run)`", read_by):
+            path = next(p for p in path if p)
+            if not (ROOT / path).is_file() or name not in (ROOT / path).read_text(encoding="utf-8"):
+                stale.append(f"{name}: {path}")
+    assert not stale, f"these rows name a file that does not read the switch: {stale}"
