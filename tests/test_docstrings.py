@@ -78,3 +78,14 @@ def test_the_pattern_sees_timings_and_not_code():
         assert timings(path) == [(2, "4 ms")]
     finally:
         path.unlink(missing_ok=True)
+
+
+def test_engine_module_docstrings_are_short():
+    """An engine module's docstring says what the module is for in a few lines and points to docs/grading.md."""
+    engine = Path(__file__).resolve().parents[1] / "t5lesson" / "grading"
+    long = {}
+    for path in sorted(engine.rglob("*.py")):
+        text = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False) or ""
+        if len(text.strip("\n").splitlines()) > 8:
+            long[path.relative_to(engine).as_posix()] = len(text.strip("\n").splitlines())
+    assert not long, f"module docstrings over 8 lines (move the explanation into docs/grading.md): {long}"

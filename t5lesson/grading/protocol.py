@@ -5,8 +5,7 @@ launcher's `LaunchConfig` with the kernel's `SandboxPlan`, made from the class's
 (`run.worker`, `RUNNER_MODULE`) starts the kernel through `sandbox.launcher` (`SANDBOX_MODULE`, or a
 fork of `sandbox.zygote`), which becomes `sandbox.kernel` (`KERNEL_MODULE`); the harvesting cells print
 records (`HARVEST_MIME`, from the stdlib-only `harvest`); the worker writes back a `RunResult`. Every
-name, key, status and limit crossing one of those boundaries is defined here. See docs/grading.md,
-"How a submission is run".
+name, key, status and limit crossing those boundaries is defined here (docs/grading.md, "How a submission is run").
 """
 from __future__ import annotations
 
