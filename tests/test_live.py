@@ -258,8 +258,8 @@ def test_run_all_clicked_as_soon_as_the_notebook_shows_still_gives_a_working_sli
     assert f["errors"] == [] and f["page_errors"] == [], (f["errors"], f["page_errors"])
     assert list(phases)[-1].startswith("first slider works"), phases
     assert phases["Run All clicked (Run menu)"] < phases["kernel ready"], "clicked before the kernel was ready"
-    if visit == "warm":  # the browser's cache serves the second visit
-        assert f["downloaded_mb"] < browsed[0]["timed cold"]["downloaded_mb"] / 10, f["downloaded_mb"]
+    if visit == "warm":  # the browser's cache serves part of the second visit (README: not all of it)
+        assert f["downloaded_mb"] < browsed[0]["timed cold"]["downloaded_mb"], f["downloaded_mb"]
 
 
 @pytest.mark.parametrize("name", list(live.EXERCISES))
