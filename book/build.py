@@ -16,7 +16,7 @@
    to the repository (repository.url in book/_config.yml, the one setting for all of these).
 2. Run Jupyter Book on OUT/src with warnings as errors; the site is OUT/html.
 3. Build the live part into OUT/html/live (book/live.py: JupyterLite with the pinned, hash-checked
-   Pyodide, the live notebooks of book/live/notebooks/ and exercises 1 and 3). Each lesson page with
+   Pyodide, the live notebooks of book/live/notebooks/ and exercises 1 to 5). Each lesson page with
    a live notebook links to it. --no-live skips this step.
 
 Exits non-zero (with Sphinx's message) on any warning, so the build is either clean or failed.

@@ -5,9 +5,12 @@
 
 One live notebook per lesson in LIVE_LESSONS. It holds the lesson's explorer cells, found by
 their calls (a code cell that calls a class imported from t5lesson.explorers and shows a widget
-in its stored output), each with the
-text before it (the preceding Markdown cell, from its last heading or "**Explorer" paragraph
-on), a link back to the lesson page of the website, and one cell that imports what they use.
+in its stored output), and its your-turn cells (tagged "your-turn": a stub the learner fills in,
+checked at once), in the lesson's order, each with the text before it (the preceding Markdown
+cell, from its last heading or "**Explorer" paragraph on), a link back to the lesson page of the
+website, and one cell that imports what they use (for a your-turn cell: the lesson's own imports
+of the names it or its answer in solutions/your_turn/ reads, and `hint`). A your-turn cell that
+needs torch (a training step) is left out with a line saying so.
 An explorer called with anything but literal arguments shows what the lesson computed (a
 trained model, with PyTorch), so it is left out with a line saying so. A lesson is only listed
 once its explorers import no torch (checked here, from the source, transitively).
@@ -23,21 +26,24 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "live" / "notebooks"
 # Lessons with a live notebook. Lesson 5 joins once its explorer needs no torch: add "05".
 LIVE_LESSONS = ("00", "01", "02", "03", "04", "05b")
 EXPLORERS = "t5lesson.explorers"
+YOUR_TURN_TAG = "your-turn"
+YOUR_TURN_NAME = re.compile(r"^# Your turn \((\w+)\)")  # the comment that names a your-turn cell
+NO_TORCH = ("torch", "transformers")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-FIRST_VISIT = "about 40 MB and about 30 s"  # measured by tests/test_live.py; README, "The live site"
+FIRST_VISIT = "about 48 MB and, on a slow computer, up to a minute"  # tests/test_live.py measures it; README
 KERNEL = {"kernelspec": {"display_name": "Python (Pyodide)", "language": "python", "name": "python"},
           "language_info": {"name": "python"}}
 
 
 def site_url() -> str:
     """Where the website is published (book/_config.yml html.baseurl), ending in '/'."""
+    import yaml  # here: the your-turn answers (solution()) are read where PyYAML is not installed
+
     url = yaml.safe_load((ROOT / "book" / "_config.yml").read_text())["html"]["baseurl"]
     return url.rstrip("/") + "/"
 
@@ -49,16 +55,20 @@ def cell(kind: str, source: str, cell_id: str) -> dict:
     return out
 
 
+def code_trees(cells: list[dict]):
+    """The parsed source of each code cell that parses."""
+    for c in cells:
+        if c["cell_type"] == "code":
+            try:
+                yield ast.parse("".join(c["source"]))
+            except SyntaxError:
+                continue
+
+
 def explorer_imports(nb: dict) -> dict[str, str]:
     """Names the notebook imports from t5lesson.explorers.*, with their modules."""
     names = {}
-    for c in nb["cells"]:
-        if c["cell_type"] != "code":
-            continue
-        try:
-            tree = ast.parse("".join(c["source"]))
-        except SyntaxError:
-            continue
+    for tree in code_trees(nb["cells"]):
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(EXPLORERS):
                 names.update({a.asname or a.name: node.module for a in node.names})
@@ -153,6 +163,66 @@ def lesson_title(nb: dict) -> str:
     return ""
 
 
+def import_bindings(cells: list[dict]) -> dict[str, tuple[str, str | None, str]]:
+    """{bound name: (module, imported name or None for `import module`, the name bound)} of the
+    top-level imports in `cells`, so a live notebook can import just what a cell uses."""
+    bound = {}
+    for tree in code_trees(cells):
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                bound.update({a.asname or a.name.split(".")[0]: (a.name if a.asname else a.name.split(".")[0], None,
+                                                                 a.asname or a.name.split(".")[0]) for a in node.names})
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                bound.update({a.asname or a.name: (node.module, a.name, a.asname or a.name) for a in node.names})
+    return bound
+
+
+def free_names(source: str) -> set[str]:
+    """Names a cell reads but never binds itself (nor are builtins): what earlier cells must give it."""
+    tree = ast.parse(source)
+    bound = set(imported_by(source)) | {a.asname or a.name.split(".")[0] for n in ast.walk(tree)
+                                        if isinstance(n, ast.Import) for a in n.names}
+    read = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+    return read - bound - set(dir(__builtins__) if isinstance(__builtins__, type(sys)) else __builtins__)
+
+
+def needs_torch(module: str) -> bool:
+    return module.split(".")[0] in NO_TORCH or bool(set(NO_TORCH) & module_imports(module))
+
+
+def import_lines(used: dict[str, set[tuple[str | None, str]]], spare: set[str]) -> list[str]:
+    """The import statements for `used` ({module: {(name or None for `import module`, bound name)}}),
+    grouped and ordered as the course's linter (ruff's isort) wants them; a line binding a name in
+    `spare` (no cell reads it: it is there for the learner's answer or hint()) says so to the linter."""
+    note = "  # noqa: F401  (for your answer, or hint() when stuck)"
+    def by_type(name: str):  # ruff's order-by-type: CONSTANTS, then Classes, then the rest
+        return (0 if name.isupper() else 1 if name[:1].isupper() else 2, name)
+
+    sections = []
+    for first_party in (False, True):
+        modules = sorted(m for m in used if m.split(".")[0] == "t5lesson") if first_party else \
+            sorted(m for m in used if m.split(".")[0] != "t5lesson")
+        plain = [f"import {m}" + (f" as {alias}" if alias != m else "") for m in modules
+                 for name, alias in sorted(used[m], key=lambda x: x[1]) if name is None]
+        froms = []
+        for m in modules:
+            taken = sorted((n for n, alias in used[m] if n is not None and n == alias), key=by_type)
+            froms += [f"from {m} import {', '.join(taken)}"] if taken else []
+            froms += [f"from {m} import {n} as {alias}" for n, alias in sorted(used[m], key=lambda x: str(x[0]))
+                      if n is not None and n != alias]
+        if plain or froms:
+            sections.append("\n".join(line + (note if set(re.findall(r"\w+", line.split(" import ")[-1])) & spare
+                                               else "") for line in plain + froms))
+    return ["\n\n".join(sections)]
+
+
 def live_notebook(path: Path) -> dict:
     """The live notebook of one lesson (see the module docstring)."""
     nb = json.loads(path.read_text())
@@ -162,48 +232,88 @@ def live_notebook(path: Path) -> dict:
     title = lesson_title(nb)
     cells = [cell("markdown", (
         f"# Live: the explorers of lesson {number}\n\n"
-        f"From [{title}]({page}) (the lesson page has the whole story; these cells are its explorers "
-        "and the text that introduces each). They run in your browser, with nothing installed: "
-        "**Run ▸ Run All Cells**, wait for the first figure, then drag a slider or click it and use "
-        "the arrow keys.\n\n"
+        f"From [{title}]({page}) (the lesson page has the whole story; these cells are its explorers, "
+        "its your-turn cells and the text that introduces each). They run in your browser, with nothing "
+        "installed: **Run ▸ Run All Cells**, wait for the first figure, then drag a slider or click it and "
+        "use the arrow keys. In a your-turn cell, replace the `raise NotImplementedError` with your code and "
+        "run the cell: it tells you at once whether yours matches the course's version "
+        "(`hint(\"name\")` in a new cell gives a hint).\n\n"
         f"The first visit downloads Python, NumPy and matplotlib ({FIRST_VISIT} before the first "
         "slider works); later visits use the browser's cache. Changes you make are kept in this browser only."),
         "live-title")]
     used, body = {}, []
+
+    def text_before(i):
+        before = next((nb["cells"][j] for j in range(i - 1, -1, -1) if nb["cells"][j]["cell_type"] == "markdown"), None)
+        return lead_text("".join(before["source"])) if before else ""
+
     for i, c in enumerate(nb["cells"]):
         if c["cell_type"] != "code":
             continue
         source = "\n".join(line for line in "".join(c["source"]).split("\n") if not line.startswith("# NBVAL"))
+        if YOUR_TURN_TAG in c["metadata"].get("tags", []):
+            body += your_turn_cells(path, source, import_bindings(nb["cells"][:i]), text_before(i), page, used)
+            continue
         calls = explorer_calls(source, names)
         shows_widget = any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
         if not (calls and shows_widget):  # an explorer cell calls one and shows it (stored)
             continue
-        before = next((nb["cells"][j] for j in range(i - 1, -1, -1) if nb["cells"][j]["cell_type"] == "markdown"), None)
-        k = len(body) // 2 + 1
+        k = sum(1 for b in body if re.fullmatch(r"live-\d+-(explorer|skipped)", b["id"])) + 1
         if not all(literal_arguments(call) for call in calls):
             body.append(cell("markdown", (
                 f"*The lesson's next explorer (`{calls[0].func.id}`) shows what the lesson computed with "
                 f"PyTorch, which does not run in the browser: see its picture on [the lesson page]({page}).*"),
                 f"live-{k}-skipped"))
-            body.append(None)
             continue
         for call in calls:
             module = names[call.func.id]
-            torch_users = {"torch", "transformers"} & module_imports(module)
-            if torch_users:
-                sys.exit(f"{path.name}: {module} imports {sorted(torch_users)}; it cannot run in the browser "
+            if needs_torch(module):
+                sys.exit(f"{path.name}: {module} imports torch; it cannot run in the browser "
                          f"(drop lesson {path.name.split('_')[0]} from LIVE_LESSONS in book/live_notebooks.py)")
             if call.func.id not in imported_by(source):
-                used.setdefault(module, set()).add(call.func.id)
-        body.append(cell("markdown", lead_text("".join(before["source"])) if before else "", f"live-{k}-text"))
+                used.setdefault(module, set()).add((call.func.id, call.func.id))
+        body.append(cell("markdown", text_before(i), f"live-{k}-text"))
         body.append(cell("code", source.strip(), f"live-{k}-explorer"))
-    if not any(c and c["id"].endswith("-explorer") for c in body):
-        sys.exit(f"{path.name}: no explorer cells found (calls of classes imported from {EXPLORERS})")
-    if used:  # the classes the explorer cells use without importing them
-        imports = [f"from {module} import {', '.join(sorted(names))}" for module, names in sorted(used.items())]
-        cells.append(cell("code", "\n".join(imports), "live-imports"))
-    cells += [c for c in body if c is not None]
+    if not any(c["id"].endswith(("-explorer", "-your-turn")) for c in body):
+        sys.exit(f"{path.name}: no explorer or your-turn cells that run without torch")
+    if used:  # what the explorer and your-turn cells use without importing it
+        read = set().union(*(free_names(c["source"]) for c in body if c["cell_type"] == "code"))
+        spare = {alias for taken in used.values() for _, alias in taken} - read
+        cells.append(cell("code", "\n".join(import_lines(used, spare)), "live-imports"))
+    cells += body
     return {"cells": cells, "metadata": KERNEL, "nbformat": 4, "nbformat_minor": 5}
+
+
+def solution(path: Path, name: str) -> str:
+    """The answer to the your-turn cell `name` of lesson `path` (solutions/your_turn/), or ''."""
+    answers = ROOT / "solutions" / "your_turn" / f"{path.stem}.py"
+    blocks = re.split(r"(?m)^# %% your_turn: (\w+)\n", answers.read_text()) if answers.exists() else []
+    return dict(zip(blocks[1::2], blocks[2::2], strict=True)).get(name, "")
+
+
+def your_turn_cells(path: Path, source: str, bindings: dict, text: str, page: str, used: dict) -> list[dict]:
+    """A your-turn cell and its text; the lesson's imports of what it reads go into `used`. One line
+    saying why instead when it needs torch."""
+    name = YOUR_TURN_NAME.match(source.strip())
+    if not name:
+        sys.exit(f"{path.name}: a cell tagged {YOUR_TURN_TAG!r} does not start with '# Your turn (name)'")
+    name = name[1]
+    wanted = free_names(source) | free_names(solution(path, name))  # what a right answer reads too
+    missing = sorted(n for n in wanted if n not in bindings)
+    if missing:
+        sys.exit(f"{path.name}: your-turn cell {name} reads {missing}, which no cell of the lesson before it imports")
+    own = {a.name.split(".")[0] if isinstance(n, ast.Import) else n.module for n in ast.walk(ast.parse(source))
+           if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    modules = {bindings[n][0] for n in wanted} | own
+    if any(needs_torch(m) for m in modules):
+        return [cell("markdown", (
+            f"*The lesson's your-turn cell `{name}` is a step in PyTorch, which does not run in the browser: "
+            f"write it in [the lesson]({page}) in JupyterLab.*"), f"live-{name}-skipped")]
+    for n in sorted(wanted):
+        module, imported, alias = bindings[n]
+        used.setdefault(module, set()).add((imported, alias))
+    used.setdefault("t5lesson.lessons.your_turn", set()).add(("hint", "hint"))
+    return [cell("markdown", text, f"live-{name}-text"), cell("code", source.strip(), f"live-{name}-your-turn")]
 
 
 def lessons() -> list[Path]:

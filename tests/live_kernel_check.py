@@ -6,8 +6,10 @@ tests/test_live.py runs it with the course's venv (the course's pins) and, where
 a venv holding Pyodide's own versions (numpy 2.0.2, matplotlib 3.8.4: `python book/live.py pins`).
 torch and transformers are made unimportable first, as in the browser. Then: every code cell of
 every live notebook (book/live/notebooks/); every explorer they show, moved to each end of each
-slider and to each toggle's other choices, its picture checked to change; and exercises 1 and 3
-answered with the solutions' code, every check() verdict read (all must be "Correct").
+slider and to each toggle's other choices, its picture checked to change; every your-turn cell
+filled once with its answer (solutions/your_turn/: it must say it matches) and once with a wrong
+one (it must say it differs); and exercises 1 to 5 answered with the solutions' code, every
+check() verdict read (all must be "Correct").
 """
 from __future__ import annotations
 
@@ -21,8 +23,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book"))  # live_notebooks: the answers of the your-turn cells
 BLOCKED = ("torch", "transformers")
-EXERCISES = ("01_unscaled_scores", "03_relative_position_buckets")
+EXERCISES = ("01_unscaled_scores", "02_where_sqrt_d_went", "03_relative_position_buckets", "04_bias_heatmaps",
+             "05_length_generalisation")
+
+
+def your_turn_answers(notebook: Path, cell: dict) -> tuple[str, str, str]:
+    """(name, right, wrong) for a live notebook's your-turn cell: the answer in solutions/your_turn/,
+    and the stub with its `raise NotImplementedError` turned into `return 0.0` (never the course's result)."""
+    import live_notebooks
+
+    name = cell["id"].removeprefix("live-").removesuffix("-your-turn")
+    right = live_notebooks.solution(notebook, name)
+    wrong = re.sub(r"raise NotImplementedError\(.*\)", "return 0.0", cell["source"])
+    assert right and wrong != cell["source"], f"{notebook.name} {name}: no answer, or no stub to make wrong"
+    return name, right, wrong
 
 
 class _NoTorch(importlib.abc.MetaPathFinder):
@@ -63,6 +79,20 @@ def move_every_control(explorer) -> list[str]:
     return problems
 
 
+def your_turn_problems(path: Path, cell: dict, namespace: dict, said: dict) -> list[str]:
+    """Run a your-turn cell right and wrong (your_turn_answers); what it printed goes into `said`."""
+    name, right, wrong = your_turn_answers(path, cell)
+    problems = []
+    for kind, source, word in (("wrong", wrong, "differs"), ("right", right, "matches")):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            run_cell(source, namespace)
+        said[f"{path.name}:{name}:{kind}"] = out.getvalue().strip()
+        if not out.getvalue().startswith(f"{name}: {word}"):
+            problems.append(f"{path.name}: your-turn {name} answered {kind} said {out.getvalue()!r}")
+    return problems
+
+
 def main() -> int:
     sys.meta_path.insert(0, _NoTorch())
     import matplotlib
@@ -73,7 +103,7 @@ def main() -> int:
     from t5lesson.explorers.base import Explorer
 
     result = {"python": sys.version.split()[0], "numpy": numpy.__version__, "matplotlib": matplotlib.__version__,
-              "explorers": [], "verdicts": {}, "problems": []}
+              "explorers": [], "verdicts": {}, "your_turn": {}, "problems": []}
     for path in sorted((ROOT / "book" / "live" / "notebooks").glob("*.ipynb")):
         namespace = {"__name__": "__main__"}
         for cell in json.loads(path.read_text())["cells"]:
@@ -87,6 +117,8 @@ def main() -> int:
             if isinstance(value, Explorer):
                 result["explorers"].append(f"{path.name}:{type(value).__name__}")
                 result["problems"] += [f"{path.name}: {p}" for p in move_every_control(value)]
+            if cell["id"].endswith("-your-turn"):
+                result["problems"] += your_turn_problems(path, cell, namespace, result["your_turn"])
     import __main__
 
     for name in EXERCISES:

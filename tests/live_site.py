@@ -10,8 +10,11 @@ is aborted by a route handler (and recorded) and, as a second wall, sent to a de
 every live notebook, in a fresh browser context (an empty cache, as on a first visit): open it,
 Run All, and for every explorer press an arrow key on each slider and click each slider's track,
 timing key press (or click) to new image; screenshots of each explorer go to artifacts/live/.
-On exercises 1 and 3: one answer right and one wrong, both through check(), and hint() for the
-wrong one; the outputs read back.
+Every your-turn cell is filled once wrong and once with its answer (solutions/your_turn/) and run,
+its verdict read. On exercises 1 to 5: one answer right and one wrong, both through check(), and
+hint() for the wrong one; the outputs read back. One more visit (TIMED) clicks Run All in the Run
+menu as soon as the notebook shows, cold and then warm (the same browser again), and times each
+phase: Pyodide's files, the kernel ready, the first import, the first picture, the first slider.
 """
 from __future__ import annotations
 
@@ -34,7 +37,13 @@ OFFLINE_ARGS = CHROMIUM_ARGS + ["--proxy-server=http://127.0.0.1:9", "--dns-pref
 VIEWPORT = {"width": 1400, "height": 900}
 # One right answer (the solution's code for the first question) and one wrong, per live exercise.
 EXERCISES = {"01_unscaled_scores.ipynb": ("q1", "q2", 'answer_q2 = ["C"]'),
-             "03_relative_position_buckets.ipynb": ("q1", "q2", "n = 20\nanswer_q2 = 0")}
+             "02_where_sqrt_d_went.ipynb": ("q2", "q3", "answer_q3 = 1.0"),
+             "03_relative_position_buckets.ipynb": ("q1", "q2", "n = 20\nanswer_q2 = 0"),
+             "04_bias_heatmaps.ipynb": ("q1", "q3", "answer_q3 = 32 * 6"),
+             "05_length_generalisation.ipynb": ("q1", "q2", 'answer_q2 = "A"')}
+# The visit that times the first slider, cold (empty cache) and warm (the same browser again): Run All
+# clicked in the Run menu as soon as the notebook shows, before the kernel is ready, as a learner might.
+TIMED = "03_relative_position_buckets.ipynb"
 
 
 class _CountingHandler(http.server.SimpleHTTPRequestHandler):
@@ -44,6 +53,10 @@ class _CountingHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+    def end_headers(self):  # as GitHub Pages serves a site: cached ten minutes, then revalidated
+        self.send_header("Cache-Control", "max-age=600")
+        super().end_headers()
 
     def copyfile(self, source, outputfile):
         data = source.read()
@@ -76,6 +89,8 @@ APP_READY = ("() => window.jupyterapp && window.jupyterapp.shell.currentWidget "
              "&& window.jupyterapp.shell.currentWidget.sessionContext "
              "&& window.jupyterapp.shell.currentWidget.sessionContext.session "
              "&& window.jupyterapp.shell.currentWidget.sessionContext.session.kernel")
+KERNEL_STARTED = ("() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
+                  " return !!k && (k.status === 'idle' || k.status === 'busy'); }")  # busy: running queued cells
 KERNEL_IDLE = ("() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;"
                " return k && k.status === 'idle'; }")
 EXPLORER_CALLS = """() => window.jupyterapp.shell.currentWidget.content.widgets
@@ -109,6 +124,19 @@ CELLS = """() => window.jupyterapp.shell.currentWidget.content.widgets.map(c => 
   type: c.model.type, source: c.model.sharedModel.getSource(),
   meta: (c.model.getMetadata && c.model.getMetadata('t5lesson')) || null,
   output: c.model.type === 'code' ? c.node.querySelector('.jp-OutputArea') ?.innerText || '' : ''}))"""
+OUTPUT_OF = """([index]) => window.jupyterapp.shell.currentWidget.content.widgets[index]
+  .node.querySelector('.jp-OutputArea') ?.innerText || ''"""
+RUN_CELL = """async ([index]) => { const nb = window.jupyterapp.shell.currentWidget.content;
+  nb.activeCellIndex = index; await window.jupyterapp.commands.execute('notebook:run-cell'); }"""
+EXECUTED = """([index]) => window.jupyterapp.shell.currentWidget.content.widgets[index].model.executionCount !== null"""
+NOTEBOOK_SHOWN = """() => { const nb = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  return !!nb && !!nb.content && nb.content.widgets.length > 0
+    && !!document.querySelector('.jp-Notebook .jp-Cell'); }"""
+FIRST_PICTURE = """() => { const img = document.querySelector('.t5lesson-explorer .t5lesson-figure');
+  return !!img && img.complete && img.naturalWidth > 0; }"""
+# The kernel's worker: when each Pyodide file it fetched arrived (ms since the worker started).
+WORKER_FILES = """() => performance.getEntriesByType('resource')
+  .map(e => [e.name.split('/').pop(), e.responseEnd, e.transferSize])"""
 LINKS = "() => Array.from(document.querySelectorAll('.jp-RenderedMarkdown a[href]')).map(a => a.href)"
 
 
@@ -181,7 +209,73 @@ def live_notebook(page, base: str, name: str, t0: float) -> dict:
         shot = ARTIFACTS / f"{stem}-{index}.png"
         page.screenshot(path=str(shot))
         facts["shots"].append(shot)
+    facts["your_turn"] = your_turn_cells(page, name)
     return facts
+
+
+def your_turn_cells(page, name: str) -> dict:
+    """Each your-turn cell typed in wrong, run, then right (its answer), run: {name: [said wrong, said right]}."""
+    from live_kernel_check import your_turn_answers
+
+    said = {}
+    nb = json.loads((LIVE_NOTEBOOKS / name).read_text())
+    for index, cell in enumerate(nb["cells"]):
+        if not cell["id"].endswith("-your-turn"):
+            continue
+        turn, right, wrong = your_turn_answers(LIVE_NOTEBOOKS / name, cell)
+        said[turn] = []
+        for source in (wrong, right):
+            page.evaluate(SET_SOURCE, [index, source])
+            page.evaluate(RUN_CELL, [index])
+            before = json.dumps(said[turn][-1] if said[turn] else "")  # wait for this run's verdict
+            page.wait_for_function(f"() => ({EXECUTED})([{index}]) && ({OUTPUT_OF})([{index}]).includes('{turn}: ') "
+                                   f"&& ({OUTPUT_OF})([{index}]).trim() !== {before}", timeout=120_000, polling=200)
+            said[turn].append(page.evaluate(OUTPUT_OF, [index]).strip())
+    return said
+
+
+def timed_visit(context, base: str, name: str, external: list) -> dict:
+    """Open `name`, click Run All in the Run menu as soon as the notebook shows, press a key on the first
+    slider: seconds from the address typed to each phase (see the module docstring). Requests that
+    leave the machine go into `external`."""
+    page = context.new_page()
+    page.on("request", lambda r: not r.url.startswith((base, "data:", "blob:", "about:")) and external.append(r.url))
+    page_errors = []
+    page.on("pageerror", lambda e: page_errors.append(str(e)))
+    started = []
+    page.on("worker", lambda w: started.append((time.monotonic(), w)))
+    t0 = time.monotonic()
+    page.goto(f"{base}live/lab/index.html?path={name}")
+    page.wait_for_function(NOTEBOOK_SHOWN, timeout=600_000, polling=100)
+    phases = {"notebook shown": time.monotonic() - t0}
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Run All Cells$")).click()
+    phases["Run All clicked (Run menu)"] = time.monotonic() - t0
+    waits = [("kernel ready", f"() => ({APP_READY})() && ({KERNEL_STARTED})()"),
+             ("first import (the imports cell ran)", f"() => ({EXECUTED})([1])"),  # cell 0 is the title
+             ("first picture", FIRST_PICTURE)]
+    for label, test in waits:
+        page.wait_for_function(test, timeout=600_000, polling=100)
+        phases[label] = time.monotonic() - t0
+    page.evaluate(SCROLL_TO, [0])
+    handle = page.locator(".t5lesson-explorer").first.locator(".noUi-handle").first
+
+    def press():
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+
+    _timed(page, 0, press)
+    phases["first slider works (a key press redrew it)"] = time.monotonic() - t0
+    page.wait_for_function(ALL_DONE, timeout=600_000, polling=200)
+    files = []
+    for when, worker in started:  # Pyodide's own files arrive in the kernel's worker
+        try:
+            files += [(when - t0 + end / 1000, file, size) for file, end, size in worker.evaluate(WORKER_FILES)]
+        except Exception:  # noqa: BLE001 (a worker that has gone: nothing to read)
+            continue
+    errors = page.evaluate(ERRORS)
+    page.close()
+    return {"phases": phases, "files": sorted(files, key=lambda f: f[0]), "errors": errors, "page_errors": page_errors}
 
 
 def live_exercise(page, base: str, name: str, t0: float) -> dict:
@@ -243,10 +337,30 @@ def run(site: Path) -> dict:
                 facts.update(downloaded_mb=server.bytes_since(mark) / 1e6, page_errors=page_errors)
                 out[name] = facts
                 context.close()
+            # No route handler here: Playwright turns the HTTP cache off where one is set, and the warm visit
+            # needs the cache. The dead proxy still blocks every other address; page.on("request") records them.
+            context = browser.new_context(viewport=VIEWPORT)
+            for visit in ("cold", "warm"):
+                mark = len(server.sent)
+                facts = timed_visit(context, server.base, TIMED, external)
+                facts["downloaded_mb"] = server.bytes_since(mark) / 1e6
+                out[f"timed {visit}"] = facts
+            context.close()
         finally:
             browser.close()
     out["external"] = sorted(set(external))
     return out
+
+
+def timeline(visit: dict) -> list[tuple[float, str]]:
+    """A timed visit's phases and the arrival of Pyodide's files in the kernel's worker, in time order."""
+    got = [(t, name) for t, name, _ in visit["files"] if name.endswith((".wasm", ".zip", ".whl"))]
+    files = []
+    if got:
+        wasm = [t for t, name in got if name == "pyodide.asm.wasm"]
+        files.append((wasm[0] if wasm else got[0][0], "Pyodide's interpreter downloaded (pyodide.asm.wasm)"))
+        files.append((max(got)[0], f"the last of Pyodide's {len(got)} files downloaded ({max(got)[1]})"))
+    return sorted([(t, label) for label, t in visit["phases"].items()] + files)
 
 
 def latencies(out: dict, kind: str) -> list[float]:
@@ -256,25 +370,34 @@ def latencies(out: dict, kind: str) -> list[float]:
 def report(out: dict, site: Path) -> str:
     files = [p for p in (site / "live").rglob("*") if p.is_file()]
     size = sum(p.stat().st_size for p in files) / 1e6
+    pages = {name: f for name, f in out.items() if name != "external" and not name.startswith("timed ")}
     lines = [f"live site: {size:.1f} MB in {len(files)} files (site/live)", "",
              f"{'page':<44} {'MB':>5} {'kernel s':>8} {'run all s':>9} {'1st slider s':>12} {'explorers':>9}"]
-    for name, f in out.items():
-        if name == "external":
-            continue
+    for name, f in pages.items():
         lines.append(f"{name:<44} {f['downloaded_mb']:>5.1f} {f['kernel_ready_s']:>8.1f} "
                      f"{f.get('run_all_s', float('nan')):>9.1f} {f.get('first_slider_s', float('nan')):>12.1f} "
                      f"{f.get('explorers', 0):>9}")
-    for name, f in out.items():
-        for s in (f.get("sliders", []) if name != "external" else []):
+    for name, f in pages.items():
+        for s in f.get("sliders", []):
             lines.append(f"  {name} explorer {s['explorer']} {s['slider']!r}: key {s['key']} {s['key_ms']:.0f} ms, "
                          f"click {s['click_ms']:.0f} ms, values {' -> '.join(s['values'])}")
-        if name != "external" and "verdicts" in f:
-            lines += [f"  {name} {q}: {v}" for q, v in f["verdicts"].items()]
+        for turn, said in f.get("your_turn", {}).items():
+            lines += [f"  {name} your turn {turn}, {kind}: {text.splitlines()[0]}" for kind, text in zip(
+                ("wrong", "right"), said, strict=True)]
+        lines += [f"  {name} {q}: {v.splitlines()[0]}" for q, v in f.get("verdicts", {}).items()]
     keys, clicks = latencies(out, "key_ms"), latencies(out, "click_ms")
     both = keys + clicks
     lines.append(f"key press to new image over {len(keys)} presses: median {statistics.median(keys):.0f} ms, "
                  f"p95 {percentile(keys, 95):.0f} ms; with {len(clicks)} track clicks: median "
                  f"{statistics.median(both):.0f} ms, p95 {percentile(both, 95):.0f} ms")
+    for visit in ("cold", "warm"):
+        f = out.get(f"timed {visit}")
+        if not f:
+            continue
+        cache = "an empty browser cache" if visit == "cold" else "the same browser again"
+        lines += ["", f"{TIMED}, {visit} visit ({cache}; Run All clicked in the Run menu as soon as the notebook "
+                      f"showed): {f['downloaded_mb']:.1f} MB sent"]
+        lines += [f"  {t:6.1f} s  {label}" for t, label in timeline(f)]
     lines.append(f"requests leaving the machine (all blocked): {out['external'] or 'none'}")
     return "\n".join(lines) + "\n"
 
@@ -286,5 +409,5 @@ if __name__ == "__main__":
     (ARTIFACTS / "report.txt").write_text(text)
     print(text)
     for name, f in result.items():
-        if name != "external" and (f.get("errors") or f.get("page_errors")):
+        if name != "external" and not name.startswith("timed ") and (f.get("errors") or f.get("page_errors")):
             print(name, "errors:", f.get("errors"), f.get("page_errors"))

@@ -11,6 +11,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -53,7 +54,7 @@ def test_each_live_notebook_has_every_explorer_of_its_lesson_and_links_back():
                              for o in c.get("outputs", [])))
         shown = [c for c in live_nb["cells"]
                  if c["cell_type"] == "code" and live_notebooks.explorer_calls(c["source"], names)]
-        skipped = [c for c in live_nb["cells"] if c["id"].endswith("-skipped")]
+        skipped = [c for c in live_nb["cells"] if re.fullmatch(r"live-\d+-skipped", c["id"])]  # explorers only
         assert len(shown) + len(skipped) == stored, path.name
         assert shown, path.name
         page = f"{live_notebooks.site_url()}notebooks/{path.stem}.html"
@@ -111,6 +112,11 @@ def _kernel_check(python):
     assert facts["problems"] == [] and not facts["torch_imported"], facts
     assert len(facts["explorers"]) >= len(live_notebooks.LIVE_LESSONS)
     assert len(facts["verdicts"]) >= 10 and list(facts["verdicts"].values()).count("Correct") >= 10
+    assert {q.split(":")[0] for q in facts["verdicts"]} == {n.removesuffix(".ipynb") for n in live.EXERCISES}
+    turns = {f"{p.name}:{c['id'].removeprefix('live-').removesuffix('-your-turn')}:{kind}"
+             for p in live_notebooks.OUT.glob("*.ipynb") for c in json.loads(p.read_text())["cells"]
+             if c["id"].endswith("-your-turn") for kind in ("right", "wrong")}
+    assert set(facts["your_turn"]) == turns and turns, "every your-turn cell was answered right and wrong"
     return facts
 
 
@@ -130,13 +136,36 @@ def test_live_code_runs_without_torch_on_pyodides_numpy_and_matplotlib():
     assert (facts["numpy"], facts["matplotlib"]) == (pins["numpy"], pins["matplotlib"])
 
 
+def test_every_live_lesson_but_5b_has_a_your_turn_cell_or_says_why_not():
+    for path in live_notebooks.OUT.glob("0[0-5]_*.ipynb"):  # 5b has none; 2's is a step in PyTorch
+        ids = [c["id"] for c in json.loads(path.read_text())["cells"]]
+        assert any(i.endswith("-your-turn") for i in ids) or any(
+            i.endswith("-skipped") and not i.split("-")[1].isdigit() for i in ids), path.name
+
+
+def test_exercise_5_reference_is_the_lessons_clipped_scheme():
+    """Its NumPy-only reference (so that check() runs live) maps offsets to parameters as the lesson does."""
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from t5lesson.exercises.ex05_length_generalisation import _cases, reference_clipped_bias
+    from t5lesson.lengthgen.schemes import Scheme
+
+    for case in _cases() + _cases(np.random.default_rng(1)):
+        table, length, clip = case.args
+        index = Scheme("x", "", "per-offset", clip=clip).parameter_of_offset(length, train_len=len(table))
+        d = np.arange(length)[:, None] - np.arange(length)[None, :]
+        expected = np.where(d >= 0, np.asarray(table)[index[np.maximum(d, 0)]], 0.0)
+        np.testing.assert_array_equal(reference_clipped_bias(table, length, clip), expected)
+
+
 def test_manifest_pins_every_file_and_the_lock_is_closed():
     m = live.manifest()
     assert [s["kind"] for s in m["sources"]] == ["release", "pypi"], "the official release first, the carrier second"
     assert len(m["sources"][1]["sha256"]) == 64
     files = live.expected_files(m)
     assert set(live.CORE) <= set(files) and all(len(h) == 64 for h in files.values())
-    names = set(m["packages"]) | {live.norm(n) for n in live.EXTRA} | {"t5live-mplcache"}
+    names = set(m["packages"]) | {live.norm(n) for n in live.EXTRA} | {"t5live-mplcache"} | set(live.KERNEL_OWN)
     for name, entry in m["packages"].items():
         assert {live.norm(d) for d in entry["depends"]} <= names, name
     for name in live.ROOTS:
@@ -214,6 +243,23 @@ def test_every_explorer_redraws_on_a_key_press_and_a_click(browsed, name):
     page = f"{live_notebooks.site_url()}notebooks/{Path(name).stem}.html"
     assert page in f["links"], "the live notebook links back to its lesson page"
     assert all(p.exists() and p.stat().st_size > 10_000 for p in f["shots"])
+    turns = [c["id"].removeprefix("live-").removesuffix("-your-turn") for c in nb["cells"]
+             if c["id"].endswith("-your-turn")]
+    assert sorted(f["your_turn"]) == sorted(turns)
+    for turn, (wrong, right) in f["your_turn"].items():  # typed in wrong, then right, each run in the browser
+        assert wrong.startswith(f"{turn}: differs from the course's version"), wrong
+        assert right.startswith(f"{turn}: matches the course's version"), right
+
+
+@pytest.mark.parametrize("visit", ["cold", "warm"])
+def test_run_all_clicked_as_soon_as_the_notebook_shows_still_gives_a_working_slider(browsed, visit):
+    f = browsed[0][f"timed {visit}"]
+    phases = f["phases"]  # timed_visit waited for each, in this order
+    assert f["errors"] == [] and f["page_errors"] == [], (f["errors"], f["page_errors"])
+    assert list(phases)[-1].startswith("first slider works"), phases
+    assert phases["Run All clicked (Run menu)"] < phases["kernel ready"], "clicked before the kernel was ready"
+    if visit == "warm":  # the browser's cache serves part of the second visit (README: not all of it)
+        assert f["downloaded_mb"] < browsed[0]["timed cold"]["downloaded_mb"], f["downloaded_mb"]
 
 
 @pytest.mark.parametrize("name", list(live.EXERCISES))
