@@ -9,6 +9,7 @@ $T5LESSON_AUTOGRADER_ROOT (default /autograder). See docs/grading.md, "Gradescop
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -16,9 +17,9 @@ import time
 import traceback
 import zipfile
 from dataclasses import asdict, dataclass, field
-from importlib import resources
 from pathlib import Path
 
+import jinja2
 import nbformat
 
 from ..course import PACKAGE_PARENT
@@ -87,7 +88,7 @@ RESULTS_SCHEMA = {
     },
 }
 
-SCRIPTS = "gradescope_scripts"  # setup.sh and run_autograder, shell files beside this module (package data)
+SCRIPTS = "gradescope_scripts"  # setup.sh and run_autograder, jinja2 templates beside this module (package data)
 
 _EXECUTABLE = 0o100755 << 16
 _PLAIN = 0o100644 << 16
@@ -97,9 +98,16 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)
 # --------------------------------------------------------------------------- building the zip
 
 
+@functools.cache
+def _scripts() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.PackageLoader(__package__, SCRIPTS), keep_trailing_newline=True,
+                              undefined=jinja2.StrictUndefined, autoescape=False)  # shell, not HTML
+
+
 def _script(name: str) -> bytes:
-    """One of the two shell scripts, as the installed package holds it."""
-    return resources.files(__package__).joinpath(SCRIPTS, name).read_bytes()
+    """One of the two shell scripts, with the layout's root variable and default written in from here."""
+    template = _scripts().get_template(f"{name}.j2")
+    return template.render(root_variable=ROOT_VARIABLE, default_root=DEFAULT_ROOT).encode()
 
 
 def _package_files() -> list[Path]:
