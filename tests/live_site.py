@@ -163,9 +163,13 @@ def _run_all(page, timeout_s=600):
 def live_notebook(page, base: str, name: str, t0: float) -> dict:
     """Open one live notebook, Run All, key and click every slider of every explorer; a dict of facts."""
     facts = _open(page, f"{base}live/lab/index.html?path={name}", t0)
+    # Read the links while the first cells are on screen: JupyterLab keeps only the cells near the view
+    # in the page, and Run All ends at the last cell of a long notebook.
+    links = page.evaluate(LINKS)
     _run_all(page)
     facts["run_all_s"] = time.monotonic() - t0
-    facts.update(errors=page.evaluate(ERRORS), links=page.evaluate(LINKS), sliders=[], shots=[])
+    links += [link for link in page.evaluate(LINKS) if link not in links]
+    facts.update(errors=page.evaluate(ERRORS), links=links, sliders=[], shots=[])
     count = page.locator(".t5lesson-explorer").count()
     facts["explorers"] = count
     stem = Path(name).stem
