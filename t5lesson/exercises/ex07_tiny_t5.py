@@ -179,47 +179,90 @@ def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest",
     ranks them. firsts: a list extended with each string's most likely first token (greedy's).
     against: answers to compare with; the search stops, and returns None, once a string is done with
     another answer (the recipe asks only whether a slip's answers differ).
-    Blocked while the learner's answer runs (see the question's `blocked`).
+    Blocked while the learner's answer runs, and its steps below with it (see the question's `blocked`).
     """
-    import torch
-
-    from ..seq2seq import EOS, PAD
+    from ..seq2seq import PAD
 
     batch = input_ids.shape[0]
     encoder_out = model.encode(input_ids, attention_mask).repeat_interleave(BEAMS, 0)
     mask = attention_mask.repeat_interleave(BEAMS, 0)  # row b * BEAMS + k: beam k of string b
+    # both beams start from the start token; the second's -inf makes the first step expand one beam only
     running = [[(0.0, [PAD]), (-math.inf, [PAD])] for _ in range(batch)]  # (score, tokens) of each beam
-    finished: list[list] = [[] for _ in range(batch)]
+    finished: list[list] = [[] for _ in range(batch)]  # (score, tokens) of each finished hypothesis
     cache = None
     for step in range(max_new_tokens):
-        histories = torch.tensor([tokens for beams in running for _, tokens in beams])
-        fed = histories if feed == "prefix" else histories[:, -1:]
-        logits, returned = model.decode(fed, encoder_out, mask, None if feed == "uncached" else cache)
-        log_p = torch.log_softmax(logits[:, -1].double(), dim=-1).tolist()
+        log_p, returned = _next_log_probs(model, running, encoder_out, mask, cache, feed)
         last = step == max_new_tokens - 1
-        kept = []
+        kept = []  # the rows of the beams that go on, in the new beams' order: the cache follows them
         for b in range(batch):
-            candidates = sorted(((score + log_p[b * BEAMS + k][t], k, t) for k, (score, _) in enumerate(running[b])
-                                 for t in range(len(log_p[0]))), key=lambda c: -c[0])
+            candidates = _candidates(running[b], log_p[b * BEAMS:(b + 1) * BEAMS])
             if step == 0 and firsts is not None:
                 firsts.append(candidates[0][2])
-            if len(finished[b]) < BEAMS:
-                ended = [(s, running[b][k][1] + [t]) for s, k, t in candidates[:BEAMS] if last or t == EOS]
-                ranked = sorted(finished[b] + ended, key=lambda h: -h[0])
-                if gaps is not None:
-                    gaps[b] += _deciding_gaps(candidates, last, EOS)
-                    gaps[b] += [ranked[r][0] - ranked[r + 1][0] for r in range(len(ranked) - 1)]
-                finished[b] = ranked[:BEAMS]
+            if len(finished[b]) < BEAMS:  # with BEAMS finished, a string is done
+                finished[b] = _finished_after(finished[b], running[b], candidates, last,
+                                              None if gaps is None else gaps[b])
                 if against is not None and len(finished[b]) == BEAMS and finished[b][0][1] != against[b]:
                     return None
-            going = [(s, k, t) for s, k, t in candidates[:2 * BEAMS] if t != EOS][:BEAMS]
+            going = _going_on(candidates)
             kept += [b * BEAMS + k for _, k, _ in going]
             running[b] = [(s, running[b][k][1] + [t]) for s, k, t in going]
         if last or all(len(f) == BEAMS for f in finished):
             break
-        rows = torch.tensor(kept)
-        cache = tuple(tuple(t[rows] for t in block) for block in returned)
+        cache = _cache_rows(returned, kept)
     return [f[0][1] for f in finished]
+
+
+def _next_log_probs(model, running, encoder_out, mask, cache, feed: str):
+    """One decode call for every beam of every string (fed as `beam_search`'s `feed` says): each row's
+    log-probabilities of the next token, as float64 Python floats, and the cache decode returned."""
+    import torch
+
+    histories = torch.tensor([tokens for beams in running for _, tokens in beams])
+    fed = histories if feed == "prefix" else histories[:, -1:]
+    logits, returned = model.decode(fed, encoder_out, mask, None if feed == "uncached" else cache)
+    return torch.log_softmax(logits[:, -1].double(), dim=-1).tolist(), returned
+
+
+def _candidates(beams, log_p) -> list[tuple[float, int, int]]:
+    """Every one-token extension of a string's beams, (score, beam, token), best first. `log_p`: the
+    string's rows, one per beam. The sort is stable: equal scores stay in beam, then token, order."""
+    return sorted(((score + log_p[k][t], k, t) for k, (score, _) in enumerate(beams) for t in range(len(log_p[0]))),
+                  key=lambda c: -c[0])
+
+
+def _finished_after(finished, beams, candidates, last: bool, gaps: list[float] | None) -> list:
+    """A string's best finished hypotheses after this step: the ones it had and the candidates among
+    the best BEAMS that end in EOS (at the last step, the best BEAMS whatever they end in), ranked.
+    `gaps`, when given, is extended with the gaps that decided this step and that ranking."""
+    from ..seq2seq import EOS
+
+    ended = [(s, beams[k][1] + [t]) for s, k, t in candidates[:BEAMS] if last or t == EOS]
+    ranked = sorted(finished + ended, key=lambda h: -h[0])
+    if gaps is not None:
+        gaps.extend(_deciding_gaps(candidates, last, EOS))
+        gaps.extend(ranked[r][0] - ranked[r + 1][0] for r in range(len(ranked) - 1))
+    return ranked[:BEAMS]
+
+
+def _going_on(candidates) -> list[tuple[float, int, int]]:
+    """The string's new beams: the best BEAMS candidates that do not end in EOS. Each beam has one EOS
+    candidate, so at most BEAMS of the best 2 * BEAMS end in EOS (generate() looks no further either)."""
+    from ..seq2seq import EOS
+
+    return [(s, k, t) for s, k, t in candidates[:2 * BEAMS] if t != EOS][:BEAMS]
+
+
+def _cache_rows(cache, rows: list[int]):
+    """The cache decode returned, its rows picked to follow the new beams: a beam that two new ones
+    extend is copied, one that none extends is dropped."""
+    import torch
+
+    picked = torch.tensor(rows)
+    return tuple(tuple(t[picked] for t in block) for block in cache)
+
+
+# beam_search's steps: blocked with it, or a learner could call them in the same order
+BEAM_STEPS = ("_next_log_probs", "_candidates", "_finished_after", "_going_on", "_cache_rows")
 
 
 def _greedy(model, input_ids, attention_mask, max_new_tokens) -> list[list[int]]:
@@ -545,7 +588,8 @@ EXERCISE = Exercise(
             what="generate(num_beams=2)",
             blocked=("transformers.generation.utils:GenerationMixin.generate",
                      "transformers.generation.utils:GenerationMixin._beam_search", "t5lesson.lessons.tiny_t5:greedy",
-                     "t5lesson.exercises.ex07_tiny_t5:beam_search", "t5lesson.exercises.ex07_tiny_t5:_greedy"),
+                     "t5lesson.exercises.ex07_tiny_t5:beam_search", "t5lesson.exercises.ex07_tiny_t5:_greedy")
+            + tuple(f"t5lesson.exercises.ex07_tiny_t5:{step}" for step in BEAM_STEPS),
             hints=(
                 "repeat each string's encoder output and mask twice (repeat_interleave), one row per beam; "
                 "both beams start from the start token, the second with score -inf, so the first step "

@@ -100,76 +100,113 @@ def _need(value, what, torch):
 
 
 def adapt(cls):
-    """The function the harvesting code calls for each case of a module question."""
+    """The function the harvesting code calls for each case of a module question: it builds the
+    learner's layer from the case's configuration, loads the grader's weights and runs the plan."""
 
     def run(plan, config, weights=None, hidden=None, mask=None, config1=None, weights1=None, hidden1=None,
             encoder=None, segments=None, **_ignored):
         import torch
 
         if plan == "init":
-            module = _build(cls, config)
-            if not isinstance(module, torch.nn.Module):
-                raise GradingSetupError("your class should be an nn.Module subclass")
-            state = module.state_dict()
-            missing = [f"{n}.weight" for n in PROJECTIONS if f"{n}.weight" not in state]
-            if missing:
-                raise GradingSetupError(f"the module has no parameter {missing[0]}: name the projections "
-                                        "self.q, self.k, self.v, self.o, as transformers does")
-            return torch.stack([state[f"{n}.weight"].detach().double().std() for n in PROJECTIONS])
-
+            return _initial_stds(torch, _build(cls, config))
         with torch.no_grad():
             module = _load(torch, _build(cls, config), weights)
             dtype = next(module.parameters()).dtype
             x = _tensor(torch, hidden, dtype)
             attention_mask = None if mask is None else torch.tensor(mask, dtype=torch.long)
+
+            def second_layer():
+                """Layer 1 and its input, built only when a plan reaches it: after layer 0 has run."""
+                return _load(torch, _build(cls, config1), weights1), _tensor(torch, hidden1, dtype)
+
             if encoder is not None:  # cross-attention: keys and values from the encoder's states
                 states = _tensor(torch, encoder, dtype)
-                if plan == "full":
-                    output, _, _ = _parts(_cross(module, x, states, attention_mask), torch)
-                    return _need(output, "output", torch)
-                if plan == "cross_steps":
-                    past, outputs = None, []
-                    for t in range(x.shape[1]):
-                        output, _, past = _parts(_cross(module, x[:, t:t + 1], states, attention_mask,
-                                                        past_key_value=past, use_cache=True), torch)
-                        outputs.append(_need(output, "output", torch))
-                        if past is None:
-                            raise GradingSetupError("with use_cache=True, forward should return the cache "
-                                                    "(keys, values) as its third value")
-                    return torch.cat(outputs, dim=1)
-            if segments is not None:  # packed rows: one pass, or two layers sharing layer 0's bias
+                if plan in ("full", "cross_steps"):
+                    return _cross_attention(torch, module, x, states, attention_mask, plan)
+            if segments is not None:  # packed rows: every plan but "full" is two layers
                 ids = torch.tensor(segments, dtype=torch.long)
-                output, bias, _ = _parts(_packed(module, x, attention_mask, ids), torch)
-                if plan == "full":
-                    return _need(output, "output", torch)
-                second = _load(torch, _build(cls, config1), weights1)
-                output, _, _ = _parts(_packed(second, _tensor(torch, hidden1, dtype), attention_mask, ids,
-                                              position_bias=_need(bias, "position_bias", torch)), torch)
-                return _need(output, "output", torch)
+                return _packed_rows(torch, module, x, attention_mask, ids, plan, second_layer)
             if plan in ("full", "bias"):
-                output, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
-                return _need(output, "output", torch) if plan == "full" else _need(bias, "position_bias", torch)
+                return _one_pass(torch, module, x, attention_mask, plan)
             if plan in ("steps", "steps_bias"):
-                past, outputs, bias = None, [], None
-                for t in range(x.shape[1]):
-                    step_mask = None if attention_mask is None else attention_mask[:, : t + 1]
-                    output, bias, past = _parts(module(x[:, t:t + 1], attention_mask=step_mask,
-                                                       past_key_value=past, use_cache=True), torch)
-                    outputs.append(_need(output, "output", torch))
-                    if past is None:
-                        raise GradingSetupError("with use_cache=True, forward should return the cache "
-                                                "(keys, values) as its third value")
-                return torch.cat(outputs, dim=1) if plan == "steps" else _need(bias, "position_bias", torch)
+                return _cached_steps(torch, module, x, attention_mask, plan)
             if plan == "two_layers":
-                _, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
-                _need(bias, "position_bias", torch)
-                second = _load(torch, _build(cls, config1), weights1)
-                output, _, _ = _parts(second(_tensor(torch, hidden1, dtype), attention_mask=attention_mask,
-                                             position_bias=bias), torch)
-                return _need(output, "output", torch)
+                return _two_layers(torch, module, x, attention_mask, second_layer)
         raise GradingSetupError(f"unknown plan {plan!r} (a bug in the grader)")
 
     return run
+
+
+def _initial_stds(torch, module):
+    """Plan "init": the std of each projection's weights right after construction, before any loading."""
+    if not isinstance(module, torch.nn.Module):
+        raise GradingSetupError("your class should be an nn.Module subclass")
+    state = module.state_dict()
+    missing = [f"{n}.weight" for n in PROJECTIONS if f"{n}.weight" not in state]
+    if missing:
+        raise GradingSetupError(f"the module has no parameter {missing[0]}: name the projections "
+                                "self.q, self.k, self.v, self.o, as transformers does")
+    return torch.stack([state[f"{n}.weight"].detach().double().std() for n in PROJECTIONS])
+
+
+def _need_cache(past):
+    """Decoding step by step only works if each step hands back the cache for the next one."""
+    if past is None:
+        raise GradingSetupError("with use_cache=True, forward should return the cache "
+                                "(keys, values) as its third value")
+
+
+def _cross_attention(torch, module, x, states, attention_mask, plan):
+    """Plans "full" (one pass) and "cross_steps" (token by token, the cache handed back each step)."""
+    if plan == "full":
+        output, _, _ = _parts(_cross(module, x, states, attention_mask), torch)
+        return _need(output, "output", torch)
+    past, outputs = None, []
+    for t in range(x.shape[1]):
+        output, _, past = _parts(_cross(module, x[:, t:t + 1], states, attention_mask,
+                                        past_key_value=past, use_cache=True), torch)
+        outputs.append(_need(output, "output", torch))
+        _need_cache(past)
+    return torch.cat(outputs, dim=1)
+
+
+def _packed_rows(torch, module, x, attention_mask, segment_ids, plan, second_layer):
+    """Packed rows: plan "full" is one pass; any other runs layer 1 on layer 0's bias."""
+    output, bias, _ = _parts(_packed(module, x, attention_mask, segment_ids), torch)
+    if plan == "full":
+        return _need(output, "output", torch)
+    second, hidden1 = second_layer()
+    output, _, _ = _parts(_packed(second, hidden1, attention_mask, segment_ids,
+                                  position_bias=_need(bias, "position_bias", torch)), torch)
+    return _need(output, "output", torch)
+
+
+def _one_pass(torch, module, x, attention_mask, plan):
+    """Plans "full" (the output of one self-attention pass) and "bias" (the position_bias it returns)."""
+    output, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
+    return _need(output, "output", torch) if plan == "full" else _need(bias, "position_bias", torch)
+
+
+def _cached_steps(torch, module, x, attention_mask, plan):
+    """Plans "steps" (the outputs of decoding token by token with the cache, concatenated) and
+    "steps_bias" (the position_bias of the last step); each step's mask covers the tokens so far."""
+    past, outputs, bias = None, [], None
+    for t in range(x.shape[1]):
+        step_mask = None if attention_mask is None else attention_mask[:, : t + 1]
+        output, bias, past = _parts(module(x[:, t:t + 1], attention_mask=step_mask,
+                                           past_key_value=past, use_cache=True), torch)
+        outputs.append(_need(output, "output", torch))
+        _need_cache(past)
+    return torch.cat(outputs, dim=1) if plan == "steps" else _need(bias, "position_bias", torch)
+
+
+def _two_layers(torch, module, x, attention_mask, second_layer):
+    """Plan "two_layers": layer 0 computes the bias, and layer 1, which owns no table, is handed it."""
+    _, bias, _ = _parts(module(x, attention_mask=attention_mask), torch)
+    _need(bias, "position_bias", torch)
+    second, hidden1 = second_layer()
+    output, _, _ = _parts(second(hidden1, attention_mask=attention_mask, position_bias=bias), torch)
+    return _need(output, "output", torch)
 
 
 def _takes(module, name):
