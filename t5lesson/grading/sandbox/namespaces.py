@@ -438,17 +438,21 @@ def _unseen(plan: SandboxPlan) -> list[str]:
     """Paths of this machine a kernel must not see: each entry of / and of the course folder outside the allowlist.
 
     An entry is seen where it is shown, lies in a shown path, or leads to one (then as an empty
-    folder); every other one must be missing in the kernel's root.
+    folder); every other one must be missing in the kernel's root. The writable folders are fresh
+    in the kernel: they are seen, but nothing of the machine's inside them (a checkout under /tmp
+    shows only what the plan keeps).
     """
-    shown = [os.path.realpath(p) for p in (*_system_paths(), *plan.keep, *WRITABLE, "/proc", "/dev", "/sys")]
-    shown += [p for p in (*_system_paths(), *WRITABLE) if os.path.islink(p)]
+    shown = [os.path.realpath(p) for p in (*_system_paths(), *plan.keep, "/proc", "/dev", "/sys")]
+    shown += [p for p in _system_paths() if os.path.islink(p)]
+    fresh = [os.path.realpath(p) for p in WRITABLE] + [p for p in WRITABLE if os.path.islink(p)]
     candidates = []
     for folder in ("/", str(PACKAGE_PARENT)):
         try:
             candidates += [os.path.join(folder, name) for name in os.listdir(folder)]
         except OSError:
             continue
-    return [c for c in candidates if not _inside(c, shown) and not any(_inside(s, [c]) for s in shown)]
+    return [c for c in candidates
+            if not _inside(c, shown) and c not in fresh and not any(_inside(s, [c]) for s in shown + fresh)]
 
 
 _PROBE_CHECK = """
