@@ -46,7 +46,7 @@ class AutograderConfig:
     seed: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "limits": asdict(self.limits)}, indent=1, sort_keys=True) + "\n"
+        return json.dumps(asdict(self), indent=1, sort_keys=True) + "\n"
 
     @classmethod
     def read(cls, path: Path) -> AutograderConfig:

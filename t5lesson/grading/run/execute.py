@@ -29,6 +29,7 @@ from ..sandbox import launcher, zygote
 from ..sandbox.resources import Cgroup, kill_group, kill_user_processes, remove_user_files
 from .compose import Prepared
 from .pool import WorkerPool
+from .work import keep_run_folders
 
 __all__ = ["run_worker", "run_step", "worker_env"]
 
@@ -142,7 +143,7 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
     seconds = time.monotonic() - start
     if result is not None and over_memory:
         result = dataclasses.replace(result, memory_exceeded=True)
-    if not os.environ.get("T5LESSON_GRADE_KEEP"):  # keep the run folders to debug the grader itself
+    if not keep_run_folders():
         for folder in (job_dir, home, ipc_dir):
             shutil.rmtree(folder, ignore_errors=True)
     return result, seconds

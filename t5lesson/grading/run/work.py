@@ -12,9 +12,14 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["work_area", "SOCKET_PATH_MAX"]
+__all__ = ["work_area", "keep_run_folders", "SOCKET_PATH_MAX"]
 
 SOCKET_PATH_MAX = 107 - len("/tmpXXXXXXXX/k-65535")  # a Unix socket's path is at most 107 bytes
+
+
+def keep_run_folders() -> bool:
+    """T5LESSON_GRADE_KEEP set: leave every run folder in place, to debug the grader itself."""
+    return bool(os.environ.get("T5LESSON_GRADE_KEEP"))
 
 
 def _socket_folder() -> Path:
@@ -43,7 +48,7 @@ def work_area():
         (work / "ipc").symlink_to(ipc_root)
         yield work, ipc_root
     finally:
-        if not os.environ.get("T5LESSON_GRADE_KEEP"):
+        if not keep_run_folders():
             shutil.rmtree(work, ignore_errors=True)
             if ipc_root is not None:
                 shutil.rmtree(ipc_root, ignore_errors=True)
