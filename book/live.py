@@ -81,17 +81,35 @@ KERNEL_OWN_DIR = Path(sys.prefix, "share", "jupyter", "labextensions", "@jupyter
 # them download while Pyodide boots and install together (measured: artifacts/live/report.txt).
 START_PACKAGES = ["micropip", "piplite", "ssl", "sqlite3", "ipykernel", "comm", "pyodide_kernel", "jedi", "ipython",
                   "t5lesson"]
-# Pyodide's wheels hold Python source only, and Pyodide never writes bytecode (sys.dont_write_bytecode),
-# so every visit compiles IPython, NumPy, matplotlib and the rest again as they are imported: most of
-# the kernel's start-up and of the first import. PYCACHE is a wheel of that bytecode, made at build
-# time by the site's own Pyodide in Node (book/live/pycache.js) from the hash-checked files, for the
-# modules a visit imports (the kernel, then every code cell of every live notebook, and check()).
+# Left out: what the kernel installs at start that nothing here uses. ssl (with the 2 MB openssl library
+# it loads): the site is offline and pip from PyPI is off, and asyncio, http.client, urllib and micropip
+# import without it. The kernel installs a package unless it is among START_PACKAGES, so the lock's entry
+# of that name is an empty wheel of ours; the official files stay served, checked, and unused.
+# (sqlite3 and jedi stay: IPython's history imports sqlite3, and the kernel turns on jedi's completion.)
+LEFT_OUT = ["ssl"]
+# Pyodide's wheels and its standard library (python_stdlib.zip) hold Python source only, and Pyodide
+# never writes bytecode (sys.dont_write_bytecode), so every visit compiles IPython, NumPy, matplotlib,
+# the standard library and the rest again as they are imported: most of the kernel's start-up and of
+# the first import. So the site carries that bytecode, made at build time by the site's own Pyodide in
+# Node (book/live/pycache.js) from the hash-checked files, for the modules a visit imports (Pyodide's
+# start-up, the kernel's, every code cell of every live notebook, and check()):
+# - PYCACHE, a wheel of the installed packages' bytecode (each module's __pycache__/ file);
+# - STDLIB, the official python_stdlib.zip's files unchanged plus the bytecode of the standard-library
+#   modules a visit imports, each beside its source (where zipimport looks first); the kernel's Pyodide
+#   loads it in place of the official zip (loadPyodideOptions.stdLibURL), which is still served, checked.
 # The .pyc files are "unchecked-hash" ones: Python uses them without reading the source again.
-# Without Node the site is built without it (and is slower); CI installs Node.
+# matplotlib's are compiled without docstrings (as `python -OO` would): building the `set()` docstring
+# of every Artist class from its setters' docstrings is a second of its import in the browser, and
+# matplotlib supports running without docstrings. Its help() text is the price, in the browser only.
+# Without Node the site is built without either (and is slower); CI installs Node.
 PYCACHE = "t5live-pycache"
+STDLIB = "t5live_stdlib.zip"
+STDLIB_PREFIX = "stdlib/"  # where the Node script puts the standard library's bytecode in its zip
+NO_DOCSTRINGS = ("matplotlib/",)  # site-packages folders compiled with optimize=2
 PYCACHE_JS = LIVE / "pycache.js"
 PYCACHE_PY = r"""
-import importlib, io, json, os, py_compile, sys, zipfile
+import importlib.util, io, json, os, py_compile, sys, zipfile
+from importlib._bootstrap_external import _code_to_hash_pyc
 import pyodide_kernel  # noqa: F401  (the kernel's own start-up imports)
 import matplotlib
 matplotlib.use("agg")
@@ -101,17 +119,24 @@ for source in json.load(open("/tmp/t5live_cells.json")):
     except Exception as e:  # a cell that fails here fails in the browser too: the site test says so
         print(f"pycache: a live cell raised {type(e).__name__}: {e}", file=sys.stderr)
 importlib.import_module("t5lesson.check")
-site = "/lib/python3.12/site-packages/"
-files = sorted({m.__file__ for m in list(sys.modules.values()) if (getattr(m, "__file__", None) or "").startswith(site)
-                and m.__file__.endswith(".py")})
+site, stdlib = "/lib/python3.12/site-packages/", "/lib/python312.zip/"
+loaded = sorted({m.__file__ for m in list(sys.modules.values())
+                 if (getattr(m, "__file__", None) or "").endswith(".py")})
 buffer = io.BytesIO()
-with zipfile.ZipFile(buffer, "w") as z:
-    for path in files:
-        py_compile.compile(path, cfile="/tmp/t5live.pyc", dfile=path, doraise=True,
-                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-        folder, name = os.path.split(os.path.relpath(path, site))
-        pyc = f"{name[:-3]}.{sys.implementation.cache_tag}.pyc"
-        z.write("/tmp/t5live.pyc", os.path.join(folder, "__pycache__", pyc))
+with zipfile.ZipFile(buffer, "w") as z, zipfile.ZipFile(stdlib[:-1]) as lib:
+    for path in loaded:
+        if path.startswith(site):
+            optimize = 2 if path[len(site):].startswith(NO_DOCSTRINGS) else 0
+            py_compile.compile(path, cfile="/tmp/t5live.pyc", dfile=path, doraise=True, optimize=optimize,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+            folder, name = os.path.split(os.path.relpath(path, site))
+            pyc = f"{name[:-3]}.{sys.implementation.cache_tag}.pyc"
+            z.write("/tmp/t5live.pyc", os.path.join(folder, "__pycache__", pyc))
+        elif path.startswith(stdlib):  # zipimport reads NAME.pyc beside NAME.py in the zip
+            source = lib.read(path[len(stdlib):])
+            code = compile(source, path, "exec", dont_inherit=True)
+            data = _code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False)
+            z.writestr(STDLIB_PREFIX + path[len(stdlib):-3] + ".pyc", bytes(data))
 result = buffer.getvalue()
 """
 # matplotlib's font list, built once for the lock's matplotlib (`live.py fontcache`), so its first import
@@ -417,13 +442,20 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
         if by_name[name].parent != static:
             shutil.copy(by_name[name], static / by_name[name].name)
         lock["packages"][name] = lock_entry(static / by_name[name].name, depends)
+    for name in LEFT_OUT:  # an empty wheel of ours under the lock's name (see LEFT_OUT)
+        placeholder = _wheel(static, f"t5live_no_{name}", "0.0.0", [])
+        lock["packages"][name] = {**lock_entry(placeholder, []), "name": name, "imports": []}
     (static / "pyodide-lock.json").write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
     packages = list(START_PACKAGES)
-    pycache = pycache_wheel(static)
-    if pycache:
+    options = {"packages": packages}
+    compiled = bytecode(static)
+    if compiled:
+        pycache, stdlib = compiled
         lock["packages"][PYCACHE] = lock_entry(pycache, ["t5lesson", "pyodide-kernel"])
         (static / "pyodide-lock.json").write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
         packages.append(PYCACHE)
+        # The kernel extension resolves each option named *URL against the site's base URL (live/).
+        options["stdLibURL"] = "./static/pyodide/" + stdlib.name
     pypi = lite / "pypi"
     pypi.mkdir()
     for wheel in wheels:
@@ -435,40 +467,61 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
         "disabledExtensions": ["@jupyterlab/apputils-extension:announcements"],
         "litePluginSettings": {"@jupyterlite/pyodide-kernel-extension:kernel": {
             "pyodideUrl": "./static/pyodide/pyodide.js", "disablePyPIFallback": True,
-            "loadPyodideOptions": {"packages": packages}}},
+            "loadPyodideOptions": options}},
     }}
     (lite / "jupyter-lite.json").write_text(json.dumps(config, indent=1) + "\n")
     return lock
 
 
-def pycache_wheel(static: Path) -> Path | None:
-    """The PYCACHE wheel in `static` (see PYCACHE), made by Node once per set of inputs and kept in the cache;
-    None, saying why, where Node is missing."""
+def bytecode(static: Path) -> tuple[Path, Path] | None:
+    """The PYCACHE wheel and the STDLIB zip in `static` (see PYCACHE), made by Node once per set of inputs
+    and kept in the cache; None, saying why, where Node is missing."""
     node = shutil.which("node")
     if not node:
         print("live site: no `node`, so no precompiled bytecode: the kernel starts slower (PYCACHE)", file=sys.stderr)
         return None
     cells = [c["source"] for nb in sorted((LIVE / "notebooks").glob("*.ipynb"))
              for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
-    key = sha256(json.dumps([(static / "pyodide-lock.json").read_text(), cells, PYCACHE_PY,
+    key = sha256(json.dumps([(static / "pyodide-lock.json").read_text(), cells, PYCACHE_PY, NO_DOCSTRINGS,
                              PYCACHE_JS.read_text()]).encode())[:16]
     version = f"0.0.0+{key}"
-    wheel = CACHE / "pycache" / f"{PYCACHE.replace('-', '_')}-{version}-py3-none-any.whl"
-    if not wheel.exists():
-        wheel.parent.mkdir(parents=True, exist_ok=True)
+    kept = CACHE / "pycache" / key
+    wheel, stdlib = kept / f"{PYCACHE.replace('-', '_')}-{version}-py3-none-any.whl", kept / STDLIB
+    if not (wheel.exists() and stdlib.exists()):
+        kept.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
-            cells_json = f"import json\njson.dump({cells!r}, open('/tmp/t5live_cells.json', 'w'))\n"
-            (Path(tmp) / "script.py").write_text(cells_json + PYCACHE_PY)
+            settings = (f"import json\njson.dump({cells!r}, open('/tmp/t5live_cells.json', 'w'))\n"
+                        f"NO_DOCSTRINGS, STDLIB_PREFIX = {NO_DOCSTRINGS!r}, {STDLIB_PREFIX!r}\n")
+            (Path(tmp) / "script.py").write_text(settings + PYCACHE_PY)
             result = subprocess.run([node, str(PYCACHE_JS), str(static), str(Path(tmp) / "script.py"),
                                      str(Path(tmp) / "pyc.zip"), *START_PACKAGES], capture_output=True, text=True)
             if result.returncode:
                 fail(f"making the bytecode in Node failed:\n{result.stderr[-3000:]}")
             with zipfile.ZipFile(Path(tmp) / "pyc.zip") as z:
                 files = [(name, z.read(name)) for name in z.namelist()]
-            built = _wheel(Path(tmp), PYCACHE.replace("-", "_"), version, files)
-            shutil.copy(built, wheel)
+            site = [(name, data) for name, data in files if not name.startswith(STDLIB_PREFIX)]
+            shutil.copy(_wheel(Path(tmp), PYCACHE.replace("-", "_"), version, site), wheel)
+            _stdlib_zip(static / "python_stdlib.zip", stdlib,
+                        [(name[len(STDLIB_PREFIX):], data) for name, data in files if name.startswith(STDLIB_PREFIX)])
     shutil.copy(wheel, static / wheel.name)
-    return static / wheel.name
+    shutil.copy(stdlib, static / STDLIB)
+    return static / wheel.name, static / STDLIB
+
+
+def _stdlib_zip(official: Path, dest: Path, pycs: list[tuple[str, bytes]]) -> None:
+    """`official`'s files, unchanged, then `pycs` (each NAME.pyc beside its NAME.py), into `dest`."""
+    with zipfile.ZipFile(official) as source:
+        sources = set(source.namelist())
+        stray = [name for name, _ in pycs if name[:-4] + ".py" not in sources]
+        if stray:
+            fail(f"bytecode for modules that are not in {official.name}: {stray[:5]}")
+        with zipfile.ZipFile(dest, "w") as out:
+            for info in source.infolist():
+                out.writestr(info, source.read(info.filename), compress_type=info.compress_type)
+            for name, data in pycs:
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+                info.external_attr = 0o644 << 16
+                out.writestr(info, data, zipfile.ZIP_DEFLATED)
 
 
 def contents(folder: Path) -> list[Path]:

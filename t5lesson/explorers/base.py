@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import html
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -264,7 +265,10 @@ class Explorer:
     def static_png(self) -> bytes:
         """The figure with `picture_note` above it: the image/png copy for readers without a kernel."""
         figure = self.pixels()
-        return compact_png(np.concatenate([_note_pixels(self.picture_note(), figure.shape[1]), figure]))
+        pixels = np.concatenate([_note_pixels(self.picture_note(), figure.shape[1]), figure])
+        # In the browser (Pyodide) this copy is only what the notebook saves, and choosing 256 colours
+        # costs a quarter of a second there, while a learner waits for the first slider: plain PNG.
+        return encode_png(pixels) if sys.platform == "emscripten" else compact_png(pixels)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget()._repr_mimebundle_(include=include, exclude=exclude) or {}
