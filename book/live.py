@@ -110,12 +110,23 @@ PYCACHE_JS = LIVE / "pycache.js"
 PYCACHE_PY = r"""
 import importlib.util, io, json, os, py_compile, sys, zipfile
 from importlib._bootstrap_external import _code_to_hash_pyc
+import ast
+import comm
 import pyodide_kernel  # noqa: F401  (the kernel's own start-up imports)
 import matplotlib
+from comm.base_comm import BaseComm
 matplotlib.use("agg")
+class Unsent(BaseComm):  # widgets are made as in the browser, with no front end to send them to
+    def publish_msg(self, *args, **kwargs):
+        pass
+comm.create_comm = Unsent
 for source in json.load(open("/tmp/t5live_cells.json")):
-    try:
-        value = eval(compile(source, "<cell>", "exec"), {"__name__": "__main__"})
+    try:  # each cell as the kernel runs it: its last expression's value is shown (its widget made)
+        body, namespace = ast.parse(source).body, {"__name__": "__main__"}
+        last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
+        exec(compile(ast.Module(body, []), "<cell>", "exec"), namespace)
+        value = last and eval(compile(ast.Expression(last.value), "<cell>", "eval"), namespace)
+        getattr(value, "_repr_mimebundle_", lambda: None)()
     except Exception as e:  # a cell that fails here fails in the browser too: the site test says so
         print(f"pycache: a live cell raised {type(e).__name__}: {e}", file=sys.stderr)
 importlib.import_module("t5lesson.check")
