@@ -1,6 +1,6 @@
 """Where the live site's kernel start goes, phase by phase, with and without the precompiled bytecode.
 
-Run: python benchmarks/live_start.py [SITE] [--rounds 3]     (SITE: a built site, default build/book/html)
+Run: python benchmarks/live_start.py [SITE] [--rounds 3] [--only WAY ...]   (SITE: default build/book/html)
 
 The live site's own Pyodide, in Node (no browser, no JupyterLab), does what the kernel's worker does
 on a visit to lesson 3's live notebook, and this times each phase:
@@ -77,6 +77,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("site", nargs="?", type=Path, default=ROOT / "build" / "book" / "html")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", action="append", help="one of the ways (below) only; may be repeated")
     args = parser.parse_args(argv)
     static = args.site / "live" / "static" / "pyodide"
     node = shutil.which("node")
@@ -88,6 +89,10 @@ def main(argv=None) -> int:
     cells = [c["source"] for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     explorer = next(c for c in cells if c.strip().endswith(")") and "\n" not in c.strip())  # "BucketBoundaryExplorer()"
     options = ways(static, config)
+    unknown = set(args.only or []) - set(options)
+    if unknown:
+        parser.error(f"no way named {', '.join(sorted(unknown))}; the ways are {', '.join(options)}")
+    options = {name: way for name, way in options.items() if not args.only or name in args.only}
     results = {name: [] for name in options}
     with tempfile.TemporaryDirectory() as tmp:
         runner, cells_file = Path(tmp) / "runner.js", Path(tmp) / "cells.json"

@@ -522,6 +522,17 @@ def bytecode(static: Path) -> tuple[Path, Path] | None:
     return static / wheel.name, static / STDLIB
 
 
+def stdlib_differences(official: Path, ours: Path) -> list[str]:
+    """What in `ours` (the STDLIB zip) is not the official zip's file or bytecode beside one of its sources."""
+    with zipfile.ZipFile(official) as a, zipfile.ZipFile(ours) as b:
+        theirs, mine = set(a.namelist()), set(b.namelist())
+        bad = [f"{name} missing" for name in sorted(theirs - mine)]
+        bad += [f"{name} changed" for name in sorted(theirs & mine) if a.read(name) != b.read(name)]
+        bad += [f"{name} added" for name in sorted(mine - theirs)
+                if not (name.endswith(".pyc") and name[:-4] + ".py" in theirs)]
+    return bad
+
+
 def _stdlib_zip(official: Path, dest: Path, pycs: list[tuple[str, bytes]]) -> None:
     """`official`'s files, unchanged, then `pycs` (each NAME.pyc beside its NAME.py), into `dest`."""
     with zipfile.ZipFile(official) as source:
@@ -588,8 +599,10 @@ def build(html: Path, work: Path) -> dict:
     index.write_text(page.replace("</body>", f'<script src="../{run_early.name}"></script></body>', 1))
     served = out / "static" / "pyodide"
     bad = check_dir(served, expected_files(m))  # what the site serves is what was checked
+    if (served / STDLIB).exists():
+        bad += [f"{STDLIB}: {d}" for d in stdlib_differences(served / "python_stdlib.zip", served / STDLIB)]
     if bad:
-        fail("the built site's Pyodide files differ from the official lock: " + "; ".join(bad))
+        fail("the built site's Pyodide files differ from the official lock: " + "; ".join(bad[:10]))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     count = sum(1 for p in out.rglob("*") if p.is_file())
     return {"notebooks": len(notebooks), "exercises": len(EXERCISES), "packages": len(lock["packages"]),

@@ -213,6 +213,11 @@ def test_the_stdlib_zip_is_the_official_one_plus_bytecode_beside_its_sources(tmp
             assert b.read(info.filename) == a.read(info.filename)
             assert b.getinfo(info.filename).compress_type == info.compress_type
         assert set(b.namelist()) - set(a.namelist()) == {"json/__init__.pyc"}
+    assert live.stdlib_differences(official, ours) == []
+    with zipfile.ZipFile(ours, "a") as z:  # what the build's last check catches
+        z.writestr("json/extra.py", "z = 3\n")
+        z.writestr("this.pyc", b"bytecode")
+    assert live.stdlib_differences(official, ours) == ["json/extra.py added"]
     with pytest.raises(SystemExit, match="not in python_stdlib.zip.*nothere.pyc"):
         live._stdlib_zip(official, ours, [("nothere.pyc", b"bytecode")])
 
@@ -240,6 +245,10 @@ def browsed(tmp_path_factory):
         pytest.fail(f"the site did not build:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
     facts = live_site.run(out / "html")
     text = live_site.report(facts, out / "html")
+    node = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "live_start.py"), str(out / "html"), "--rounds",
+                           "1", "--only", "as served"], capture_output=True, text=True)  # the worker's phases
+    text += ("\nThe same start in Node, the kernel's work alone (benchmarks/live_start.py):\n"
+             + (node.stdout if node.returncode == 0 else f"not measured: {node.stderr.strip()[-300:]}\n"))
     live_site.ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (live_site.ARTIFACTS / "report.txt").write_text(text)
     print(text)
