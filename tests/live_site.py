@@ -281,7 +281,8 @@ def timed_visit(context, base: str, name: str, external: list) -> dict:
             continue
     errors = page.evaluate(ERRORS)
     page.close()
-    return {"phases": phases, "files": sorted(files, key=lambda f: f[0]), "errors": errors, "page_errors": page_errors}
+    return {"phases": phases, "files": sorted(files, key=lambda f: f[0]), "errors": errors, "page_errors": page_errors,
+            "workers": [worker.url for _, worker in started]}
 
 
 def timed_visits(p, server: LiveServer, external: list) -> dict:

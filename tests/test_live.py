@@ -306,6 +306,8 @@ def test_run_all_clicked_as_soon_as_the_notebook_shows_still_gives_a_working_sli
     assert f["errors"] == [] and f["page_errors"] == [], (f["errors"], f["page_errors"])
     assert max(phases, key=phases.get).startswith("first slider works"), phases
     assert phases["Run All clicked (Run menu)"] < phases["kernel ready"], "clicked before the kernel was ready"
+    kernels = [url for url in f["workers"] if "pyodide-kernel-extension" in url]
+    assert len(kernels) == 1, f"one kernel, started early (book/live/run-before-kernel.js): {f['workers']}"
     if visit == "warm":  # the browser's cache serves part of the second visit (README: not all of it)
         assert f["downloaded_mb"] < browsed[0]["timed cold"]["downloaded_mb"], f["downloaded_mb"]
 
