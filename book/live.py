@@ -102,8 +102,9 @@ LEFT_OUT = ["ssl"]
 #   loads it in place of the official zip (loadPyodideOptions.stdLibURL), which is still served, checked.
 # The .pyc files are "unchecked-hash" ones: Python uses them without reading the source again.
 # matplotlib's are compiled without docstrings (as `python -OO` would): building the `set()` docstring
-# of every Artist class from its setters' docstrings is a second of its import in the browser, and
-# matplotlib supports running without docstrings. Its help() text is the price, in the browser only.
+# of every Artist class from its setters' docstrings was half a second of its import (under Python's
+# profiler, in Node), and matplotlib supports running without docstrings. Its help() text is the
+# price, in the browser only.
 # Without Node the site is built without either (and is slower); CI installs Node.
 PYCACHE = "t5live-pycache"
 STDLIB = "t5live_stdlib.zip"
