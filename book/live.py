@@ -103,8 +103,9 @@ LEFT_OUT = ["ssl"]
 # The .pyc files are "unchecked-hash" ones: Python uses them without reading the source again.
 # matplotlib's are compiled without docstrings (as `python -OO` would): building the `set()` docstring
 # of every Artist class from its setters' docstrings was half a second of its import (under Python's
-# profiler, in Node), and matplotlib supports running without docstrings. Its help() text is the
-# price, in the browser only.
+# profiler, in Node), and matplotlib's own tests import it under -OO (test_importable_with__OO in its
+# tests/test_matplotlib.py); the site test runs every explorer on it. Its help() text is the price,
+# in the browser only.
 # Without Node the site is built without either (and is slower); CI installs Node.
 PYCACHE = "t5live-pycache"
 STDLIB = "t5live_stdlib.zip"
