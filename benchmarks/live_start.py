@@ -28,6 +28,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book"))
+from live import PYCACHE  # noqa: E402  (the bytecode wheel's name, as the site's build writes it)
+
 NOTEBOOK = ROOT / "book" / "live" / "notebooks" / "03_relative_position_buckets.ipynb"
 PHASES = ["Pyodide's start-up", "packages installed", "kernel imported", "imports cell", "first explorer shown"]
 RUNNER = r"""
@@ -63,11 +66,11 @@ value._repr_mimebundle_()`);
 """
 
 
-def ways(static: Path, config: dict) -> dict[str, tuple[str, list[str]]]:
+def ways(config: dict) -> dict[str, tuple[str, list[str]]]:
     """name -> (standard library file, packages) for each way to start."""
     packages = config["loadPyodideOptions"]["packages"]
     stdlib = Path(config["loadPyodideOptions"].get("stdLibURL", "python_stdlib.zip")).name
-    source_only = [p for p in packages if not p.startswith("t5live-pycache")]
+    source_only = [p for p in packages if p != PYCACHE]
     return {"source only": ("python_stdlib.zip", source_only),
             "packages' bytecode": ("python_stdlib.zip", packages),
             "as served": (stdlib, packages)}
@@ -88,7 +91,7 @@ def main(argv=None) -> int:
         "litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     cells = [c["source"] for c in json.loads(NOTEBOOK.read_text())["cells"] if c["cell_type"] == "code"]
     explorer = next(c for c in cells if c.strip().endswith(")") and "\n" not in c.strip())  # "BucketBoundaryExplorer()"
-    options = ways(static, config)
+    options = ways(config)
     unknown = set(args.only or []) - set(options)
     if unknown:
         parser.error(f"no way named {', '.join(sorted(unknown))}; the ways are {', '.join(options)}")

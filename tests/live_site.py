@@ -24,6 +24,7 @@ import json
 import re
 import statistics
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -291,8 +292,6 @@ def timed_visits(p, server: LiveServer, external: list) -> dict:
     disk, because a throwaway context keeps its cache in memory and drops the largest files (the 10 MB
     interpreter among them). No route handler: Playwright turns the HTTP cache off where one is set. The
     dead proxy still blocks every other address, and page.on("request") records any that is tried."""
-    import tempfile
-
     out = {}
     with tempfile.TemporaryDirectory(prefix="t5live-profile-") as profile:
         context = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, args=OFFLINE_ARGS,

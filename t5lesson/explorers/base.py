@@ -267,7 +267,7 @@ class Explorer:
         figure = self.pixels()
         pixels = np.concatenate([_note_pixels(self.picture_note(), figure.shape[1]), figure])
         # In the browser (Pyodide) this copy is only what the notebook saves, and choosing 256 colours
-        # costs a quarter of a second there, while a learner waits for the first slider: plain PNG.
+        # costs a third of a second there (measured in Node), while a learner waits for the first slider: plain PNG.
         return encode_png(pixels) if sys.platform == "emscripten" else compact_png(pixels)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
