@@ -6,7 +6,8 @@
 One live notebook per lesson in LIVE_LESSONS. It holds the lesson's explorer cells, found by
 their calls (a code cell that calls a class imported from t5lesson.explorers and shows a widget
 in its stored output), and its your-turn cells (tagged "your-turn": a stub the learner fills in,
-checked at once), in the lesson's order, each with the text before it (the preceding Markdown
+checked at once), and the code cells tagged "live" (one that runs on a your-turn answer, carried as it is),
+in the lesson's order, each explorer and your-turn cell with the text before it (the preceding Markdown
 cell, from its last heading or "**Explorer" paragraph on), a link back to the lesson page of the
 website, and one cell that imports what they use (for a your-turn cell: the lesson's own imports
 of the names it or its answer in solutions/your_turn/ reads, and `hint`). A your-turn cell that
@@ -28,10 +29,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "book" / "live" / "notebooks"
-# Lessons with a live notebook. Lesson 5 joins once its explorer needs no torch: add "05".
-LIVE_LESSONS = ("00", "01", "02", "03", "04", "05b")
+# Lessons with a live notebook: every lesson with an explorer or a your-turn cell that needs no torch.
+LIVE_LESSONS = ("00", "01", "02", "03", "04", "05", "05b")
 EXPLORERS = "t5lesson.explorers"
 YOUR_TURN_TAG = "your-turn"
+CARRIED_TAG = "live"  # a code cell the live notebook carries as it is: one that runs on a your-turn answer
 YOUR_TURN_NAME = re.compile(r"^# Your turn \((\w+)\)")  # the comment that names a your-turn cell
 NO_TORCH = ("torch", "transformers")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -223,6 +225,28 @@ def import_lines(used: dict[str, set[tuple[str | None, str]]], spare: set[str]) 
     return ["\n\n".join(sections)]
 
 
+def title_cell(number: str, title: str, page: str, explorers: bool) -> dict:
+    """The live notebook's first cell: where it comes from, how to use it, what the first visit costs."""
+    if explorers:
+        holds, use, wait = "explorers, its your-turn cells", (
+            "wait for the first figure, then drag a slider or click it and use the arrow keys. In a your-turn "
+            "cell, replace"), "the first slider works"
+    else:
+        holds, use, wait = "your-turn cells that run without PyTorch,", "then, in a your-turn cell, replace", \
+            "the first cell runs"
+    heading = "the explorers" if explorers else "the your-turn cells"
+    return cell("markdown", (
+        f"# Live: {heading} of lesson {number}\n\n"
+        f"From [{title}]({page}) (the lesson page has the whole story; these cells are its {holds} "
+        "and the text that introduces each). They run in your browser, with nothing "
+        f"installed: **Run ▸ Run All Cells**, {use} the `raise NotImplementedError` with your code and "
+        "run the cell: it tells you at once whether yours matches the course's version "
+        "(`hint(\"name\")` in a new cell gives a hint).\n\n"
+        f"The first visit downloads Python, NumPy and matplotlib ({FIRST_VISIT} before {wait}); "
+        "later visits use the browser's cache. Changes you make are kept in this browser only."),
+        "live-title")
+
+
 def live_notebook(path: Path) -> dict:
     """The live notebook of one lesson (see the module docstring)."""
     nb = json.loads(path.read_text())
@@ -230,17 +254,6 @@ def live_notebook(path: Path) -> dict:
     number = path.name.split("_")[0].lstrip("0") or "0"  # "05b" stays "5b"
     page = f"{site_url()}notebooks/{path.stem}.html"
     title = lesson_title(nb)
-    cells = [cell("markdown", (
-        f"# Live: the explorers of lesson {number}\n\n"
-        f"From [{title}]({page}) (the lesson page has the whole story; these cells are its explorers, "
-        "its your-turn cells and the text that introduces each). They run in your browser, with nothing "
-        "installed: **Run ▸ Run All Cells**, wait for the first figure, then drag a slider or click it and "
-        "use the arrow keys. In a your-turn cell, replace the `raise NotImplementedError` with your code and "
-        "run the cell: it tells you at once whether yours matches the course's version "
-        "(`hint(\"name\")` in a new cell gives a hint).\n\n"
-        f"The first visit downloads Python, NumPy and matplotlib ({FIRST_VISIT} before the first "
-        "slider works); later visits use the browser's cache. Changes you make are kept in this browser only."),
-        "live-title")]
     used, body = {}, []
 
     def text_before(i):
@@ -253,6 +266,9 @@ def live_notebook(path: Path) -> dict:
         source = "\n".join(line for line in "".join(c["source"]).split("\n") if not line.startswith("# NBVAL"))
         if YOUR_TURN_TAG in c["metadata"].get("tags", []):
             body += your_turn_cells(path, source, import_bindings(nb["cells"][:i]), text_before(i), page, used)
+            continue
+        if CARRIED_TAG in c["metadata"].get("tags", []):
+            body.append(carried_cell(path, c["id"], source, import_bindings(nb["cells"][:i]), body, used))
             continue
         calls = explorer_calls(source, names)
         shows_widget = any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
@@ -276,6 +292,7 @@ def live_notebook(path: Path) -> dict:
         body.append(cell("code", source.strip(), f"live-{k}-explorer"))
     if not any(c["id"].endswith(("-explorer", "-your-turn")) for c in body):
         sys.exit(f"{path.name}: no explorer or your-turn cells that run without torch")
+    cells = [title_cell(number, title, page, explorers=any(c["id"].endswith("-explorer") for c in body))]
     if used:  # what the explorer and your-turn cells use without importing it
         read = set().union(*(free_names(c["source"]) for c in body if c["cell_type"] == "code"))
         spare = {alias for taken in used.values() for _, alias in taken} - read
@@ -314,6 +331,35 @@ def your_turn_cells(path: Path, source: str, bindings: dict, text: str, page: st
         used.setdefault(module, set()).add((imported, alias))
     used.setdefault("t5lesson.lessons.your_turn", set()).add(("hint", "hint"))
     return [cell("markdown", text, f"live-{name}-text"), cell("code", source.strip(), f"live-{name}-your-turn")]
+
+
+def top_level_names(source: str) -> set[str]:
+    """Names a cell defines for the cells after it: its functions, classes and assigned names."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def carried_cell(path: Path, cell_id: str, source: str, bindings: dict, body: list[dict], used: dict) -> dict:
+    """A cell tagged CARRIED_TAG, as it is; the lesson's imports of what it reads (and the live
+    notebook's cells above do not define) go into `used`."""
+    defined = set().union(*(top_level_names(c["source"]) for c in body if c["cell_type"] == "code"))
+    wanted = free_names(source) - defined
+    missing = sorted(n for n in wanted if n not in bindings)
+    if missing:
+        sys.exit(f"{path.name}: the cell tagged {CARRIED_TAG!r} ({cell_id}) reads {missing}, which neither the "
+                 "lesson's imports nor the live cells above it define")
+    if any(needs_torch(bindings[n][0]) for n in wanted):
+        sys.exit(f"{path.name}: the cell tagged {CARRIED_TAG!r} ({cell_id}) needs torch; it cannot run in the browser")
+    for n in sorted(wanted):
+        module, imported, alias = bindings[n]
+        used.setdefault(module, set()).add((imported, alias))
+    return cell("code", source.strip(), f"live-{cell_id}-carried")
 
 
 def lessons() -> list[Path]:

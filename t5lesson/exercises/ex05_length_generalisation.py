@@ -128,7 +128,7 @@ EXERCISE = Exercise(
             reference="t5lesson.exercises.ex05_length_generalisation:reference_clipped_bias",
             cases=_cases(), hidden=f"{__name__}:_cases", case_timeout=1.0, tolerance=1e-9,
             blocked=(f"{__name__}:reference_clipped_bias", "t5lesson.lengthgen.schemes:Scheme.parameter_of_offset",
-                     "t5lesson.lengthgen.schemes:PositionBias.per_offset"),
+                     "t5lesson.lengthgen.position_bias:PositionBias.per_offset"),
             hints=(
                 "entry (i, j) uses the offset d = i - j: how many steps back key j is from query i.",
                 "offsets larger than clip all use table[clip]; keys after the query (j > i) get 0.0.",

@@ -24,7 +24,7 @@ from torch.nn import functional as F
 
 from .._validate import ArgumentError, check_int
 from ..scores import additive_mask, attention_scores, causal_mask
-from .schemes import PositionBias
+from .position_bias import PositionBias
 
 __all__ = ["TinyAttentionModel"]
 

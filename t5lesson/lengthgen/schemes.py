@@ -1,5 +1,8 @@
 """Position schemes: how a tiny causal model turns "the key is d steps back" into a logit bias.
 
+This module says which learned parameter serves which offset, with NumPy alone, so that the pair
+counts of lesson 5 run in the browser too; `position_bias.PositionBias` is the PyTorch module.
+
 Offsets here are d = i - j >= 0 (query i, key j, causal so j <= i): how many steps back the key
 is. In the package's convention (relative_position = key - query = j - i) that is -d; T5's
 bucket function is called with -d and bidirectional=False.
@@ -26,14 +29,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
-from torch import nn
 
 from .._validate import ArgumentError, check_int
 from ..buckets import bucket_config, bucket_ids
-from ..layer import RelativePositionBias
 
-__all__ = ["Scheme", "SCHEMES", "get_scheme", "t5_scheme", "PositionBias", "alibi_slopes"]
+__all__ = ["Scheme", "SCHEMES", "get_scheme", "t5_scheme", "alibi_slopes"]
 
 
 @dataclass(frozen=True)
@@ -79,12 +79,15 @@ class Scheme:
         train_len = check_int("train_len", train_len, minimum=2)
         d = np.arange(n)
         if self.kind == "t5":
-            return bucket_ids(-d, False, self.num_buckets, self.max_distance)  # checked in __post_init__
-        if self.kind == "per-offset":
+            index = bucket_ids(-d, False, self.num_buckets, self.max_distance)  # checked in __post_init__
+        elif self.kind == "per-offset":
             last = self.last_own_offset(train_len)
-            index = np.minimum(d, last)
-            return np.where(d <= last, d, -1) if self.unseen == "zero" else index
-        return np.full(n, -1)
+            index = np.where(d <= last, d, -1) if self.unseen == "zero" else np.minimum(d, last)
+        else:
+            index = np.full(n, -1)
+        # The platform's index type: in the browser (32-bit WebAssembly) np.bincount and np.add.at
+        # refuse int64 indices, and bucket ids are int64.
+        return index.astype(np.intp)
 
     def last_own_offset(self, train_len) -> int:
         """per-offset schemes: the largest offset with its own parameter (train_len - 1 unless clipped)."""
@@ -129,77 +132,3 @@ def alibi_slopes(num_heads) -> np.ndarray:
     """ALiBi's fixed per-head slopes 2^(-8 (h+1) / H), h = 0..H-1 (Press et al., 2022, section 3)."""
     num_heads = check_int("num_heads", num_heads, minimum=1)
     return 2.0 ** (-8.0 * np.arange(1, num_heads + 1) / num_heads)
-
-
-class PositionBias(nn.Module):
-    """The bias of one scheme for `models` independent models at once: [models, heads, L, L].
-
-    Entry (m, h, i, j) depends only on d = i - j. The models (one per seed) share nothing: their
-    tables are the columns of one [parameters, models * heads] table, model-major, so T5's
-    `RelativePositionBias` serves them all as if they were models * heads heads. Entries above
-    the diagonal (future keys) get the bias of offset 0; the causal mask removes them.
-    """
-
-    def __init__(self, scheme, num_heads, train_len, models=1):
-        super().__init__()
-        self.scheme = get_scheme(scheme)
-        self.num_heads = check_int("num_heads", num_heads, minimum=1)
-        self.train_len = check_int("train_len", train_len, minimum=2)
-        self.models = check_int("models", models, minimum=1)
-        columns = self.models * self.num_heads
-        s = self.scheme
-        if s.kind == "t5":
-            # T5's own module and bucket function, causal, started at zero.
-            self.t5 = RelativePositionBias(columns, num_buckets=s.num_buckets, max_distance=s.max_distance,
-                                           bidirectional=False, init="zeros")
-        elif s.kind == "per-offset":
-            self.last_own = s.last_own_offset(self.train_len)  # offsets beyond share or lack a parameter
-            self.table = nn.Parameter(torch.zeros(self.last_own + 1, columns))
-        elif s.kind == "alibi":
-            slopes = np.tile(alibi_slopes(self.num_heads), self.models)
-            self.register_buffer("slopes", torch.tensor(slopes, dtype=torch.float32))
-        self._offsets = {}
-
-    def _offset_matrix(self, length):
-        """[L, L] long tensor of d = max(i - j, 0), cached per length."""
-        if length not in self._offsets:
-            i = torch.arange(length)
-            self._offsets[length] = (i[:, None] - i[None, :]).clamp(min=0)
-        return self._offsets[length]
-
-    def per_offset(self, n):
-        """Bias at offsets d = 0..n-1, a differentiable tensor [models * heads, n] (None for "none")."""
-        n = check_int("n", n, minimum=1)
-        s = self.scheme
-        d = torch.arange(n)
-        if s.kind == "t5":
-            return self.t5.table[bucket_ids(-d, False, s.num_buckets, s.max_distance)].t()
-        if s.kind == "per-offset":
-            values = self.table[d.clamp(max=self.last_own)].t()
-            if s.unseen == "zero":  # never trained: the start value, 0, and no gradient
-                values = torch.where(d[None, :] <= self.last_own, values, torch.zeros(()))
-            return values
-        if s.kind == "alibi":
-            return -self.slopes[:, None] * d[None, :].float()
-        return None
-
-    def forward(self, length):
-        """[models, heads, L, L] bias for a sequence of `length` tokens, or None for "none"."""
-        length = check_int("length", length, minimum=1)
-        if self.scheme.kind == "t5":
-            bias = self.t5(length, length)[0]  # t5lesson.RelativePositionBias: [1, M*H, L, L] -> [M*H, L, L]
-        else:
-            values = self.per_offset(length)
-            if values is None:
-                return None
-            bias = values[:, self._offset_matrix(length)]
-        return bias.view(self.models, self.num_heads, length, length)
-
-    def curve(self, n) -> np.ndarray:
-        """The bias against offset d = 0..n-1, a NumPy array [models, heads, n] (zeros for "none")."""
-        n = check_int("n", n, minimum=1)
-        with torch.no_grad():
-            values = self.per_offset(n)
-        if values is None:
-            return np.zeros((self.models, self.num_heads, n))
-        return values.double().numpy().reshape(self.models, self.num_heads, n)

@@ -24,7 +24,13 @@ from t5lesson.lengthgen import (
     train,
     warmup_cosine,
 )
-from t5lesson.lengthgen.counts import offset_counts, pairs_per_parameter, training_pairs_behind_offset
+from t5lesson.lengthgen.counts import (
+    offset_counts,
+    pairs_behind,
+    pairs_behind_cases,
+    pairs_per_parameter,
+    training_pairs_behind_offset,
+)
 from t5lesson.lengthgen.stored import LESSON_SCHEMES, load_stored
 from t5lesson.lengthgen.tasks import COPY_K, N_MARKERS
 
@@ -122,6 +128,63 @@ def test_offset_and_parameter_counts():
     assert t5[100] == sum(64 - d for d in range(27, 64))  # the last bucket starts at 27 (16 buckets, 32)
     assert (training_pairs_behind_offset("t5-far", 512, 64)[166:] == 0).all()  # buckets never reached
     assert not training_pairs_behind_offset("alibi", 20, 64).any()
+
+
+def _pairs_behind_by_counting(parameter, train_len):
+    """Lesson 5's your-turn count, pair by pair: every causal pair (i, j) of one training sequence adds
+    one to the parameter of its offset i - j; each offset then reads its parameter's tally."""
+    tally = {}
+    for i in range(train_len):
+        for j in range(i + 1):
+            if parameter[i - j] >= 0:
+                tally[parameter[i - j]] = tally.get(parameter[i - j], 0) + 1
+    return np.array([tally.get(p, 0) if p >= 0 else 0 for p in parameter])
+
+
+def test_pairs_behind_counts_every_pair_and_its_cases_cover_the_traps():
+    cases = pairs_behind_cases()
+    for case in cases:
+        np.testing.assert_array_equal(pairs_behind(**case), _pairs_behind_by_counting(**case))
+        # the browser's NumPy (32-bit WebAssembly) indexes with int32, and bucket ids are int64
+        np.testing.assert_array_equal(pairs_behind(case["parameter"].astype(np.int32), case["train_len"]),
+                                      pairs_behind(case["parameter"].astype(np.int64), case["train_len"]))
+        assert case["parameter"].dtype == np.intp
+    np.testing.assert_array_equal(pairs_behind(**cases[0]), [4, 5, 5, 1, 1, 1])
+    assert any((c["parameter"] == -1).any() for c in cases), "a distance with no learned parameter"
+    assert (pairs_behind(**cases[-1]) == 0).all(), "ALiBi: no learned parameter anywhere"
+    far = cases[-2]["parameter"]
+    assert far.max() > far[:64].max(), "t5-far: buckets that no training distance reaches, which got 0 pairs"
+    for name in ("t5", "per-offset-A", "per-offset-0"):
+        np.testing.assert_array_equal(pairs_behind(SCHEMES[name].parameter_of_offset(512, 64), 64),
+                                      training_pairs_behind_offset(name, 512, 64))
+
+
+@pytest.mark.parametrize("parameter, message", [
+    (np.zeros((4, 2), dtype=int), "1-d integer array"),
+    (np.zeros(3, dtype=int), "at least train_len = 4"),
+    (np.zeros(6), "1-d integer array"),
+])
+def test_pairs_behind_says_what_is_wrong_with_its_input(parameter, message):
+    with pytest.raises(ArgumentError, match=message):
+        pairs_behind(parameter, 4)
+
+
+def test_the_pair_counts_import_no_torch():
+    """Lesson 5's live notebook imports them in the browser, where there is no torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys, importlib.abc\n"
+            "class NoTorch(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name.split('.')[0] in ('torch', 'transformers'):\n"
+            "            raise ImportError(name)\n"
+            "sys.meta_path.insert(0, NoTorch())\n"
+            "from t5lesson.lengthgen import SCHEMES\n"
+            "from t5lesson.lengthgen.counts import pairs_behind, pairs_behind_cases\n"
+            "print(pairs_behind(SCHEMES['t5'].parameter_of_offset(70, 64), 64)[-1], len(pairs_behind_cases()))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.split() == ["703", "8"], result.stderr
 
 
 @pytest.mark.parametrize("call, message", [
