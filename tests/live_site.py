@@ -11,10 +11,12 @@ every live notebook, in a fresh browser context (an empty cache, as on a first v
 Run All, and for every explorer press an arrow key on each slider and click each slider's track,
 timing key press (or click) to new image; screenshots of each explorer go to artifacts/live/.
 Every your-turn cell is filled once wrong and once with its answer (solutions/your_turn/) and run,
-its verdict read. On exercises 1 to 5: one answer right and one wrong, both through check(), and
-hint() for the wrong one; the outputs read back. One more visit (TIMED) clicks Run All in the Run
-menu as soon as the notebook shows, cold and then warm (the same browser again), and times each
-phase: Pyodide's files, the kernel ready, the first import, the first picture, the first slider.
+its verdict read; then each cell carried from the lesson to run on the answers (tagged `live`) is
+run again, what it printed read (a screenshot of it where the notebook has no explorer). On
+exercises 1 to 5: one answer right and one wrong, both through check(), and hint() for the wrong
+one; the outputs read back. One more visit (TIMED) clicks Run All in the Run menu as soon as the
+notebook shows, cold and then warm (the same browser again), and times each phase: Pyodide's
+files, the kernel ready, the first import, the first picture, the first slider.
 """
 from __future__ import annotations
 
@@ -130,6 +132,7 @@ OUTPUT_OF = """([index]) => window.jupyterapp.shell.currentWidget.content.widget
 RUN_CELL = """async ([index]) => { const nb = window.jupyterapp.shell.currentWidget.content;
   nb.activeCellIndex = index; await window.jupyterapp.commands.execute('notebook:run-cell'); }"""
 EXECUTED = """([index]) => window.jupyterapp.shell.currentWidget.content.widgets[index].model.executionCount !== null"""
+EXECUTION_COUNT = """([index]) => window.jupyterapp.shell.currentWidget.content.widgets[index].model.executionCount"""
 NOTEBOOK_SHOWN = """() => { const nb = window.jupyterapp && window.jupyterapp.shell.currentWidget;
   return !!nb && !!nb.content && nb.content.widgets.length > 0
     && !!document.querySelector('.jp-Notebook .jp-Cell'); }"""
@@ -215,7 +218,32 @@ def live_notebook(page, base: str, name: str, t0: float) -> dict:
         page.screenshot(path=str(shot))
         facts["shots"].append(shot)
     facts["your_turn"] = your_turn_cells(page, name)
+    facts["carried"] = carried_cells(page, name)
+    if not count and facts["carried"]:  # no explorer to picture (lesson 5): the table run on the answer
+        shot = ARTIFACTS / f"{stem}-carried.png"
+        page.screenshot(path=str(shot))
+        facts["shots"].append(shot)
     return facts
+
+
+def carried_cells(page, name: str) -> dict:
+    """Each cell carried from the lesson (book/live_notebooks.py CARRIED_TAG) run again, now on the
+    your-turn answers typed in: {cell id: what it printed}."""
+    printed = {}
+    nb = json.loads((LIVE_NOTEBOOKS / name).read_text())
+    for index, cell in enumerate(nb["cells"]):
+        if not cell["id"].endswith("-carried"):
+            continue
+        count = page.evaluate(EXECUTION_COUNT, [index])
+        page.evaluate(RUN_CELL, [index])
+        page.wait_for_function(f"() => ({EXECUTION_COUNT})([{index}]) !== {json.dumps(count)}",
+                               timeout=120_000, polling=200)
+        page.wait_for_timeout(300)
+        printed[cell["id"]] = page.evaluate(OUTPUT_OF, [index]).strip()
+        page.evaluate("async ([i]) => { await window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'end'); }",
+                      [index])
+        page.wait_for_timeout(300)
+    return printed
 
 
 def your_turn_cells(page, name: str) -> dict:

@@ -75,6 +75,26 @@ def test_stale_check_is_not_vacuous(tmp_path, monkeypatch):
     assert len(live_notebooks.stale()) == 1
 
 
+def test_a_carried_cell_that_cannot_run_live_stops_the_generator(tmp_path):
+    """A cell tagged `live` is carried with the imports it reads, or the generator says why not."""
+    lesson = json.loads(next((ROOT / "notebooks").glob("05_*.ipynb")).read_text())
+    carried = next(c for c in lesson["cells"] if live_notebooks.CARRIED_TAG in c["metadata"].get("tags", []))
+    built = live_notebook_of(tmp_path, lesson)
+    assert any(c["id"] == f"live-{carried['id']}-carried" for c in built["cells"])
+    assert "from t5lesson.lengthgen import SCHEMES" in built["cells"][1]["source"], "its imports came along"
+    for source, said in [("print(never_defined)", "never_defined"),
+                         ("print(F.relu)", "needs torch")]:  # F: lesson 5's torch.nn.functional
+        carried["source"] = source
+        with pytest.raises(SystemExit, match=said):
+            live_notebook_of(tmp_path, lesson)
+
+
+def live_notebook_of(tmp_path, lesson: dict) -> dict:
+    path = tmp_path / "05_length_generalisation.ipynb"  # the name finds the lesson's answers
+    path.write_text(json.dumps(lesson))
+    return live_notebooks.live_notebook(path)
+
+
 def test_torch_is_an_extra_and_the_course_still_installs_it():
     pyproject = (ROOT / "pyproject.toml").read_text()
     deps = ast.literal_eval(pyproject.split("\ndependencies = ", 1)[1].split("\n", 1)[0])
@@ -295,6 +315,10 @@ def test_every_explorer_redraws_on_a_key_press_and_a_click(browsed, name):
     assert page in f["links"], "the live notebook links back to its lesson page"
     assert all(p.exists() and p.stat().st_size > 10_000 for p in f["shots"])
     assert sorted(f["your_turn"]) == sorted(turns)
+    carried = [c["id"] for c in nb["cells"] if c["id"].endswith("-carried")]
+    assert sorted(f["carried"]) == sorted(carried)
+    for cell_id, printed in f["carried"].items():  # run again on the right answers: no error, and output
+        assert printed and "Error" not in printed, (cell_id, printed)
     for turn, (wrong, right) in f["your_turn"].items():  # typed in wrong, then right, each run in the browser
         assert wrong.startswith(f"{turn}: differs from the course's version"), wrong
         assert right.startswith(f"{turn}: matches the course's version"), right
