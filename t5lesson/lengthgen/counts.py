@@ -34,9 +34,16 @@ def pairs_per_parameter(scheme, train_len) -> np.ndarray:
     scheme = get_scheme(scheme)
     train_len = check_int("train_len", train_len, minimum=2)
     index = scheme.parameter_of_offset(train_len, train_len)
-    used = index >= 0
-    size = {"t5": scheme.num_buckets}.get(scheme.kind, int(index.max()) + 1 if used.any() else 0)
-    return np.bincount(index[used], weights=offset_counts(train_len)[used], minlength=size).astype(np.int64)
+    size = {"t5": scheme.num_buckets}.get(scheme.kind, int(index.max()) + 1 if (index >= 0).any() else 0)
+    return _pairs_per_index(index, train_len, size)
+
+
+def _pairs_per_index(index, train_len, size) -> np.ndarray:
+    """[size] pairs per training sequence behind each parameter, given index[:train_len], the
+    parameter of each training offset (-1: none); parameters no training offset reaches get 0."""
+    seen = index[:train_len]
+    trained = seen >= 0
+    return np.bincount(seen[trained], weights=offset_counts(train_len)[trained], minlength=size).astype(np.int64)
 
 
 def pairs_behind(parameter, train_len) -> np.ndarray:
@@ -52,11 +59,8 @@ def pairs_behind(parameter, train_len) -> np.ndarray:
         raise ArgumentError(f"parameter must be a 1-d integer array of at least train_len = {train_len} "
                             f"entries, got shape {parameter.shape}, dtype {parameter.dtype}")
     parameter = parameter.astype(np.intp)  # np.bincount takes no int64 where intp is 32 bits (the browser)
-    seen = parameter[:train_len]  # the offsets a training sequence contains
-    trained = seen >= 0
-    totals = np.bincount(seen[trained], weights=offset_counts(train_len)[trained],
-                         minlength=max(int(parameter.max()) + 1, 1))  # room for parameters training never reaches
-    return np.where(parameter >= 0, totals[np.maximum(parameter, 0)], 0).astype(np.int64)
+    totals = _pairs_per_index(parameter, train_len, max(int(parameter.max()) + 1, 1))
+    return np.where(parameter >= 0, totals[np.maximum(parameter, 0)], 0)
 
 
 def training_pairs_behind_offset(scheme, n, train_len) -> np.ndarray:

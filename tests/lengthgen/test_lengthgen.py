@@ -169,24 +169,6 @@ def test_pairs_behind_says_what_is_wrong_with_its_input(parameter, message):
         pairs_behind(parameter, 4)
 
 
-def test_the_pair_counts_import_no_torch():
-    """Lesson 5's live notebook imports them in the browser, where there is no torch."""
-    import subprocess
-    import sys
-
-    code = ("import sys, importlib.abc\n"
-            "class NoTorch(importlib.abc.MetaPathFinder):\n"
-            "    def find_spec(self, name, path, target=None):\n"
-            "        if name.split('.')[0] in ('torch', 'transformers'):\n"
-            "            raise ImportError(name)\n"
-            "sys.meta_path.insert(0, NoTorch())\n"
-            "from t5lesson.lengthgen import SCHEMES\n"
-            "from t5lesson.lengthgen.counts import pairs_behind, pairs_behind_cases\n"
-            "print(pairs_behind(SCHEMES['t5'].parameter_of_offset(70, 64), 64)[-1], len(pairs_behind_cases()))\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0 and result.stdout.split() == ["703", "8"], result.stderr
-
-
 @pytest.mark.parametrize("call, message", [
     (lambda: get_scheme("t6"), "scheme must be a Scheme or one of"),
     (lambda: t5_scheme(8), "max_distance must be > max_exact = 8"),
