@@ -9,6 +9,7 @@ docs/grading.md, "Grading a class".
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import threading
@@ -24,14 +25,14 @@ import nbformat
 
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import course_root
-from .exercise import Exercise
+from .exercise import VARIANTS, Exercise
 from .protocol import Limits, Walls
 from .records import loads
 from .reports import store
 from .run import intake
 from .run.compose import prepare
 from .run.execute import run_step
-from .run.score import given_answers, harvested, score
+from .run.score import given_answers, harvested, score, tampering
 from .run.work import work_area
 from .sandbox.resources import Cgroup
 from .sandbox.walls import check_isolation, class_walls, uids
@@ -111,6 +112,12 @@ def _unreadable(exercise: Exercise, entry: intake.Entry, problem: str, status: S
     return Graded(entry.student, entry.relative, status, outcomes, [f"Your file could not be graded: {problem}."])
 
 
+def submission_key(entry: intake.Entry, data: bytes) -> str:
+    """What a submission's hidden cases are picked by (`Exercise.for_student`): its student id and
+    its bytes, so a regrade meets the same cases and another student, or an edited notebook, others."""
+    return f"{entry.student}|{hashlib.sha256(data).hexdigest()}"
+
+
 def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
     """Read, compose, run and score one submission."""
     exercise, limits = batch.exercise, batch.limits
@@ -120,18 +127,23 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
             return _unreadable(exercise, entry, f"the file is larger than {limits.max_notebook_mb} MB",
                                Status.TOO_LARGE)
         return _unreadable(exercise, entry, data.reason, Status.UNREADABLE)
+    key = submission_key(entry, data)
     nonce = secrets.token_hex(16)
-    prep = prepare(data, batch.template, exercise, nonce, limits)
+    prep = prepare(data, batch.template, exercise.for_student(key), nonce, limits)
     if prep.problem:
         return _unreadable(exercise, entry, prep.problem, Status.UNREADABLE)
     uid = batch.uids[index] if batch.walls is not None and batch.as_root else None
     result, seconds = batch.run(prep, limits, batch.work, uid, batch.walls)
-    records = harvested(exercise, result, nonce, limits)
     if batch.references is not None:
         batch.references.join()
-    status, outcomes, notes = score(exercise, prep, result, limits, records)
+    mine = exercise.for_student(key, expected=True)
+    records = harvested(mine, result, nonce, limits)
+    status, outcomes, notes = score(mine, prep, result, limits, records)
+    flags = tampering(mine, result, {q: r for q, r in records.items() if result and q in result.harvest})
+    for question in prep.edited_checks:
+        flags.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                  answers=given_answers(exercise, records))
+                  answers=given_answers(mine, records), flags=flags)
 
 
 def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
@@ -172,14 +184,16 @@ def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, sha
 
 
 def _expected_in_background(exercise: Exercise) -> threading.Thread:
-    """Compute every code question's expected results (the reference on the drawn cases, in this
+    """Draw every set of hidden cases and compute their expected results (the reference, in this
     process) while the first kernels start and run; a failure here shows where it is asked again."""
     def compute():
-        for q in exercise.questions:
-            try:
+        try:
+            if exercise.pool is not None:
+                exercise.pool.warm()
+            for q in exercise.questions:
                 getattr(q, "expected", None)
-            except Exception:  # scoring asks again, and that row gets the error
-                pass
+        except Exception:  # scoring asks again, and that row gets the error
+            pass
     thread = threading.Thread(target=compute, name="t5grade-references", daemon=True)
     thread.start()
     return thread
@@ -194,13 +208,14 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
                  template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
                  jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (), progress=None,
                  shard: tuple[int, int] | None = None, run: Callable | None = None,
-                 seed: str | None = None) -> Verdicts:
+                 seed: str | None = None, variants: int = VARIANTS) -> Verdicts:
     """Grade every submission under `submissions` (or shard K/N of them: `shard_of`); write
     the reports under `out`; return the verdicts (with `.settings`).
 
     `seed` is the instructor's secret the hidden cases are drawn from (`Exercise.drawn`); the
     reports record it, so grading again with it gives the same grades. None draws a new one
-    (shards must share one, so a shard needs it given).
+    (shards must share one, so a shard needs it given). `variants` sets of cases are drawn from it,
+    and each submission's cases are picked among them (`Exercise.for_student`).
 
     `run(prepared, limits, work, uid, walls) -> (result or None, seconds)` runs one composed
     notebook; the default starts a worker process (`run_worker`). Tests pass their own.
@@ -213,7 +228,7 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
     if seed is None and shard:
         raise ValueError("every shard must draw the same hidden cases: pass the same --seed to each")
     seed = new_seed() if seed is None else seed
-    exercise = _exercise_of(every, exercise_id, catalogue, limits).drawn(seed)
+    exercise = _exercise_of(every, exercise_id, catalogue, limits).drawn(seed, variants)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)
     kernel_uids = uids(max(1, len(files)))  # an empty folder or shard still probes (and writes an empty report)

@@ -7,12 +7,23 @@ the engine an exercise or the catalogue to look exercises up in.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+import threading
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from .questions.kinds import Question
 
-__all__ = ["Exercise", "Catalogue"]
+__all__ = ["Exercise", "Catalogue", "VARIANTS"]
+
+# How many sets of hidden cases the grader draws per question from one seed. Each case of a
+# submission is taken from one of them, picked by a hash of the submission (`Exercise.for_student`):
+# two students, or two versions of one notebook, meet other cases, and a table of one run's cases
+# answers about a quarter of another's.
+VARIANTS = 4
+
+
+def _digest(*parts) -> int:
+    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:16], "big")
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,10 @@ class Exercise:
     practice: bool = False
     salted: bool = False
     seed: str | None = None  # set by `drawn`: the instructor's seed the grading cases were drawn from
+    # modules the notebook's provided cells load that read a blocked module as they load: the grader's
+    # first cell imports them before it blocks anything, so those cells run in a graded kernel too
+    load_first: tuple[str, ...] = ()
+    pool: _Pool | None = field(default=None, compare=False, repr=False)  # set by `drawn`: every drawn set
 
     def __post_init__(self):
         if self.salted:
@@ -45,25 +60,34 @@ class Exercise:
         known = ", ".join(q.id for q in self.questions)
         raise KeyError(f"{question_id!r} is not a question of exercise {self.id} (its questions: {known})")
 
-    def drawn(self, seed: str) -> Exercise:
+    def drawn(self, seed: str, variants: int = VARIANTS) -> Exercise:
         """The exercise as the grader runs it: every code question's hidden cases drawn from `seed`.
 
         Each question draws from its own generator, seeded by a hash of (seed, exercise id,
         question id), so one seed gives the same cases on every machine and in every shard, and
         a change to one question's recipe leaves the others' cases as they were. The cases the
-        learner's `check()` runs ship with the package; these do not exist until grading.
+        learner's `check()` runs ship with the package; these do not exist until grading. The
+        result's questions hold the first of `variants` sets; `for_student` mixes all of them.
         """
-        import numpy as np
-
         if not isinstance(seed, str) or not seed:
             raise ValueError("the seed of the hidden cases must be a non-empty text")
-        questions = []
-        for q in self.questions:
-            if getattr(q, "hidden", ""):
-                digest = hashlib.sha256(f"t5lesson/hidden|{seed}|{self.id}|{q.id}".encode()).digest()
-                q = q.drawn(np.random.default_rng(int.from_bytes(digest[:16], "big")))
-            questions.append(q)
-        return replace(self, questions=tuple(questions), seed=seed)
+        pool = _Pool(self, seed, variants)
+        questions = tuple(pool.variant(q, 0) if getattr(q, "hidden", "") else q for q in self.questions)
+        return replace(self, questions=questions, seed=seed, pool=pool)
+
+    def for_student(self, key: str, expected: bool = False) -> Exercise:
+        """The exercise as one submission meets it: case i of each hidden question taken from the
+        set a hash of (seed, question, `key`, i) picks. `key` names the submission (its student
+        and a hash of its bytes), so a regrade meets the same cases and anything else other ones.
+        With `expected`, each case's expected result comes with it, from the set it was taken from
+        (computed once per set, in this process)."""
+        if self.pool is None:
+            return self
+        mixed = replace(self, questions=tuple(self.pool.mixed(q, key) for q in self.questions))
+        if expected:
+            for q in mixed.questions:
+                self.pool.fill_expected(q, key)
+        return mixed
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -81,3 +105,54 @@ class Catalogue(Protocol):
     def get(self, exercise_id: str) -> Exercise: ...
 
     def exercise_ids(self) -> tuple[str, ...]: ...
+
+
+class _Pool:
+    """The hidden cases one seed gives: `count` drawn sets per question, each drawn when first
+    asked for (once, whichever thread asks), and the picks that mix them per submission."""
+
+    def __init__(self, exercise: Exercise, seed: str, count: int):
+        if count < 1:
+            raise ValueError("at least one set of hidden cases must be drawn")
+        self.exercise_id, self.seed, self.count = exercise.id, seed, count
+        self.originals = {q.id: q for q in exercise.questions}
+        self.sets: dict[tuple[str, int], Question] = {}
+        self.lock = threading.Lock()
+
+    def variant(self, q: Question, v: int) -> Question:
+        """Set `v` of question `q` (the first keeps the digest every earlier grade used)."""
+        import numpy as np
+
+        with self.lock:
+            if (q.id, v) not in self.sets:
+                parts = ("t5lesson/hidden", self.seed, self.exercise_id, q.id) + ((v,) if v else ())
+                rng = np.random.default_rng(_digest(*parts))
+                self.sets[q.id, v] = self.originals[q.id].drawn(rng)
+            return self.sets[q.id, v]
+
+    def picks(self, q: Question, key: str) -> list[int]:
+        """Which set each case of `q` comes from, for the submission `key`."""
+        n = len(self.variant(q, 0).cases)
+        return [_digest("t5lesson/pick", self.seed, self.exercise_id, q.id, key, i) % self.count for i in range(n)]
+
+    def mixed(self, q: Question, key: str) -> Question:
+        if not getattr(q, "hidden", ""):
+            return q
+        sets = [self.variant(q, v) for v in range(self.count)]
+        if len({len(s.cases) for s in sets}) != 1:
+            raise ValueError(f"{q.id}: the recipe drew sets of different sizes; it must draw one case per topic")
+        cases = tuple(sets[v].cases[i] for i, v in enumerate(self.picks(q, key)))
+        return replace(q, cases=cases)
+
+    def fill_expected(self, q: Question, key: str) -> None:
+        """Give a mixed question the expected results of its cases, from their sets (see `mixed`)."""
+        if getattr(q, "hidden", ""):
+            picks = self.picks(q, key)
+            q.__dict__["expected"] = tuple(self.variant(q, v).expected[i] for i, v in enumerate(picks))
+
+    def warm(self) -> None:
+        """Draw every set and compute its expected results (the grader does it while kernels run)."""
+        for q in self.originals.values():
+            if getattr(q, "hidden", ""):
+                for v in range(self.count):
+                    self.variant(q, v).expected  # noqa: B018 (computed and kept)

@@ -279,6 +279,23 @@ def blocking(targets):
     return restore
 
 
+def still_blocked(targets):
+    """Whether every loaded target still refuses (its code is a refusing one) and every module
+    that was kept from loading is still kept: False once anything undid the blocking mid-read
+    (the undo `blocking` returns, called by the learner's code, or a code object put back)."""
+    for target in targets:
+        module_name, _, path = target.partition(":")
+        module = sys.modules.get(module_name, ())
+        if module is None or not path:
+            continue
+        if module == ():  # blocking put None here, so a module missing now was taken out of the way
+            return False
+        for function in target_functions(module, path, set()):
+            if function.__code__.co_filename != "<t5lesson-blocked>":
+                return False
+    return True
+
+
 def _block_now(module, module_name, path, seen):
     """Give every function a target names in a loaded module a refusing code object (see `blocking`);
     return (function, its own code) of each, so that the caller can undo it."""
@@ -354,10 +371,14 @@ def collect(spec, namespace):
             scope = {"__name__": "t5lesson_adapter", "GradingSetupError": GradingSetupError}
             exec(compile(spec["adapter"], ADAPTER_FILE, "exec"), scope)
             value = scope["adapt"](value)
-        restore = blocking(spec.get("blocked", ()))
+        blocked = spec.get("blocked", ())
+        restore = blocking(blocked)
         try:
             slow_cases = spec.get("slow_cases", MAX_SLOW_CASES)
-            return {"status": "ran", "cases": call_cases(value, spec["cases"], spec["timeout"], slow_cases)}
+            record = {"status": "ran", "cases": call_cases(value, spec["cases"], spec["timeout"], slow_cases)}
+            if not still_blocked(blocked):
+                record["unblocked"] = True
+            return record
         finally:
             restore()
     try:
@@ -367,10 +388,59 @@ def collect(spec, namespace):
         return {"status": "value", "value": described}
 
 
+# Where the code a kernel runs on its own comes from when nothing was added to it: IPython, the
+# kernel and the inline backend register callbacks and input transformers of their own.
+KNOWN_HOOK_MODULES = ("IPython.", "ipykernel.", "matplotlib_inline.", "ipywidgets.", "comm.", "matplotlib.")
+
+
+def _hook_name(hook):
+    """'module.qualname' of a callback or transformer (a bound method's function, an object's class)."""
+    function = getattr(hook, "__func__", hook)
+    owner = function if hasattr(function, "__qualname__") else type(function)
+    return f"{getattr(owner, '__module__', '?')}.{getattr(owner, '__qualname__', '?')}"[:120]
+
+
+def _foreign(hooks, where):
+    """The hooks among `hooks` that come from none of KNOWN_HOOK_MODULES, each as "where: name"."""
+    return [f"{where}: {_hook_name(h)}" for h in hooks if not _hook_name(h).startswith(KNOWN_HOOK_MODULES)]
+
+
+def audit():
+    """What in this kernel runs around the grader's cells without being asked: event callbacks,
+    input and AST transformers, trace and profile functions, a replaced display publisher. A
+    notebook that hooks the reading of its answers is told so (docs/grading.md); a notebook that
+    means to can hide from this too, so it is a flag, not a wall."""
+    found = []
+    shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+    if shell is not None:
+        for event, callbacks in sorted(getattr(getattr(shell, "events", None), "callbacks", {}).items()):
+            found += _foreign(callbacks, f"an IPython {event} callback")
+        for name in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers"):
+            found += _foreign(getattr(shell, name, ()), f"an input transformer ({name})")
+        manager = getattr(shell, "input_transformer_manager", None)
+        for name in ("cleanup_transforms", "line_transforms"):
+            found += _foreign(getattr(manager, name, ()), f"an input transformer ({name})")
+        publisher = getattr(shell, "display_pub", None)
+        publish = getattr(publisher, "publish", None)
+        if publish is not None and getattr(publish, "__func__", None) is not getattr(type(publisher), "publish", 0):
+            found.append("the display publisher's publish, replaced")
+    for module_name in ("IPython.core.display_functions", "IPython.display"):
+        publish = getattr(sys.modules.get(module_name), "publish_display_data", None)
+        if publish is not None and not _hook_name(publish).startswith(KNOWN_HOOK_MODULES):
+            found.append(f"{module_name}.publish_display_data, replaced")
+    for name, hook in (("a trace function", sys.gettrace()), ("a profile function", sys.getprofile())):
+        if hook is not None:
+            found.append(f"{name}: {_hook_name(hook)}")
+    return found[:20]
+
+
 def emit(nonce, spec, namespace):
-    """Publish one question's record as display data, tagged with the grader's nonce."""
+    """Publish one question's record as display data, tagged with the grader's nonce, with the
+    `audit` of what ran around this cell (taken before and after the answer is read)."""
     from IPython.display import publish_display_data
 
+    before = audit()
     record = collect(spec, namespace)
-    payload = json.dumps({"nonce": nonce, "id": spec["id"], "record": record}, allow_nan=False)
+    hooks = list(dict.fromkeys(before + audit()))[:20]
+    payload = json.dumps({"nonce": nonce, "id": spec["id"], "record": record, "audit": hooks}, allow_nan=False)
     publish_display_data({MIME: payload})

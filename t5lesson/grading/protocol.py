@@ -302,6 +302,7 @@ class RunResult:
     ended: RunEnd | None = RunEnd.COMPLETED  # None: an end this grader does not know (a grader error)
     detail: str = ""  # what stopped the run (the cell's index, or the error)
     memory_exceeded: bool = False  # the memory watch (or the cgroup) stopped it
+    extra_records: list[str] = field(default_factory=list)  # questions whose reading cell printed more than one record
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -315,4 +316,5 @@ class RunResult:
                     if isinstance(c, dict) and isinstance(c.get("index"), int)],
                    {k: v for k, v in (harvest.items() if isinstance(harvest, dict) else ()) if isinstance(v, str)},
                    _words(RunEnd, data.get("ended")), _text(data.get("detail", "")),
-                   bool(data.get("memory_exceeded")))
+                   bool(data.get("memory_exceeded")),
+                   [_text(q)[:40] for q in (data.get("extra_records") or [])[:100] if isinstance(q, str)])

@@ -82,6 +82,8 @@ class Graded:
     seconds: float = 0.0
     error: str = ""  # a grader error's exception, for the summary (never shown to the student)
     answers: dict[str, dict] = field(default_factory=dict)  # what was answered (t5lesson.grading.questions.answers)
+    # question id -> what reached into the grader's reading of it, or ran from its edited check cell
+    flags: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def total(self) -> float:

@@ -10,6 +10,7 @@ $T5LESSON_AUTOGRADER_ROOT (default /autograder). See docs/grading.md, "Gradescop
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import tempfile
@@ -216,6 +217,26 @@ def results(exercise, graded: list, *, visibility: str = "visible", skipped=(), 
 # --------------------------------------------------------------------------- inside Gradescope
 
 
+def submission_seed(root: Path, seed: str | None) -> str | None:
+    """The seed of this submission's hidden cases: the class's secret and the submission's own id
+    (Gradescope's submission_metadata.json), else a hash of the submitted notebooks. Every
+    submission, a student's second one too, meets cases of its own, so cases learnt from one run's
+    feedback answer nothing in the next; a regrade of the same submission meets the same ones."""
+    if seed is None:
+        return None
+    try:
+        own = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8")).get("id")
+    except (OSError, ValueError, AttributeError):
+        own = None
+    if own is None:
+        digest = hashlib.sha256()
+        for entry in intake.survey(root / "submission")[0]:
+            data = intake.read(entry, Limits().max_notebook_mb * 2 ** 20)
+            digest.update(entry.relative.encode() + b"\0" + (data if isinstance(data, bytes) else b"?") + b"\0")
+        own = f"files {digest.hexdigest()}"
+    return f"{seed}|submission {own}"
+
+
 def run(root: Path, catalogue) -> dict:
     """Grade root/submission, write root/results/results.json; return what was written."""
     from ..batch import grade_folder
@@ -241,7 +262,7 @@ def run(root: Path, catalogue) -> dict:
                                 template=template,
                                 limits=config.limits, jobs=1,
                                 isolation="none" if isolation == "none" else "auto", hide=(str(out),),
-                                seed=config.seed)
+                                seed=submission_seed(root, config.seed), variants=1)
 
         graded, summary, isolation = [], "", ""
         if found:  # with no notebook, nothing runs: results.json says so

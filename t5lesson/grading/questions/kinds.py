@@ -7,6 +7,7 @@ an outcome are `verdict`'s. See docs/grading.md, "The questions live in the pack
 """
 from __future__ import annotations
 
+import builtins
 import hashlib
 import math
 import re
@@ -240,6 +241,7 @@ class Code(Question):
     # of `blocked`, what stays usable until this answer is read, because other questions of the
     # exercise are answered with it (every other target is blocked from the run's first cell on)
     open_until_read: tuple[str, ...] = ()
+    drawn_cases: bool = False  # set by `drawn`: the cases are hidden, so no message echoes the learner's text
     kind = "code"
     answer_kind = "a function"  # what the learner's name should hold, in messages
 
@@ -257,7 +259,7 @@ class Code(Question):
         (the grader asks while the first kernels run). The cases `check()` runs stay `cases`."""
         if not self.hidden:
             return self
-        return replace(self, cases=tuple(resolve(self.hidden)(rng)))
+        return replace(self, cases=tuple(resolve(self.hidden)(rng)), drawn_cases=True)
 
     def reference_results(self) -> list:
         """The reference's result for every case, as it returns them, computed in this process."""
@@ -342,7 +344,7 @@ class Code(Question):
             return f"{where} raised NotImplementedError."
         if "error" in got:
             place = f" (in {got['where']})" if got.get("where") else ""
-            return f"{where} raised {got['error']}{place}."
+            return f"{where} raised {_error_shown(got['error'], self.drawn_cases)}{place}."
         return None
 
     def _explain(self, case: Case, want, got) -> str:
@@ -350,6 +352,17 @@ class Code(Question):
         where = self._case_name(case)
         failure = self._run_failure(where, got)
         return failure if failure is not None else self._wrong_case(where, want, got)
+
+
+def _error_shown(error: str, hidden: bool) -> str:
+    """What a message shows of an error the learner's code raised ("ValueError: bad shape"). On a
+    hidden case only a built-in exception's name: a message of the learner's own making (or a class
+    named so) could carry the case out of the run, to be answered at home and replayed."""
+    if not hidden:
+        return error
+    name = str(error).split(":", 1)[0].strip()
+    known = isinstance(getattr(builtins, name, None), type) and issubclass(getattr(builtins, name), BaseException)
+    return name if known else "an exception of its own class"
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ class Prepared:
     answer_cell: dict[str, int] = field(default_factory=dict)  # question -> index in the run notebook
     harvest_cell: dict[str, int] = field(default_factory=dict)  # question -> index of its harvesting cell
     origin: dict[int, str] = field(default_factory=dict)  # index in the run notebook -> words for feedback
+    edited_checks: list[str] = field(default_factory=list)  # questions whose check cell held code of the student's
 
 
 def harvest_source(spec: dict, nonce: str) -> str:
@@ -147,9 +148,13 @@ def _answer(run: _RunCells, template_cell, found, q) -> None:
 
 
 def _check_cell(run: _RunCells, found, question, edited: bool) -> None:
-    """A check() cell is skipped, unless the student wrote something else into it."""
+    """A check() cell is skipped, unless the student wrote something else into it: then it runs,
+    and the feedback and the instructor's summary say so (code there runs beside the grader's)."""
     if edited:
         run.add(new_code_cell(found[1].source), f"cell {found[0]} (the check cell of {question}, edited)")
+        run.out.edited_checks.append(question)
+        run.out.notes.append(f"The check cell of {question} (cell {found[0]}) held code of your own, which ran; "
+                             "your instructor sees this.")
 
 
 def _given(run: _RunCells, template_cell, key: str, found, edited: bool) -> None:
@@ -191,6 +196,11 @@ def _add_harvest_cells(run: _RunCells, exercise: Exercise, nonce: str, limits: L
 
 
 _BLOCKING_CELL = """def __t5lesson_block():
+    for name in {load_first!r}:
+        try:
+            __import__(name)
+        except Exception:
+            pass  # the provided cell that loads it says what went wrong
     namespace = {{"__name__": "t5lesson_harvest"}}
     exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
     namespace["block_for_the_run"]({targets!r})
@@ -210,7 +220,8 @@ def _add_blocking_cell(run: _RunCells, exercise: Exercise) -> None:
     """First of all, before any cell of the submission: the references blocked (see `run_blocked`)."""
     targets = run_blocked(exercise)
     if targets:
-        cell = new_code_cell(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=targets))
+        cell = new_code_cell(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=targets,
+                                                   load_first=list(exercise.load_first)))
         mark_harvest(cell, "")
         run.add(cell, "the grader's first cell")
 

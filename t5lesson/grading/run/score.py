@@ -7,6 +7,8 @@ every cell that failed, every limit hit, becomes a note of the feedback. See doc
 """
 from __future__ import annotations
 
+import re
+
 from ..protocol import EXIT_ENAME, FAILED_CELL, KERNEL_BROKEN_ENAME, CellResult, CellStatus, Limits, RunResult
 from ..questions import answers
 from ..records import clean_record, loads
@@ -14,7 +16,7 @@ from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, Outcome, Status, status_of
 from .compose import Prepared
 
-__all__ = ["score", "harvested", "given_answers", "read_record"]
+__all__ = ["score", "harvested", "given_answers", "read_record", "tampering"]
 
 _WHY_UNREAD = {Status.STUCK: "a cell never stopped, so the answers could not be read",
                Status.KERNEL_DIED: "the kernel died before all the answers could be read",
@@ -33,7 +35,49 @@ def read_record(text, nonce: str, question_id: str, limits: Limits):
         return None
     if not isinstance(payload, dict) or payload.get("nonce") != nonce or payload.get("id") != question_id:
         return None
-    return clean_record(payload.get("record"))
+    record = clean_record(payload.get("record"))
+    record["tampering"] = _tampering(payload)
+    return record
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9_.,:;()<> -]")
+
+
+def _tampering(payload: dict) -> list[str]:
+    """What the reading cell saw run around it (`harvest.audit`), as sentences: hooks, a blocking
+    undone mid-read, or no audit at all (a record the grader's reading code did not write)."""
+    hooks = payload.get("audit")
+    record = payload.get("record")
+    if not isinstance(hooks, list) or not all(isinstance(h, str) for h in hooks):
+        return ["its record lacks the grader's own check, so it did not come from the grader's reading cell"]
+    found = [f"{_SAFE.sub('?', h[:120])} ran around the grader's reading cell" for h in hooks[:20]]
+    if isinstance(record, dict) and record.get("unblocked") is True:
+        found.append("the blocking of the reference was undone while the answer was read")
+    return found
+
+
+def tampering(exercise, result: RunResult | None, records: dict) -> dict[str, list[str]]:
+    """{question id: what reached into the grader's reading of it}, for the questions where anything
+    did: a second record printed in its reading cell, or what its record's audit found."""
+    extra = set(result.extra_records) if result is not None else set()
+    found = {}
+    for q in exercise.questions:
+        record = records.get(q.id)
+        flags = list(record.get("tampering", [])) if isinstance(record, dict) else []
+        if q.id in extra:
+            flags.insert(0, "its reading cell printed more than one record")
+        if flags:
+            found[q.id] = flags
+    return found
+
+
+def _capped(q, outcome: Outcome, flags: list[str]) -> Outcome:
+    """At most a third of the question's points when something reached into its reading."""
+    points = min(outcome.points, round(outcome.max_points / 3, 2))
+    why = "; ".join(flags[:3])
+    return Outcome(outcome.question, outcome.status, points, outcome.max_points,
+                   f"{outcome.message} The grader's reading of this answer was tampered with ({why}): "
+                   f"at most a third of its points; your instructor sees this.")
 
 
 def _cell_error(cell: CellResult, origin: str) -> str:
@@ -156,6 +200,9 @@ def score(exercise, prep: Prepared, result: RunResult | None, limits: Limits,
             continue
         record = records.get(q.id) if q.id in harvest else None
         outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
+    flagged = tampering(exercise, result, {q: r for q, r in records.items() if q in harvest})
+    outcomes = [_capped(exercise[o.question], o, flagged[o.question]) if o.question in flagged else o
+                for o in outcomes]
     return status, outcomes, notes
 
 

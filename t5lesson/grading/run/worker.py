@@ -250,11 +250,12 @@ async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, resu
         return False
     cell_result = _cell_result(client, index, cell, time.monotonic() - start)
     result.cells.append(cell_result)
-    if harvest is not None:
-        for output in cell.outputs:
-            text = output.get("data", {}).get(HARVEST_MIME)
-            if isinstance(text, str) and harvest not in result.harvest:
-                result.harvest[harvest] = text[: limits.harvest_limit]
+    if harvest:  # a reading cell prints one record; a second one came from something else in the kernel
+        texts = [t for t in (o.get("data", {}).get(HARVEST_MIME) for o in cell.outputs) if isinstance(t, str)]
+        if texts and harvest not in result.harvest:
+            result.harvest[harvest] = texts[0][: limits.harvest_limit]
+        if len(texts) > 1 and harvest not in result.extra_records:
+            result.extra_records.append(harvest)
     if cell_result.status != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
         return True
     if not await client.km.is_alive():
