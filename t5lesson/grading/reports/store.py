@@ -59,6 +59,7 @@ def _plain(g: Graded) -> dict:
                       "max_points": o.max_points, "message": o.message} for o in g.outcomes],
         "notes": list(g.notes), "free_text": dict(g.free_text), "answers": dict(getattr(g, "answers", {}) or {}),
         "error": getattr(g, "error", ""),
+        **({"flags": {q: list(f) for q, f in g.flags.items()}} if getattr(g, "flags", None) else {}),
     }
 
 
@@ -127,6 +128,7 @@ def read(report_dir: Path, catalogue) -> Run:
         outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"])
                     for o in s["outcomes"]]
         graded.append(Graded(s["student"], s["file"], _status(s["status"]), outcomes, list(s["notes"]),
-                             dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {}))))
+                             dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {})),
+                             flags=dict(s.get("flags", {}))))
     skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
     return Run(exercise, graded, dict(doc["settings"]), doc.get("shard"), skipped, dict(doc.get("titles") or {}))
