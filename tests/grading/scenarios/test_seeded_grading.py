@@ -111,3 +111,44 @@ def test_a_module_imported_after_the_first_cell_is_blocked_and_still_imports():
             "try:\n    t.greedy(None, None, None)\nexcept RuntimeError as e:\n    print('greedy blocked')\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.stdout.split("\n")[:2] == ["json blocked", "greedy blocked"], done.stderr
+
+
+def _drawn_for_each(folder, seed: str) -> dict:
+    """{student: {question: the cases its reading cell carries}} for one grading of `folder`, with the
+    run step replaced by a spy (no kernel runs; one job, so submissions are composed in folder order)."""
+    import ast
+    import re
+
+    from t5lesson import exercises as bank
+    from t5lesson.grading.batch import grade_folder
+    from t5lesson.grading.run import intake
+
+    emitted = re.compile(r'namespace\["emit"\]\((.*), globals\(\)\)')
+    composed = []
+
+    def spy(prep, limits, work, uid, walls):
+        specs = [ast.literal_eval("(" + emitted.search(prep.notebook.cells[i].source).group(1) + ")")[1]
+                 for i in prep.harvest_cell.values()]
+        composed.append({spec["id"]: spec.get("cases") for spec in specs})
+        return None, 0.0
+
+    grade_folder(folder, folder.parent / f"report-{seed}-{len(list(folder.parent.iterdir()))}", catalogue=bank,
+                 run=spy, seed=seed, jobs=1)
+    return dict(zip([entry.student for entry in intake.survey(folder)[0]], composed, strict=True))
+
+
+def test_each_submission_meets_its_own_hidden_cases_and_a_regrade_the_same(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for name in ("pat", "sam"):
+        write(partial(), folder / f"{name}.ipynb")  # the very same bytes, two students
+    edited = partial()
+    edited.cells[-1].source += "\n"
+    write(edited, folder / "pat_again.ipynb")
+    first, again = _drawn_for_each(folder, "one class seed"), _drawn_for_each(folder, "one class seed")
+    assert first == again  # a regrade meets the same cases
+    for one, other in (("pat", "sam"), ("pat", "pat_again"), ("sam", "pat_again")):
+        for question in ("q7", "q8"):
+            mine, theirs = first[one][question], first[other][question]
+            shared = sum(a == b for a, b in zip(mine, theirs, strict=True))
+            assert mine != theirs and shared < len(mine) / 2, (one, other, question, shared, len(mine))
