@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 import subprocess
 import sys
@@ -133,6 +134,11 @@ def test_solution_full_marks_and_blank_not_attempted(solution, tmp_path):
     feedback = (tmp_path / "first" / "feedback" / "blank.md").read_text()
     lines = [line for line in feedback.splitlines() if line.startswith("- q")]
     assert len(lines) == len(exercise.questions) and all("Not attempted" in line for line in lines)
+    for student in ("solution", "blank"):  # every provided cell ran in the graded kernel as in class
+        text = (tmp_path / "first" / "feedback" / f"{student}.md").read_text()
+        assert "in the provided cell" not in text, text
+    submissions = json.loads((tmp_path / "first" / "grades.json").read_text())["submissions"]
+    assert not any(s.get("flags") for s in submissions), submissions  # nothing flagged in honest notebooks
     if solution == SOLUTIONS[0]:  # grading again gives the same files, byte for byte
         _grade(folder, tmp_path / "second", exercise.id)
         assert _files(tmp_path / "first") == _files(tmp_path / "second")
