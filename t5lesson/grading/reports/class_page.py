@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from ..questions.kinds import Code
 from ..verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Status, format_points
-from .files import csv_text
+from .files import csv_text, inert
 from .gradebook import reference_hits
 
 __all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files"]
@@ -339,7 +339,8 @@ FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 
 def _esc(text) -> str:
-    return html.escape(str(text), quote=True)
+    """HTML text of a value: made `inert` (no escape sequences or invisible characters, one line), then escaped."""
+    return html.escape(inert(text), quote=True)
 
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:

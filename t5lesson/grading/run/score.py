@@ -7,9 +7,12 @@ every cell that failed, every limit hit, becomes a note of the feedback. See doc
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..protocol import EXIT_ENAME, FAILED_CELL, KERNEL_BROKEN_ENAME, CellResult, CellStatus, Limits, RunResult
 from ..questions import answers
 from ..records import clean_record, loads
+from ..reports.files import inert
 from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, Outcome, Status, status_of
 from .compose import Prepared
@@ -156,7 +159,8 @@ def score(exercise, prep: Prepared, result: RunResult | None, limits: Limits,
             continue
         record = records.get(q.id) if q.id in harvest else None
         outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
-    return status, outcomes, notes
+    # error texts, answers and names in them came from the kernel: inert, one line each, from here on
+    return status, [replace(o, message=inert(o.message)) for o in outcomes], [inert(note) for note in notes]
 
 
 def harvested(exercise, result: RunResult | None, nonce: str, limits: Limits) -> dict:
