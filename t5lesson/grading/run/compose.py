@@ -22,7 +22,7 @@ from ..protocol import Limits, mark_harvest
 from ..questions.kinds import FreeText
 from ..records import BoundsError, loads
 
-__all__ = ["Prepared", "parse", "prepare", "harvest_source"]
+__all__ = ["Prepared", "parse", "prepare", "harvest_source", "too_many_cells"]
 
 _HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel (see harvest_source)
 _HARVEST_CELL = """def __t5lesson_harvest():
@@ -59,6 +59,14 @@ def _text(source) -> str | None:
     return None
 
 
+TOO_MANY_CELLS = "the notebook has {cells:,} cells, more than the {limit:,} a submission may have, so it was not run"
+
+
+def too_many_cells(cells: int, limits: Limits) -> str:
+    """The refusal of a notebook with more cells than `limits.max_cells` (it counts as too large)."""
+    return TOO_MANY_CELLS.format(cells=cells, limit=limits.max_cells)
+
+
 def parse(data: bytes, limits: Limits = Limits()):
     """(cells, None, exercise id) for a readable notebook, else (None, the reason in words, None)."""
     try:
@@ -75,6 +83,8 @@ def parse(data: bytes, limits: Limits = Limits()):
         if isinstance(doc, dict) and "worksheets" in doc:
             return None, "the notebook is in the old format 3; open and save it in Jupyter first", None
         return None, "the file is JSON but not a notebook (it has no list of cells)", None
+    if len(doc["cells"]) > limits.max_cells:  # before any cell is built: composing costs time per cell
+        return None, too_many_cells(len(doc["cells"]), limits), None
     cells = []
     for number, raw in enumerate(doc["cells"], 1):
         source = _text(raw.get("source")) if isinstance(raw, dict) else None
