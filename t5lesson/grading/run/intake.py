@@ -2,11 +2,9 @@
 
 `survey(folder)` walks it without following links and without ever blocking: each regular
 `*.ipynb` is an `Entry` with a safe student id; everything else is `Skipped`, with the reason.
-`read(entry, max_bytes)` reads a submission's bytes once, without following links and without
-blocking on a FIFO, and returns them or the reason in words. It opens the path one folder at a
-time, each relative to the one before it and never through a link, and checks that every folder
-and the file are the very ones the survey saw (device and inode), so a folder swapped for a link
-between the survey and the reading is refused, not followed. See docs/grading.md, "Grading a class".
+`read(entry, max_bytes)` reads a submission's bytes once, without blocking on a FIFO, opening it
+one folder at a time without following links and refusing any folder or file that is not the one
+the survey saw (device and inode). See docs/grading.md, "Grading a class" and its step 1.
 """
 from __future__ import annotations
 
