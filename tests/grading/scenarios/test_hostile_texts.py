@@ -82,8 +82,9 @@ def test_feedback_cannot_forge_its_structure(graded_class):
     assert [line for line in lines if line.startswith("- q7")] == [next(x for x in lines if x.startswith("- q7:"))]
     q7 = next(x for x in lines if x.startswith("- q7:"))
     assert q7.startswith("- q7: Error:") and q7.endswith("[0/4]")
-    assert "\\[log in to see your grade\\](https://evil.example)" in q7 and "\\<img src=x" in q7
+    assert "\\`alice\\`" in q7 and "\\[log in to" in q7  # the error text is cut at 200 characters
     note = next(x for x in lines if x.startswith("- Error: ValueError"))
+    assert "\\[log in to see your grade\\](https://evil.example)" in note and "\\<img src=x" in note
     assert "\\## Questions \\- q7: Correct" not in note  # one line; a mid-line '#' or '-' is plain text
     assert "## Questions - q7: Correct: all 40 cases right. \\[4/4\\]" in note
 
