@@ -116,7 +116,7 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
                 n += 1
             student = f"{student}~{n}"
         taken.add(student)
-        found.append(Entry(path, _text(relative), student, Path(folder), parts, identities))
+        found.append(Entry(path, _text(relative), student, Path(os.path.abspath(folder)), parts, identities))
     return found, skipped
 
 
