@@ -6,6 +6,8 @@ only targets the question itself blocks (`Code.blocked_hits`), and the reports l
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from t5lesson import exercises as bank
 from t5lesson.grading import harvest
 from t5lesson.grading.records import clean_record
@@ -22,7 +24,7 @@ FORGED = (f"the reference implementation {harvest.BLOCKED_MESSAGE} (none\n- `ali
 def _scored(function):
     """q7's outcome for `function` as the class grader reaches it: harvested, cleaned, scored."""
     spec = {**Q7.harvest_spec(), "cases": [c.plain() for c in Q7.cases[:3]]}
-    question = type(Q7)(**{**Q7.__dict__, "cases": Q7.cases[:3]})
+    question = replace(Q7, cases=Q7.cases[:3])
     record = clean_record(harvest.collect(spec, {"my_bucket": function}))
     return question.score(record), record
 
@@ -77,7 +79,7 @@ def test_forged_blocked_records_are_validated():
                                          {"blocked": TARGET, "where": "f, line 2"}]}
     cleaned = clean_record(forged)
     assert [case["blocked"] for case in cleaned["cases"]] == ["", "os:system", "", TARGET]
-    question = type(Q7)(**{**Q7.__dict__, "cases": Q7.cases[:4]})
+    question = replace(Q7, cases=Q7.cases[:4])
     outcome = question.score(cleaned)
     assert outcome.points == 0
     assert outcome.blocked == (TARGET,)  # os:system is no target of q7's; the malformed ones name nothing
@@ -95,7 +97,7 @@ def test_hits_survive_grades_json(tmp_path):
     from t5lesson.grading.reports import store
 
     outcome = Q7.outcome("error", 0, "raised.")
-    outcome = type(outcome)(**{**outcome.__dict__, "blocked": (TARGET,)})
+    outcome = replace(outcome, blocked=(TARGET,))
     (tmp_path / store.GRADES_FILE).write_text(grades_text(EXERCISE, [_graded("bob", outcome)], {}))
     run = store.read(tmp_path, bank)
     assert run.graded[0].outcomes[0].blocked == (TARGET,)
