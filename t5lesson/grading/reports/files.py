@@ -33,13 +33,15 @@ def _visible(char: str) -> bool:
 
 def inert(text, multiline: bool = False) -> str:
     """Text from a submission or a kernel, safe to write anywhere: no escape sequences, no control,
-    format or direction characters, tabs as spaces; line breaks become "\\n" where the field is
-    `multiline`, a space where it is not. The same text again gives the same result."""
+    format or direction characters; line breaks become "\\n" and tabs stay where the field is
+    `multiline` (an answer's indentation), both become spaces where it is not. The same text again
+    gives the same result."""
     text = str(text)
     if text.isascii() and text.isprintable():
         return text
-    text = _LINE_BREAKS.sub("\n" if multiline else " ", _ESCAPES.sub("", text)).replace("\t", " ")
-    return "".join(c for c in text if c == "\n" or _visible(c))
+    text = _LINE_BREAKS.sub("\n" if multiline else " ", _ESCAPES.sub("", text))
+    keep = "\n\t" if multiline else ""
+    return "".join(c for c in (text if multiline else text.replace("\t", " ")) if c in keep or _visible(c))
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*<>\[\]|])")
