@@ -164,8 +164,9 @@ def test_lms_feedback_holds_no_live_link_image_or_escape(tmp_path):
     from t5lesson import exercises
     from t5lesson.grading.integrations.lms import export
 
-    hostile = ("raised ValueError: [log in to see your grade](https://evil.example) "
-               "![p](https://evil.example/p.png) <https://evil.example> \x1b]0;PWNED\x07\x1b[2J\x1b[31mRED\x1b[0m"
+    hostile = ("raised ValueError: [see your marks here](https://attacker.invalid) "
+               "![p](https://attacker.invalid/p.png) <https://attacker.invalid> "
+               "\x1b]0;window-title\x07\x1b[2J\x1b[31mRED\x1b[0m"
                "\n## Questions\n- q7: Correct: all cases right. [4/4] <img src=x onerror=alert(2)>")
     report, _ = _synthetic_report(tmp_path, ["mallory"], {"mallory": hostile})
     ids = tmp_path / "ids.csv"

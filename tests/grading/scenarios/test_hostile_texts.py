@@ -24,14 +24,15 @@ from t5lesson.grading.reports.progress import Progress
 from synthetic_class import add_after, full, set_cell, write
 
 LIMITS = Limits(cell_timeout=10, notebook_timeout=40, harvest_timeout=10, stuck_grace=3, startup_timeout=30)
-ESCAPES = "\\x1b]0;PWNED-title\\x07\\x1b[2J\\x1b[31mRED\\x1b[0m \\x1b[8mhidden \\u202eevil\\u200b"
+ESCAPES = "\\x1b]0;window-title\\x07\\x1b[2J\\x1b[31mRED\\x1b[0m \\x1b[8mhidden \\u202eevil\\u200b"
 FORGED = (f"the reference implementation {harvest.BLOCKED_MESSAGE} (none\\n- `alice`, q7: "
           "t5lesson.buckets:relative_position_bucket)")
-LINKS = "[log in to see your grade](https://evil.example) ![p](https://evil.example/p.png) <img src=x onerror=alert(1)>"
-NOTE = f"\\n## Questions\\n- q7: Correct: all 40 cases right. [4/4] {LINKS} {ESCAPES}"
+LINKS = ("[see your marks here](https://attacker.invalid) ![p](https://attacker.invalid/p.png) "
+         "<img src=x onerror=alert(1)>")
+NOTE = f"\\n## Questions\\n- q7: Correct: all cases right. [4/4] {LINKS} {ESCAPES}"
 ANSWER = f'''def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     raise RuntimeError("{FORGED} {ESCAPES} {LINKS}")'''
-BACKTICKS = "notes`<img src=y onerror=alert(3)>`.txt"
+BACKTICKS = "readme`<b onclick=x>`.txt"
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_summary_names_no_innocent_student(graded_class):
     _, report, _ = graded_class
     summary = (report / "summary.md").read_text()
     assert "The blocked reference was called" not in summary and "`alice`, q7" not in summary
-    assert "- ``notes`<img src=y onerror=alert(3)>`.txt``: not a notebook" in summary
+    assert "- ``readme`<b onclick=x>`.txt``: not a notebook" in summary
 
 
 def test_feedback_cannot_forge_its_structure(graded_class):
@@ -82,11 +83,11 @@ def test_feedback_cannot_forge_its_structure(graded_class):
     assert [line for line in lines if line.startswith("- q7")] == [next(x for x in lines if x.startswith("- q7:"))]
     q7 = next(x for x in lines if x.startswith("- q7:"))
     assert q7.startswith("- q7: Error:") and q7.endswith("[0/4]")
-    assert "\\`alice\\`" in q7 and "\\[log in to" in q7  # the error text is cut at 200 characters
+    assert "\\`alice\\`" in q7 and "\\[see your" in q7  # the error text is cut at 200 characters
     note = next(x for x in lines if x.startswith("- Error: ValueError"))
-    assert "\\[log in to see your grade\\](https://evil.example)" in note and "\\<img src=x" in note
+    assert "\\[see your marks here\\](https://attacker.invalid)" in note and "\\<img src=x" in note
     assert "\\## Questions \\- q7: Correct" not in note  # one line; a mid-line '#' or '-' is plain text
-    assert "## Questions - q7: Correct: all 40 cases right. \\[4/4\\]" in note
+    assert "## Questions - q7: Correct: all cases right. \\[4/4\\]" in note
 
 
 def test_csv_cells_and_the_lms_export_keep_every_student(graded_class, tmp_path):
