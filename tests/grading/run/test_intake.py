@@ -21,7 +21,7 @@ def test_ids_hold_no_invisible_or_direction_characters(tmp_path):
         assert all(c.isprintable() for c in student), student
 
 
-def test_a_folder_swapped_for_a_link_after_the_survey_is_not_followed(tmp_path):
+def test_a_folder_swapped_for_a_link_after_the_survey_is_not_followed(tmp_path, monkeypatch):
     submissions, elsewhere = tmp_path / "submissions", tmp_path / "solutions"
     _notebook(submissions / "zz" / "03.ipynb", "the student's blank notebook")
     _notebook(elsewhere / "03.ipynb", "SECRET solution")
@@ -31,8 +31,20 @@ def test_a_folder_swapped_for_a_link_after_the_survey_is_not_followed(tmp_path):
 
     os.rename(submissions / "zz", submissions / "zz_orig")
     os.symlink(elsewhere, submissions / "zz")
+    opened, real_open = [], os.open
+
+    def recording_open(*args, **kwargs):  # what every descriptor read opens refers to
+        fd = real_open(*args, **kwargs)
+        info = os.fstat(fd)
+        opened.append((info.st_dev, info.st_ino))
+        return fd
+
+    monkeypatch.setattr(intake.os, "open", recording_open)
     data = intake.read(entry, 1 << 20)
     assert isinstance(data, intake.Unreadable) and "replaced after the submissions folder was surveyed" in data.reason
+    solution, other_folder = os.stat(elsewhere / "03.ipynb"), os.stat(elsewhere)
+    assert opened and (solution.st_dev, solution.st_ino) not in opened
+    assert (other_folder.st_dev, other_folder.st_ino) not in opened
 
 
 def test_a_folder_replaced_by_another_real_folder_is_refused(tmp_path):
