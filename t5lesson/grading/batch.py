@@ -131,7 +131,7 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
     nonce = secrets.token_hex(16)
     prep = prepare(data, batch.template, exercise.for_student(key), nonce, limits)
     if prep.problem:
-        return _unreadable(exercise, entry, prep.problem, Status.UNREADABLE)
+        return _unreadable(exercise, entry, prep.problem, Status.TOO_LARGE if prep.too_large else Status.UNREADABLE)
     uid = batch.uids[index] if batch.walls is not None and batch.as_root else None
     result, seconds = batch.run(prep, limits, batch.work, uid, batch.walls)
     if batch.references is not None:

@@ -154,13 +154,20 @@ def call_cases(function, cases, timeout, slow_cases=MAX_SLOW_CASES):
             if use_alarm:
                 previous = signal.signal(signal.SIGALRM, _alarm)
                 signal.setitimer(signal.ITIMER_REAL, timeout)
+            before = len(getattr(sys, HITS_ATTRIBUTE, ()))
             try:
-                before = len(getattr(sys, HITS_ATTRIBUTE, ()))
                 value = function(*args, **kwargs)
+            except BaseException as exc:
                 hits = getattr(sys, HITS_ATTRIBUTE, [])[before:]
-                if hits:  # the reference was called (and the refusal caught): no credit for this case
-                    raise RuntimeError(f"the reference implementation {BLOCKED_MESSAGE} ({hits[0]})")
-                results.append({"ok": to_plain(value)})
+                if not hits or isinstance(exc, (_CaseTimeout, KeyboardInterrupt)):
+                    raise
+                # the reference was called and its refusal escaped: a blocked case, kept as data (the
+                # grader words it; an error text the learner raised can never read as one)
+                results.append({"blocked": str(hits[0]), "where": describe_error(exc)[1]})
+            else:
+                hits = getattr(sys, HITS_ATTRIBUTE, [])[before:]
+                # the reference was called (and the refusal caught): no credit for this case
+                results.append({"blocked": str(hits[0]), "where": ""} if hits else {"ok": to_plain(value)})
             finally:
                 if use_alarm:
                     signal.setitimer(signal.ITIMER_REAL, 0)

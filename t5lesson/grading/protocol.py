@@ -107,6 +107,9 @@ class Limits:
     harvest_limit: int = _limit(2_000_000, "characters of one harvested record")
     memory_mb: int = _limit(2048, "memory of a whole submission: all its processes (and, with a cgroup, its files)")
     max_notebook_mb: int = _limit(20, "largest notebook file read")
+    # far above any exercise (they have under 100 cells); checked before a cell is built, since
+    # composing costs the grader's own process time in proportion to the cells
+    max_cells: int = _limit(2000, "cells of one submitted notebook; one with more is refused as too large")
     max_processes: int = _limit(256, "processes of one submission")
     disk_mb: int = _limit(256, "files, shared memory and locks of a whole submission together (its private tmpfs)")
     max_file_mb: int = _limit(64, "largest file one process of a submission may write (RLIMIT_FSIZE)")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 __all__ = ["BoundsError", "MAX_INT", "MAX_ITEMS", "MAX_DIMS", "MAX_LISTS", "MAX_TEXT", "MAX_PLAIN_DEPTH",
-           "MAX_VALUES", "MAX_CASES", "loads", "depth_and_size",
-           "plain_int", "plain_float", "shape_ok", "clean_plain", "clean_record", "missing", "value_of", "describe"]
+           "MAX_VALUES", "MAX_CASES", "BLOCKED_TARGET", "loads", "depth_and_size",
+           "plain_int", "plain_float", "shape_ok", "clean_plain", "clean_blocked", "clean_record", "missing",
+           "value_of", "describe"]
 
 MAX_INT = 10 ** 18  # the harvest reports ints beyond this as "huge int"
 MAX_ITEMS = 1000  # items of one harvested list or array (harvest.MAX_ITEMS)
@@ -169,6 +171,20 @@ def clean_plain(value, depth: int = 0, budget: list | None = None) -> dict:
     return unreadable
 
 
+BLOCKED_TARGET = re.compile(r"[A-Za-z0-9_.:*]{1,200}")  # "module:Class.function", as the harvest names one
+
+
+def clean_blocked(case: dict) -> dict:
+    """A case during which a blocked reference was called: {"blocked": target, "where": ...}.
+
+    The target must read as one ("module:path" in letters, digits, `_ . : *`), else it is
+    dropped ({"blocked": ""}: the case still earns nothing, and no report names a target for it).
+    """
+    target = case.get("blocked")
+    target = target if isinstance(target, str) and BLOCKED_TARGET.fullmatch(target) else ""
+    return {"blocked": target, "where": str(case.get("where", ""))[:100]}
+
+
 def clean_record(record) -> dict:
     """A harvested record with every field checked (see `clean_plain`); malformed -> missing."""
     if not isinstance(record, dict):
@@ -185,6 +201,8 @@ def clean_record(record) -> dict:
             case = case if isinstance(case, dict) else {}
             if "ok" in case:
                 cases.append({"ok": clean_plain(case["ok"], 0, budget)})
+            elif "blocked" in case:  # a blocked reference was called: its target, as data, or nothing
+                cases.append(clean_blocked(case))
             elif "error" in case:
                 cases.append({"error": str(case["error"])[:300], "where": str(case.get("where", ""))[:100]})
             elif "setup_error" in case:  # the driver's explanation: the learner's class breaks its contract

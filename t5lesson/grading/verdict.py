@@ -33,6 +33,9 @@ class Outcome:
     points: float
     max_points: float
     message: str = ""
+    # the blocked references the answer called ("module:function"), as the harvested records carry
+    # them: the only source of summary.md's and report.html's list, never parsed from `message`
+    blocked: tuple[str, ...] = ()
 
     def line(self) -> str:
         """One line for the learner, e.g. `q4: Incorrect: count the offset as key - query. [0/1]`."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from markdown_it import MarkdownIt
 
 from ..reports import store
-from ..reports.files import atomic_write, csv_text, safe_name
+from ..reports.files import atomic_write, csv_cell, csv_text, inert, safe_name, uncell
 from ..reports.gradebook import feedback_text
 from ..verdict import format_points
 
@@ -25,11 +25,6 @@ __all__ = ["export", "markdown_html", "read_ids"]
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"  # how Canvas' own export labels that row
-
-
-def _uncell(text: str) -> str:
-    """The value behind a spreadsheet-safe cell (`csv_cell` adds a ' before = + - @ tab CR)."""
-    return text[1:] if text[:1] == "'" and text[1:2] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 def _read_csv(path: Path) -> list[dict]:
@@ -57,8 +52,10 @@ def read_ids(path: Path) -> dict[str, dict]:
     return ids
 
 
-def _free_text_marks(report: Path, exercise, allow_unmarked: bool) -> dict[str, dict[str, float]] | None:
-    """{student: {question: points}} when free text is marked, None when nothing is marked yet."""
+def _free_text_marks(report: Path, exercise, allow_unmarked: bool,
+                     by_cell: dict[str, str]) -> dict[str, dict[str, float]] | None:
+    """{student: {question: points}} when free text is marked, None when nothing is marked yet;
+    `by_cell` maps the student column's cells to ids (`_students_by_cell`)."""
     manual = {q.id: q.points for q in exercise.questions if not q.auto_scored}
     sheet = report / "free_text.csv"
     if not manual or not sheet.exists():
@@ -66,7 +63,8 @@ def _free_text_marks(report: Path, exercise, allow_unmarked: bool) -> dict[str, 
     marks: dict[str, dict[str, float]] = {}
     blank = []
     for row in _read_csv(sheet):
-        student, question, text = _uncell(row["student"]), row["question"], (row.get("points") or "").strip()
+        cell, question, text = row["student"], row["question"], (row.get("points") or "").strip()
+        student = by_cell.get(cell, uncell(cell))
         if question not in manual:
             continue
         if not text:
@@ -89,15 +87,19 @@ def _free_text_marks(report: Path, exercise, allow_unmarked: bool) -> dict[str, 
 
 # --------------------------------------------------------------------------- feedback as HTML
 
-# CommonMark with raw HTML off, so a `<script>` in a student's answer stays text; "breaks" keeps each
-# line of the feedback on its own line, as the .md file shows it; HTML5 tags (<br>, not <br />).
-_MARKDOWN = MarkdownIt("commonmark", {"html": False, "breaks": True, "xhtmlOut": False})
+# CommonMark with raw HTML off, so a `<script>` in a student's answer stays text; links, images and
+# autolinks off too, so nothing in the feedback can point anywhere or load anything (the feedback
+# has none of its own); "breaks" keeps each line of the feedback on its own line, as the .md file
+# shows it; HTML5 tags (<br>, not <br />).
+_MARKDOWN = MarkdownIt("commonmark", {"html": False, "breaks": True, "xhtmlOut": False}).disable(
+    ["link", "image", "autolink", "reference"])
 
 
 def markdown_html(markdown: str, title: str) -> str:
     """The feedback's Markdown as a small HTML page; any HTML in it is escaped, never passed through."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title></head><body>\n" + _MARKDOWN.render(markdown) + "</body></html>\n")
+            f"<title>{html.escape(inert(title))}</title></head><body>\n"
+            + _MARKDOWN.render(inert(markdown, multiline=True)) + "</body></html>\n")
 
 
 # --------------------------------------------------------------------------- the export
@@ -149,12 +151,28 @@ class _Columns:
         return values
 
 
+def _students_by_cell(graded) -> dict[str, str]:
+    """{the student column's cell as the grader wrote it: student id (as grades.json has it)}.
+
+    Students are matched through grades.json: each id is written as a cell again (`csv_cell`,
+    exactly as gradebook.csv and free_text.csv hold it) and compared cell for cell, so no cell
+    needs to be read back into an id (`-x` and `'-x` are two students, and stay two)."""
+    cells: dict[str, str] = {}
+    for g in graded:
+        cell = csv_cell(inert(g.student))
+        if cell in cells:
+            raise ValueError(f"grades.json has two students written as the same cell {cell!r}")
+        cells[cell] = g.student
+    return cells
+
+
 def _gradebook_rows(report: Path, graded) -> dict[str, dict]:
     """{student: gradebook.csv row}, which must list the students grades.json does."""
-    rows = {_uncell(r["student"]): r for r in _read_csv(report / "gradebook.csv")}
-    if set(rows) != {g.student for g in graded}:
+    by_cell = _students_by_cell(graded)
+    rows = {r["student"]: r for r in _read_csv(report / "gradebook.csv")}
+    if set(rows) != set(by_cell):
         raise ValueError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
-    return rows
+    return {by_cell[cell]: row for cell, row in rows.items()}
 
 
 class _FeedbackFiles:
@@ -201,7 +219,7 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue,
     by_student = {g.student: g for g in run.graded}
     rows = _gradebook_rows(report, run.graded)
     ids = read_ids(ids_path)
-    marks = _free_text_marks(report, exercise, allow_unmarked)
+    marks = _free_text_marks(report, exercise, allow_unmarked, _students_by_cell(run.graded))
     columns = _Columns.of(exercise, assignment or exercise.title, marks, per_question)
 
     headers = columns.headers()

@@ -16,10 +16,10 @@ from fractions import Fraction
 from functools import cached_property
 
 from ..protocol import resolve
-from ..records import describe, missing, value_of
+from ..records import BLOCKED_TARGET, describe, missing, value_of
 from ..verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, SUBMITTED, Outcome, format_points
 
-__all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash"]
+__all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash", "blocked_sentence"]
 
 SALT = "t5lesson/exercises/v1"
 
@@ -200,6 +200,14 @@ class Numeric(Question):
         return self.outcome(INCORRECT, 0, known[0] if known else "")
 
 
+def blocked_sentence(target) -> str:
+    """How a call of a blocked reference reads in feedback: the refusal the learner's code met."""
+    from ..harvest import BLOCKED_MESSAGE
+
+    named = f" ({target})" if isinstance(target, str) and BLOCKED_TARGET.fullmatch(target) else ""
+    return f"RuntimeError: the reference implementation {BLOCKED_MESSAGE}{named}"
+
+
 @dataclass(frozen=True)
 class Case:
     """One call of a code question: args and kwargs (plain ints/bools), and what it exercises."""
@@ -312,12 +320,31 @@ class Code(Question):
         total = len(self.cases)
         if right == total:
             return self.outcome(CORRECT, 1, f"all {total} cases right.")
-        return self._verdict(right, total, failed)
+        return replace(self._verdict(right, total, failed), blocked=self.blocked_hits(results))
+
+    def owns_target(self, hit: str) -> bool:
+        """Whether `hit` ("module:Class.function", as a blocked function names itself) is one of the
+        functions this question's `blocked` targets ("module:path", "module:Class.*", "module:*")."""
+        module, _, path = hit.partition(":")
+        for target in self.blocked:
+            t_module, _, t_path = target.partition(":")
+            if module != t_module or not path:
+                continue
+            if t_path in (path, "*") or (t_path.endswith(".*") and path.startswith(t_path[:-1])) \
+                    or path.startswith(t_path + "."):
+                return True
+        return False
+
+    def blocked_hits(self, results: list) -> tuple[str, ...]:
+        """The blocked references the cases called, as the records carry them (never read from a
+        message): each a well-formed target (`records.BLOCKED_TARGET`) among this question's own."""
+        hits = {r.get("blocked") for r in results if isinstance(r, dict) and isinstance(r.get("blocked"), str)}
+        return tuple(sorted(h for h in hits if BLOCKED_TARGET.fullmatch(h) and self.owns_target(h)))
 
     def _verdict(self, right: int, total: int, failed: list) -> Outcome:
         """The outcome when some cases failed ((case, want, got) each, in order): partial credit,
         and here the first failed case explained, plus the first one that raised if that is another."""
-        errors = [f for f in failed if isinstance(f[2], dict) and ("error" in f[2] or "timeout" in f[2])]
+        errors = [f for f in failed if isinstance(f[2], dict) and ({"error", "timeout", "blocked"} & f[2].keys())]
         first_miss, first_error = failed[0], (errors[0] if errors else None)
         if right == 0 and first_error is not None and first_error == first_miss:
             return self.outcome(ERROR, 0, self._explain(*first_error))
@@ -342,8 +369,10 @@ class Code(Question):
             return f"{where} was not run: earlier cases were too slow."
         if got.get("not_implemented"):
             return f"{where} raised NotImplementedError."
+        place = f" (in {got['where']})" if got.get("where") else ""
+        if "blocked" in got:  # worded here, from the target the record carries (see `blocked_sentence`)
+            return f"{where} raised {blocked_sentence(got['blocked'])}{place}."
         if "error" in got:
-            place = f" (in {got['where']})" if got.get("where") else ""
             return f"{where} raised {_error_shown(got['error'], self.drawn_cases)}{place}."
         return None
 

@@ -72,7 +72,7 @@ def _raised(got) -> bool:
     course calls Error only what the learner's own code raised."""
     if not isinstance(got, dict):
         return False
-    return "timeout" in got or "error" in got
+    return "timeout" in got or "error" in got or "blocked" in got
 
 
 @dataclass(frozen=True)

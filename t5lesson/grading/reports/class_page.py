@@ -19,8 +19,8 @@ from markupsafe import Markup
 
 from ..questions.kinds import Code
 from ..verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Status, format_points
-from .files import csv_text
-from .gradebook import reference_hits
+from .files import csv_text, inert
+from .gradebook import flagged_readings, reference_hits
 
 __all__ = ["ClassStats", "compute", "class_report_files", "render_html", "csv_files"]
 
@@ -104,6 +104,7 @@ class ClassStats:
     statuses: dict[str, list[str]]  # status -> students, sorted
     objectives: list[ObjectiveStats]
     reference_hits: list = field(default_factory=list)  # (student, question, what): see report.reference_hits
+    flagged: list = field(default_factory=list)  # (student, question, what): see gradebook.flagged_readings
 
 
 def _category(outcome) -> str:
@@ -273,7 +274,7 @@ def compute(exercise, graded, titles: dict | None = None) -> ClassStats:
     return ClassStats(exercise, [g.total for g in graded], [g.total for g in ok], _bins(exercise, graded),
                       _hardest_first(questions), _wrong_answers(exercise, tally), cases, topics,
                       {q: tally.attempted[q] for q in cases}, _statuses(graded), _objectives(questions),
-                      reference_hits(graded))
+                      reference_hits(graded), flagged_readings(graded))
 
 
 # --------------------------------------------------------------------------- CSV
@@ -339,7 +340,8 @@ FONT = 'font-family="DejaVu Sans, Helvetica, Arial, sans-serif"'
 
 
 def _esc(text) -> str:
-    return html.escape(str(text), quote=True)
+    """HTML text of a value: made `inert` (no escape sequences or invisible characters, one line), then escaped."""
+    return html.escape(inert(text), quote=True)
 
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:
@@ -547,7 +549,7 @@ def _status_part(stats: ClassStats) -> dict:
         shown = ", ".join(names) if problem else (", ".join(names[:30]) + (" ..." if len(names) > 30 else ""))
         rows.append({"status": status, "problem": problem, "count": len(names), "who": shown})
     return {"rows": rows, "all_graded": not any(status != str(Status.GRADED) for status in stats.statuses),
-            "reference_hits": stats.reference_hits}
+            "reference_hits": stats.reference_hits, "flagged": stats.flagged}
 
 
 def _objectives_part(stats: ClassStats) -> dict:

@@ -12,9 +12,57 @@ import io
 import os
 import re
 import tempfile
+import unicodedata
 from pathlib import Path
 
-__all__ = ["safe_name", "csv_cell", "csv_text", "atomic_write"]
+__all__ = ["inert", "md_text", "code_span", "safe_name", "csv_cell", "uncell", "csv_text", "atomic_write"]
+
+
+# Terminal escape sequences (CSI "ESC [ ... final", OSC "ESC ] ... BEL or ESC \\", the other
+# two-character escapes, and their 8-bit forms): removed whole, not just their ESC byte.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?"
+                      r"|(?:\x1b[\]P^_X]|[\x9d\x90\x9e\x9f\x98])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+                      r"|\x1b[ -~]?")
+_LINE_BREAKS = re.compile("\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
+
+
+def _visible(char: str) -> bool:
+    """False for control (Cc) and format (Cf) characters: zero-width spaces, direction overrides, ..."""
+    return unicodedata.category(char) not in ("Cc", "Cf", "Cs")
+
+
+def inert(text, multiline: bool = False) -> str:
+    """Text from a submission or a kernel, safe to write anywhere: no escape sequences, no control,
+    format or direction characters; line breaks become "\\n" and tabs stay where the field is
+    `multiline` (an answer's indentation), both become spaces where it is not. The same text again
+    gives the same result."""
+    text = str(text)
+    if text.isascii() and text.isprintable():
+        return text
+    text = _LINE_BREAKS.sub("\n" if multiline else " ", _ESCAPES.sub("", text))
+    keep = "\n\t" if multiline else ""
+    return "".join(c for c in (text if multiline else text.replace("\t", " ")) if c in keep or _visible(c))
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*<>\[\]|])")
+
+
+def md_text(text) -> str:
+    """One line of submission text as Markdown shows it, never as Markdown structure: `inert`, on
+    one line, with the characters that make links, images, HTML, code and emphasis escaped, and a
+    backslash before a first character that could start a heading, a quote or a list."""
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", inert(text))
+    text = re.sub(r"^(\d+)([.)])", r"\1\\\2", text)
+    return f"\\{text}" if text[:1] in ("#", ">", "+", "=", "~", "-") else text
+
+
+def code_span(text) -> str:
+    """A Markdown code span holding `text` (made `inert`, on one line) exactly: its fence is one
+    backtick longer than the longest run of backticks inside, so none can end it early."""
+    text = inert(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def safe_name(student: str) -> str:
@@ -29,12 +77,19 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value) -> str:
-    """A CSV field a spreadsheet shows as text: a leading =, +, -, @, tab or CR gets a ' before it.
+    """A CSV field a spreadsheet shows as text: a leading =, +, -, @, tab or CR gets a ' before it,
+    and so does a leading ', so that `uncell` can always tell the value back. Made `inert` (line
+    breaks kept: a quoted CSV field may span lines; single-line fields are made so by the caller).
 
     Numbers stay numbers (points are never negative); student ids and answers are text.
     """
-    text = str(value)
-    return f"'{text}" if text.startswith(_FORMULA_START) else text
+    text = inert(value, multiline=True)
+    return f"'{text}" if text.startswith(_FORMULA_START) or text.startswith("'") else text
+
+
+def uncell(text: str) -> str:
+    """The value behind a `csv_cell` field: exactly one leading ' removed, if there is one."""
+    return text[1:] if text.startswith("'") else text
 
 
 def csv_text(header: list[str], rows) -> str:

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 from ..exercise import Exercise
 from ..verdict import Graded, format_points
-from .files import atomic_write, csv_cell, safe_name
+from .files import atomic_write, code_span, csv_cell, inert, md_text, safe_name
 
-__all__ = ["write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text", "reference_hits"]
+__all__ = ["write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text", "reference_hits", "flagged_readings"]
 
 
 def gradebook_text(exercise: Exercise, graded: list[Graded]) -> str:
@@ -27,8 +27,8 @@ def gradebook_text(exercise: Exercise, graded: list[Graded]) -> str:
     writer.writerow(["student", *exercise.ids, "total", "status"])
     for g in sorted(graded, key=lambda g: g.student):
         points = {o.question: format_points(o.points) for o in g.outcomes if exercise[o.question].auto_scored}
-        writer.writerow([csv_cell(g.student), *(points.get(q, "") for q in exercise.ids), format_points(g.total),
-                         csv_cell(g.status)])
+        writer.writerow([csv_cell(inert(g.student)), *(points.get(q, "") for q in exercise.ids),
+                         format_points(g.total), csv_cell(inert(g.status))])
     return buffer.getvalue()
 
 
@@ -45,35 +45,46 @@ def free_text_sheet(exercise: Exercise, graded: list[Graded]) -> str:
             if answer.strip() == getattr(q, "placeholder", "").strip():
                 answer = ""
             rubric = q.rubric_text() if hasattr(q, "rubric_text") else ""
-            writer.writerow([csv_cell(g.student), q.id, format_points(q.points), "", csv_cell(answer.strip()),
-                             rubric])
+            writer.writerow([csv_cell(inert(g.student)), q.id, format_points(q.points), "",
+                             csv_cell(inert(answer, multiline=True).strip()), rubric])
     return buffer.getvalue()
 
 
 def feedback_text(exercise: Exercise, g: Graded) -> str:
-    """A student's feedback in Markdown: total, one line per question, then notes on the run."""
+    """A student's feedback in Markdown: total, one line per question, then notes on the run.
+
+    Everything that came from the submission or its kernel (the id, error texts, answers, notes)
+    is written inert, one line each, with Markdown's own characters escaped (`files.md_text`), so
+    it can neither forge a heading or a question's line nor make a link, an image or HTML."""
     manual = [q for q in exercise.questions if not q.auto_scored]
-    lines = [f"# {exercise.title}", "", f"Feedback for **{g.student}** (`{g.file}`).", "",
+    lines = [f"# {exercise.title}", "", f"Feedback for **{md_text(g.student)}** ({code_span(g.file)}).", "",
              f"**Total: {format_points(g.total)} / {format_points(exercise.auto_points)}** "
              "automatically graded points."]
     if manual:
         names = ", ".join(f"{q.id} ({format_points(q.points)} points)" for q in manual)
         lines.append(f"Free-text answers are marked by your instructor: {names}.")
     lines += ["", "## Questions", ""]
-    lines += [f"- {o.line()}" for o in g.outcomes]
+    lines += [f"- {replace(o, question=md_text(o.question), message=md_text(o.message)).line()}" for o in g.outcomes]
     if g.notes:
         lines += ["", "## About your notebook", ""]
-        lines += [f"- {note}" for note in g.notes]
+        lines += [f"- {md_text(note)}" for note in g.notes]
     return "\n".join(lines) + "\n"
 
 
 def reference_hits(graded: list[Graded]) -> list[tuple[str, str, str]]:
-    """(student, question, what) for every answer that called a blocked reference implementation."""
-    from ..harvest import BLOCKED_MESSAGE
+    """(student, question, what) for every answer that called a blocked reference implementation.
 
-    found = re.compile(r"the reference implementation " + re.escape(BLOCKED_MESSAGE) + r" \(([^()]{1,200})\)")
-    return [(g.student, o.question, ", ".join(sorted(set(found.findall(o.message)))))
-            for g in sorted(graded, key=lambda g: g.student) for o in g.outcomes if found.search(o.message)]
+    Read from the data each outcome carries (`Outcome.blocked`, validated where the record was
+    cleaned and scored), never from a message: nothing a learner's code raised can add a line."""
+    return [(g.student, o.question, ", ".join(sorted(set(o.blocked))))
+            for g in sorted(graded, key=lambda g: g.student) for o in g.outcomes if getattr(o, "blocked", ())]
+
+
+def flagged_readings(graded: list[Graded]) -> list[tuple[str, str, str]]:
+    """(student, question, what) for every answer whose reading the notebook reached into (hooks, a
+    second record, the blocking undone) or whose check cell ran code of its own (`Graded.flags`)."""
+    return [(g.student, question, "; ".join(flags)) for g in sorted(graded, key=lambda g: g.student)
+            for question, flags in sorted(getattr(g, "flags", {}).items())]
 
 
 def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipped=(), failed=()) -> str:
@@ -91,26 +102,34 @@ def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipp
     lines += [f"- {status}: {n}" for status, n in sorted(counts.items())]
     if skipped:
         lines += ["", "## Files without a row", ""]
-        lines += [f"- `{s.relative}`: {s.reason}" for s in skipped]
+        lines += [f"- {code_span(s.relative)}: {md_text(s.reason)}" for s in skipped]
     errors = sorted((g for g in graded if g.error), key=lambda g: g.student)
     if errors:
         lines += ["", "## Grader errors", "", "Each of these got the status `grader error`; the rest of the "
                   "class was graded. Please report them with the notebook.", ""]
-        lines += [f"- `{g.student}`: {g.error}" for g in errors]
+        lines += [f"- {code_span(g.student)}: {md_text(g.error)}" for g in errors]
     hits = reference_hits(graded)
     if hits:
         lines += ["", "## The blocked reference was called", "", "These answers called an implementation that is "
                   "switched off while answers are graded; the cases that called it earned nothing.", ""]
-        lines += [f"- `{student}`, {question}: {what}" for student, question, what in hits]
+        lines += [f"- {code_span(student)}, {md_text(question)}: {md_text(what)}" for student, question, what in hits]
+    flagged = flagged_readings(graded)
+    if flagged:
+        lines += ["", "## Notebooks that reached into the grader's cells", "", "Code of these notebooks ran around "
+                  "the grader's reading of an answer, or from an edited check cell. A reading reached into earned at "
+                  "most a third of its points; read these notebooks (docs/grading.md, \"What the grader guarantees\").",
+                  ""]
+        lines += [f"- {code_span(student)}, {md_text(question)}: {md_text(what)}" for student, question, what in flagged]
     if failed:
-        lines += ["", "## Reports not written", ""] + [f"- {f}" for f in failed]
+        lines += ["", "## Reports not written", ""] + [f"- {md_text(f)}" for f in failed]
     if settings.get("seed"):
         seed = str(settings["seed"])
-        lines += ["", "## Hidden cases", "", f"The code questions were graded on cases drawn from the seed `{seed}`. "
-                  f"Grading again with `--seed {shlex.quote(seed)}` draws the same cases and gives the same grades. "
+        lines += ["", "## Hidden cases", "", "The code questions were graded on cases drawn from the seed "
+                  f"{code_span(seed)}. Grading again with {code_span('--seed ' + shlex.quote(seed))} draws the same "
+                  "cases and gives the same grades. "
                   "Keep the seed from students: with it, and the recipe in the package, the cases can be drawn "
                   "again. Use a new one for each class."]
-    lines += ["", "## Settings", ""] + [f"- {k}: {v}" for k, v in sorted(settings.items())]
+    lines += ["", "## Settings", ""] + [f"- {k}: {inert(v)}" for k, v in sorted(settings.items())]
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from tqdm import tqdm
 
 from ..verdict import Status, format_points
+from .files import inert
 
 __all__ = ["Progress", "duration"]
 
@@ -85,7 +86,7 @@ class Progress:
             self.problems[str(g.status)] += 1
         width = len(str(total))
         points = f"{format_points(g.total)}/{format_points(exercise.auto_points)}"
-        line = f"[{done:>{width}}/{total}] {g.student}: {points} {g.status} ({g.seconds:.1f} s)"
+        line = f"[{done:>{width}}/{total}] {inert(g.student)}: {points} {inert(g.status)} ({g.seconds:.1f} s)"
         if not self.bar:
             self._write(f"{line} | {self.status_text()}\n")
             return

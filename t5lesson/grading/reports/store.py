@@ -52,11 +52,27 @@ class Run(NamedTuple):
     titles: dict
 
 
+def _outcome(o: Outcome) -> dict:
+    """An outcome as grades.json keeps it; `blocked` only where the answer called a blocked reference."""
+    plain = {"question": o.question, "status": o.status, "points": o.points, "max_points": o.max_points,
+             "message": o.message}
+    if getattr(o, "blocked", ()):
+        plain["blocked"] = list(o.blocked)
+    return plain
+
+
+def _blocked(o: dict) -> tuple[str, ...]:
+    """The blocked targets of an outcome read back from grades.json (well-formed ones only)."""
+    from ..records import BLOCKED_TARGET
+
+    found = o.get("blocked") if isinstance(o.get("blocked"), list) else []
+    return tuple(t for t in found if isinstance(t, str) and BLOCKED_TARGET.fullmatch(t))
+
+
 def _plain(g: Graded) -> dict:
     return {
         "student": g.student, "file": g.file, "status": str(g.status),
-        "outcomes": [{"question": o.question, "status": o.status, "points": o.points,
-                      "max_points": o.max_points, "message": o.message} for o in g.outcomes],
+        "outcomes": [_outcome(o) for o in g.outcomes],
         "notes": list(g.notes), "free_text": dict(g.free_text), "answers": dict(getattr(g, "answers", {}) or {}),
         "error": getattr(g, "error", ""),
         **({"flags": {q: list(f) for q, f in g.flags.items()}} if getattr(g, "flags", None) else {}),
@@ -125,8 +141,8 @@ def read(report_dir: Path, catalogue) -> Run:
         exercise = exercise.drawn(seed)
     graded = []
     for s in doc["submissions"]:
-        outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"])
-                    for o in s["outcomes"]]
+        outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"],
+                            _blocked(o)) for o in s["outcomes"]]
         graded.append(Graded(s["student"], s["file"], _status(s["status"]), outcomes, list(s["notes"]),
                              dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {})),
                              flags=dict(s.get("flags", {}))))

@@ -22,7 +22,7 @@ from ..protocol import Limits, mark_harvest
 from ..questions.kinds import FreeText
 from ..records import BoundsError, loads
 
-__all__ = ["Prepared", "parse", "prepare", "harvest_source"]
+__all__ = ["Prepared", "parse", "prepare", "harvest_source", "too_many_cells"]
 
 _HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel (see harvest_source)
 _HARVEST_CELL = """def __t5lesson_harvest():
@@ -39,6 +39,7 @@ class Prepared:
 
     notebook: object = None
     problem: str | None = None
+    too_large: bool = False  # the problem is the notebook's size (its status is "too large")
     notes: list[str] = field(default_factory=list)
     free_text: dict[str, str] = field(default_factory=dict)
     answer_cell: dict[str, int] = field(default_factory=dict)  # question -> index in the run notebook
@@ -60,6 +61,18 @@ def _text(source) -> str | None:
     return None
 
 
+TOO_MANY_CELLS = "the notebook has {cells:,} cells, more than the {limit:,} a submission may have, so it was not run"
+
+
+class TooLarge(str):
+    """A refusal that gives the submission the status "too large", not "unreadable"."""
+
+
+def too_many_cells(cells: int, limits: Limits) -> str:
+    """The refusal of a notebook with more cells than `limits.max_cells` (it counts as too large)."""
+    return TooLarge(TOO_MANY_CELLS.format(cells=cells, limit=limits.max_cells))
+
+
 def parse(data: bytes, limits: Limits = Limits()):
     """(cells, None, exercise id) for a readable notebook, else (None, the reason in words, None)."""
     try:
@@ -76,6 +89,8 @@ def parse(data: bytes, limits: Limits = Limits()):
         if isinstance(doc, dict) and "worksheets" in doc:
             return None, "the notebook is in the old format 3; open and save it in Jupyter first", None
         return None, "the file is JSON but not a notebook (it has no list of cells)", None
+    if len(doc["cells"]) > limits.max_cells:  # before any cell is built: composing costs time per cell
+        return None, too_many_cells(len(doc["cells"]), limits), None
     cells = []
     for number, raw in enumerate(doc["cells"], 1):
         source = _text(raw.get("source")) if isinstance(raw, dict) else None
@@ -236,7 +251,7 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limit
     """Compose the run notebook for one submission (see module doc)."""
     cells, problem, claimed = parse(data, limits)
     if problem:
-        return Prepared(problem=problem)
+        return Prepared(problem=str(problem), too_large=isinstance(problem, TooLarge))
     out = Prepared()
     if claimed is not None and claimed != exercise.id:
         out.notes.append(f"This notebook says it is exercise {claimed[:60]!r}; it was graded as {exercise.id!r}.")

@@ -2,40 +2,60 @@
 
 `survey(folder)` walks it without following links and without ever blocking: each regular
 `*.ipynb` is an `Entry` with a safe student id; everything else is `Skipped`, with the reason.
-`read(entry, max_bytes)` reads a submission's bytes once, without following links and without
-blocking on a FIFO, and returns them or the reason in words. See docs/grading.md, "Grading a class".
+`read(entry, max_bytes)` reads a submission's bytes once, without blocking on a FIFO, opening it
+one folder at a time without following links and refusing any folder or file that is not the one
+the survey saw (device and inode). See docs/grading.md, "Grading a class" and its step 1.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..verdict import Skipped
 
-__all__ = ["Entry", "survey", "read", "student_id", "MAX_ID"]
+__all__ = ["Entry", "Unreadable", "survey", "read", "student_id", "MAX_ID"]
 
 MAX_ID = 100  # characters of a student id; longer ones are cut and given a hash suffix
 SUFFIX = ".ipynb"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+Identity = tuple[int, int]  # (st_dev, st_ino) of a file or folder, as the survey saw it
+
+
 @dataclass(frozen=True)
 class Entry:
-    """One submission: its path, its path inside the folder (as text) and its student id."""
+    """One submission: its path, its path inside the folder (as text) and its student id; and, from
+    the survey, the folder it was found under (`root`), the names on the way (`parts`, the file's
+    last) and the identity of the root, of each folder on the way and of the file (`identities`)."""
 
     path: Path
     relative: str
     student: str
+    root: Path | None = None
+    parts: tuple[str, ...] = ()
+    identities: tuple[Identity, ...] = ()
+
+
+def _invisible(char: str) -> bool:
+    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
 
 
 def _text(name: str) -> str:
-    """A file name as printable text: undecodable bytes as \\xNN, control characters as ?."""
-    text = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return _CONTROL.sub("?", text)
+    """A file name as printable text: undecodable bytes as \\xNN; control characters, and format
+    characters (zero-width spaces, direction overrides, ...), as ?."""
+    text = _CONTROL.sub("?", os.fsencode(name).decode("utf-8", "backslashreplace"))
+    return text if text.isascii() else "".join("?" if _invisible(c) else c for c in text)
+
+
+def _identity(info) -> Identity:
+    return (info.st_dev, info.st_ino)
 
 
 def student_id(relative: str) -> str:
@@ -49,10 +69,10 @@ def student_id(relative: str) -> str:
 
 def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
     """(submissions, skipped entries) of the folder, both sorted by path (see module doc)."""
-    entries: list[tuple[str, Path]] = []
+    entries: list[tuple[str, Path, tuple[str, ...], tuple[Identity, ...]]] = []
     skipped: list[Skipped] = []
 
-    def walk(directory: Path, prefix: str) -> None:
+    def walk(directory: Path, prefix: str, parts: tuple[str, ...] = (), seen: tuple[Identity, ...] = ()) -> None:
         try:
             with os.scandir(directory) as it:
                 children = sorted(it, key=lambda e: os.fsencode(e.name))
@@ -64,7 +84,8 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
             relative = f"{prefix}{child.name}"
             shown = _text(relative)
             try:
-                mode = child.stat(follow_symlinks=False).st_mode
+                info = child.stat(follow_symlinks=False)
+                mode = info.st_mode
             except OSError as exc:
                 skipped.append(Skipped(shown, f"could not be examined ({exc.strerror or exc})"))
                 continue
@@ -73,17 +94,21 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
             elif stat.S_ISLNK(mode):
                 skipped.append(Skipped(shown, "a symbolic link: links are not followed"))
             elif stat.S_ISDIR(mode):
-                walk(Path(child.path), relative + "/")
+                walk(Path(child.path), relative + "/", (*parts, child.name), (*seen, _identity(info)))
             elif not stat.S_ISREG(mode):
                 skipped.append(Skipped(shown, "not a regular file (a FIFO, socket or device)"))
             elif not child.name.endswith(SUFFIX):
                 skipped.append(Skipped(shown, f"not a notebook (the name does not end in {SUFFIX})"))
             else:
-                entries.append((relative, Path(child.path)))
+                entries.append((relative, Path(child.path), (*parts, child.name), (*seen, _identity(info))))
 
-    walk(folder, "")
+    try:
+        root = (_identity(os.stat(folder)),)
+    except OSError:
+        root = ()
+    walk(folder, "", (), root)
     found, taken = [], set()
-    for relative, path in entries:
+    for relative, path, parts, identities in entries:
         student = student_id(relative)
         if student in taken:  # two names that read the same once made safe
             n = 2
@@ -91,7 +116,7 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
                 n += 1
             student = f"{student}~{n}"
         taken.add(student)
-        found.append(Entry(path, _text(relative), student))
+        found.append(Entry(path, _text(relative), student, Path(os.path.abspath(folder)), parts, identities))
     return found, skipped
 
 
@@ -106,13 +131,49 @@ class Unreadable:
 TOO_LARGE = Unreadable("larger than the limit", too_large=True)
 
 
-def read(entry: Entry, max_bytes: int) -> bytes | Unreadable:
-    """The file's bytes, or why they cannot be read."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+CHANGED = Unreadable("the file or a folder on its path was replaced after the submissions folder was "
+                     "surveyed (for example by a link); it was not read")
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_surveyed(entry: Entry) -> int | Unreadable:
+    """An open descriptor of the entry's file, reached one name at a time from the surveyed root,
+    each folder opened relative to its parent without following a link, each folder and the file
+    checked against the identity the survey recorded; else why not (`CHANGED`)."""
+    if len(entry.identities) != len(entry.parts) + 1:
+        return CHANGED
+    fd = os.open(entry.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
-        fd = os.open(entry.path, flags)
+        for depth, name in enumerate(entry.parts):
+            if _identity(os.fstat(fd)) != entry.identities[depth]:
+                return CHANGED
+            last = depth == len(entry.parts) - 1
+            try:
+                child = os.open(name, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
+                    return CHANGED
+                raise
+            os.close(fd)
+            fd = child
+        if _identity(os.fstat(fd)) != entry.identities[-1]:
+            return CHANGED
+        fd, opened = -1, fd
+        return opened
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def read(entry: Entry, max_bytes: int) -> bytes | Unreadable:
+    """The file's bytes, or why they cannot be read (see module doc)."""
+    try:
+        fd = os.open(entry.path, _FILE_FLAGS) if entry.root is None else _open_surveyed(entry)
     except OSError as exc:
         return Unreadable(f"the file could not be opened ({exc.strerror or exc})")
+    if isinstance(fd, Unreadable):
+        return fd
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -8,10 +8,12 @@ every cell that failed, every limit hit, becomes a note of the feedback. See doc
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..protocol import EXIT_ENAME, FAILED_CELL, KERNEL_BROKEN_ENAME, CellResult, CellStatus, Limits, RunResult
 from ..questions import answers
 from ..records import clean_record, loads
+from ..reports.files import inert
 from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, Outcome, Status, status_of
 from .compose import Prepared
@@ -71,13 +73,13 @@ def tampering(exercise, result: RunResult | None, records: dict) -> dict[str, li
     return found
 
 
-def _capped(q, outcome: Outcome, flags: list[str]) -> Outcome:
+def _capped(outcome: Outcome, flags: list[str]) -> Outcome:
     """At most a third of the question's points when something reached into its reading."""
     points = min(outcome.points, round(outcome.max_points / 3, 2))
     why = "; ".join(flags[:3])
-    return Outcome(outcome.question, outcome.status, points, outcome.max_points,
-                   f"{outcome.message} The grader's reading of this answer was tampered with ({why}): "
-                   f"at most a third of its points; your instructor sees this.")
+    return replace(outcome, points=points,
+                   message=f"{outcome.message} The grader's reading of this answer was tampered with ({why}): "
+                           "at most a third of its points; your instructor sees this.")
 
 
 def _cell_error(cell: CellResult, origin: str) -> str:
@@ -201,9 +203,9 @@ def score(exercise, prep: Prepared, result: RunResult | None, limits: Limits,
         record = records.get(q.id) if q.id in harvest else None
         outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
     flagged = tampering(exercise, result, {q: r for q, r in records.items() if q in harvest})
-    outcomes = [_capped(exercise[o.question], o, flagged[o.question]) if o.question in flagged else o
-                for o in outcomes]
-    return status, outcomes, notes
+    outcomes = [_capped(o, flagged[o.question]) if o.question in flagged else o for o in outcomes]
+    # error texts, answers and names in them came from the kernel: inert, one line each, from here on
+    return status, [replace(o, message=inert(o.message)) for o in outcomes], [inert(note) for note in notes]
 
 
 def harvested(exercise, result: RunResult | None, nonce: str, limits: Limits) -> dict:

@@ -122,3 +122,62 @@ def test_a_script_in_a_students_answer_comes_out_as_text():
     assert "<script" not in page and page.count("&lt;script&gt;alert(") == 4
     assert "<code>&lt;script&gt;alert(2)&lt;/script&gt;</code>" in page and "<title>Feedback: &lt;script&gt;" in page
     assert "<a " not in page  # nor does a javascript: link become one
+
+
+def _synthetic_report(tmp_path, students, messages=None):
+    """A report folder written by the grader's own code from made-up verdicts (no kernel runs)."""
+    from t5lesson.grading.reports import store
+    from t5lesson.grading.verdict import Graded, Status
+
+    graded = []
+    for n, student in enumerate(students):
+        outcomes = [q.outcome("correct" if n % 2 else "incorrect", n % 2, (messages or {}).get(student, "ok."))
+                    for q in SAMPLE_EXERCISE.questions]
+        graded.append(Graded(student, f"{student}.ipynb", Status.GRADED, outcomes, [], {FREE.id: "text"}))
+    report = tmp_path / "report"
+    assert store.write_all(report, SAMPLE_EXERCISE, graded, {}) == []
+    return report, {g.student: g.total for g in graded}
+
+
+def test_ids_a_spreadsheet_would_read_as_formulas_are_matched_exactly(tmp_path):
+    from t5lesson import exercises
+    from t5lesson.grading.integrations.lms import export
+
+    students = ["-x", "'-x", "=cmd", "'=cmd", "ada"]
+    report, totals = _synthetic_report(tmp_path, students)
+    cells = [row["student"] for row in csv.DictReader(open(report / "gradebook.csv", newline=""))]
+    assert len(set(cells)) == 5 and all(c[:1] not in "=-" for c in cells)
+    ids = tmp_path / "ids.csv"
+    with open(ids, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["submission", "lms_id"])
+        writer.writerows([s, f"L{n}"] for n, s in enumerate(students))
+    result = export(report, ids, tmp_path / "lms", catalogue=exercises)
+    assert result["exported"] == 5 and result["no_id"] == [] and result["no_submission"] == []
+    moodle = list(csv.DictReader(open(tmp_path / "lms" / "moodle.csv", newline="")))
+    grade_column = [c for c in moodle[0] if c.endswith(f"(out of {OUT_OF})")][0]
+    got = {row["ID number"]: row[grade_column] for row in moodle}
+    assert got == {f"L{n}": format_points(totals[s]) for n, s in enumerate(students)}
+
+
+def test_lms_feedback_holds_no_live_link_image_or_escape(tmp_path):
+    from t5lesson import exercises
+    from t5lesson.grading.integrations.lms import export
+
+    hostile = ("raised ValueError: [see your marks here](https://attacker.invalid) "
+               "![p](https://attacker.invalid/p.png) <https://attacker.invalid> "
+               "\x1b]0;window-title\x07\x1b[2J\x1b[31mRED\x1b[0m"
+               "\n## Questions\n- q7: Correct: all cases right. [4/4] <img src=x onerror=alert(2)>")
+    report, _ = _synthetic_report(tmp_path, ["mallory"], {"mallory": hostile})
+    ids = tmp_path / "ids.csv"
+    ids.write_text("submission,lms_id\nmallory,M1\n")
+    export(report, ids, tmp_path / "lms", catalogue=exercises)
+    page = (tmp_path / "lms" / "feedback" / "M1.html").read_text()
+    markdown = (tmp_path / "lms" / "feedback" / "M1.md").read_text()
+    moodle = (tmp_path / "lms" / "moodle.csv").read_text()
+    for text in (page, markdown, moodle):
+        assert "\x1b" not in text and "\x07" not in text
+    assert "<a " not in page and "<img" not in page and "href" not in page  # links and images stay text
+    assert "&lt;img src=x onerror=alert(2)&gt;" in page
+    assert page.count("<h2>") == markdown.count("\n## ") == 1  # no forged "## Questions" heading
+    assert "\n- q7: Correct" not in markdown

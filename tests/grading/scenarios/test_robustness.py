@@ -304,10 +304,10 @@ def test_a_folder_the_grader_cannot_read_is_listed(tmp_path, monkeypatch):
     monkeypatch.setattr(intake.os, "scandir", scandir)
     real_open = os.open
 
-    def open_(path, flags, *args):
+    def open_(path, flags, *args, **kwargs):  # read opens each name relative to its folder (dir_fd)
         if str(path).endswith("ok.ipynb"):
             raise PermissionError(13, "Permission denied")
-        return real_open(path, flags, *args)
+        return real_open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(intake.os, "open", open_)
     graded = grade_folder(folder, out, exercise_id="01_unscaled_scores", isolation="none", jobs=1,
