@@ -307,7 +307,8 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
         async with client.async_setup_kernel():
             clock.start()
             if job.sandbox.watch_memory:  # no cgroup: the worker bounds the kernel's process tree
-                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result))
+                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result,
+                                                              job.sandbox.home))
             await _run_cells(client, nb, clock, result, running)
     except DeadKernelError:
         result.ended = RunEnd.KERNEL_DIED
@@ -321,14 +322,23 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
     return result
 
 
-async def _watch_memory(km, limit: int, result: RunResult, every: float = 0.25) -> None:
-    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes."""
+def _own_tmpfs(pid: int, home: str) -> tuple[int, ...]:
+    """The device of the kernel's own size-limited tmpfs (its home, seen through its root), if it has one."""
+    try:
+        return (os.stat(f"/proc/{pid}/root{home}").st_dev,)
+    except OSError:
+        return ()
+
+
+async def _watch_memory(km, limit: int, result: RunResult, home: str = "", every: float = 0.25) -> None:
+    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes:
+    their PSS and the memfd and tmpfs files they hold (but the kernel's own tmpfs, bounded by --disk-mb)."""
     while True:
         await asyncio.sleep(every)
         process = getattr(getattr(km, "provisioner", None), "process", None)
         if process is None or process.poll() is not None:
             continue
-        if tree_memory(process.pid) > limit:
+        if tree_memory(process.pid, _own_tmpfs(process.pid, home) if home else ()) > limit:
             result.memory_exceeded = True
             if not kill_group(process.pid):
                 process.kill()
