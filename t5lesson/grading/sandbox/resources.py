@@ -418,13 +418,10 @@ class _Removal:
                 return
             except FileNotFoundError:
                 return
-            except PermissionError as exc:
-                if attempt or not _open_up(folder):
+            except OSError as exc:
+                if attempt or not isinstance(exc, PermissionError) or not _open_up(folder):
                     self.error(f"unlink {name}", exc)
                     return
-            except OSError as exc:
-                self.error(f"unlink {name}", exc)
-                return
 
     def rmdir(self, name: str, parent: int, key: tuple[int, int]) -> None:
         for attempt in (0, 1):
@@ -433,15 +430,11 @@ class _Removal:
                 return
             except FileNotFoundError:
                 return
-            except PermissionError as exc:
-                if attempt or not _open_up(parent):
-                    break
-                error = exc
             except OSError as exc:
-                error = exc
-                break
-        self.failed.add(key)
-        self.error(f"rmdir {name}", error)
+                if attempt or not isinstance(exc, PermissionError) or not _open_up(parent):
+                    self.failed.add(key)
+                    self.error(f"rmdir {name}", exc)
+                    return
 
 
 def _open_up(folder: int) -> bool:
