@@ -11,7 +11,8 @@ behind can be seen:
 - a kernel that writes 5 x 20 MB and 10,000 empty files into its socket folder (with
   --disk-mb 16) lands none there: the folder is read-only once the kernel's sockets are bound;
 - as a normal user (no cgroup), a kernel that hides 1,200 MB in memfd files (written, never
-  mapped) under --memory-mb 800 is stopped with the memory verdict; the control is graded.
+  mapped) under --memory-mb 800 is stopped with the memory verdict; the control is graded; and
+  780 MB of files held open in its own /tmp (a tmpfs bounded by --disk-mb) are not memory there.
 These tests skip where kernels cannot be isolated (CI requires them: T5LESSON_REQUIRE_ISOLATION=1).
 """
 from __future__ import annotations
@@ -238,3 +239,26 @@ def test_memfd_files_count_against_a_normal_user_s_memory_limit(place, honest_to
     assert "went over its memory limit of 800 MB" in feedback["hider"], feedback["hider"]
     assert "survived" not in feedback["hider"]
     assert rows["ada"]["status"] == "graded" and rows["ada"]["total"] == honest_totals["ada"], feedback["ada"]
+
+
+TMP_FILES_HELD = '''
+files = []
+for i in range(13):
+    f = open(f"/tmp/held{i}", "wb")
+    f.write(b"x" * (60 * 2 ** 20))
+    f.flush()
+    files.append(f)
+raise RuntimeError(f"holding {len(files) * 60} MB of files in /tmp")
+'''
+
+
+def test_files_on_the_kernel_s_own_tmpfs_are_disk_not_memory(place, honest_totals):
+    """Held open, the files of the kernel's own tmpfs count against --disk-mb only, not against the memory watch."""
+    _need_isolation()
+    user = _user("normal user")
+    nb = full()
+    add_after(nb, "setup", TMP_FILES_HELD)
+    write(nb, place / "subs" / "keeper.ipynb")
+    rows, feedback = _grade(place, user, "--memory-mb", "800", "--disk-mb", "1000")
+    assert "holding 780 MB of files in /tmp" in feedback["keeper"], feedback["keeper"]
+    assert rows["keeper"]["status"] == "graded" and "memory limit" not in feedback["keeper"]
