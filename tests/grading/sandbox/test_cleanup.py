@@ -94,6 +94,9 @@ def test_a_link_is_removed_not_followed_and_a_missing_path_is_no_error(tmp_path)
     assert remove_tree(tmp_path / "missing") == []
     (tmp_path / "file").write_text("x")
     assert remove_tree(tmp_path / "file") == [] and not (tmp_path / "file").exists()
+    (tmp_path / "real" / "run").mkdir(parents=True)  # a temp folder reached through a link: its run folder goes
+    (tmp_path / "temp").symlink_to(tmp_path / "real")
+    assert remove_tree(tmp_path / "temp" / "run") == [] and os.listdir(tmp_path / "real") == []
 
 
 def test_what_cannot_be_removed_is_reported_in_one_line_never_raised(tmp_path, capsys, monkeypatch):
