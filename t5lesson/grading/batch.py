@@ -241,10 +241,11 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
             batch = _Batch(exercise, template_nb, limits, work, kernel_uids, walls, as_root, run_one,
                            _expected_in_background(exercise))
             graded = Verdicts(_grade_all(batch, files, jobs, progress))
-    shard_text = f"{shard[0]}/{shard[1]}" if shard else None
-    graded.settings = _settings(limits, exercise, full, as_root, shard_text)
-    failed = store.write_all(out, exercise, graded, graded.settings, shard_text, skipped=skipped,
-                             titles=store.question_titles(exercise, template_nb))
+        # the reports before the work area goes: nothing a kernel left there can cost them
+        shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+        graded.settings = _settings(limits, exercise, full, as_root, shard_text)
+        failed = store.write_all(out, exercise, graded, graded.settings, shard_text, skipped=skipped,
+                                 titles=store.question_titles(exercise, template_nb))
     if failed:
         raise store.ReportError(failed)
     return graded

@@ -27,6 +27,7 @@ from ..course import PACKAGE_PARENT
 from ..protocol import Limits
 from ..reports.store import question_titles
 from ..run import intake
+from ..sandbox.resources import remove_quietly
 from ..verdict import Status, format_points
 
 __all__ = ["AutograderConfig", "build", "run", "results", "RESULTS_SCHEMA", "VISIBILITY"]
@@ -249,6 +250,7 @@ def run(root: Path, catalogue) -> dict:
     config = AutograderConfig.read(source / CONFIG)
     exercise = catalogue.get(config.exercise)
     visibility = config.visibility
+    work = None
     try:
         work = Path(tempfile.mkdtemp(prefix="t5gradescope-"))
         submission.mkdir(parents=True, exist_ok=True)
@@ -284,6 +286,9 @@ def run(root: Path, catalogue) -> dict:
                "output": "The autograder failed on this submission; your instructor can see why. "
                          f"({type(exc).__name__})",
                "extra_data": {"status": str(Status.GRADER_ERROR), "exercise": exercise.id}}
+    finally:  # the report folder, read above: nothing of the run is left in the temp folder
+        if work is not None:
+            remove_quietly(work)
     doc["execution_time"] = round(time.monotonic() - start, 1)
     partial = out / ".results.json.partial"
     partial.write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

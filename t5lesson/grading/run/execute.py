@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from ..course import PACKAGE_PARENT
 from ..protocol import RUNNER_MODULE, Job, LaunchConfig, Limits, RunEnd, RunResult, Walls
 from ..records import loads
 from ..sandbox import launcher, zygote
-from ..sandbox.resources import Cgroup, kill_group, kill_user_processes, remove_user_files
+from ..sandbox.resources import Cgroup, kill_group, kill_user_processes, remove_quietly, remove_user_files
 from .compose import Prepared
 from .pool import WorkerPool
 from .work import keep_run_folders
@@ -139,14 +138,30 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
             cgroup.remove()
         if uid is not None:
             kill_user_processes(uid)
-            remove_user_files(uid)
+            try:
+                remove_user_files(uid)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # a clean-up never costs the run its result
+                print(f"t5grade: could not remove the files of user {uid}: {type(exc).__name__}", file=sys.stderr)
     seconds = time.monotonic() - start
     if result is not None and over_memory:
         result = dataclasses.replace(result, memory_exceeded=True)
-    if not keep_run_folders():
-        for folder in (job_dir, home, ipc_dir):
-            shutil.rmtree(folder, ignore_errors=True)
+    _remove_run_folders(job_dir, home, ipc_dir)
     return result, seconds
+
+
+def _remove_run_folders(*folders: Path) -> None:
+    """Remove a run's folders, whatever a kernel left in them; an error is logged (stderr), never raised."""
+    if keep_run_folders():
+        return
+    for folder in folders:
+        try:
+            remove_quietly(folder)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # whatever a kernel left, the batch goes on
+            print(f"t5grade: could not remove {folder}: {type(exc).__name__}", file=sys.stderr)
 
 
 @contextmanager

@@ -2,15 +2,18 @@
 
 `work_area()` makes them (readable by the grader only, or passable where a kernel's own user id
 must reach its home) and removes them at the end, unless T5LESSON_GRADE_KEEP is set to debug
-the grader. The socket folders live where a Unix socket's path stays short enough.
+the grader. The socket folders live where a Unix socket's path stays short enough. Whatever a
+kernel left in them, their removal never raises (`sandbox.resources.remove_quietly`).
 """
 from __future__ import annotations
 
 import os
-import shutil
+import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from ..sandbox.resources import remove_quietly
 
 __all__ = ["work_area", "keep_run_folders", "SOCKET_PATH_MAX"]
 
@@ -49,6 +52,12 @@ def work_area():
         yield work, ipc_root
     finally:
         if not keep_run_folders():
-            shutil.rmtree(work, ignore_errors=True)
-            if ipc_root is not None:
-                shutil.rmtree(ipc_root, ignore_errors=True)
+            for folder in (work, ipc_root):
+                if folder is None:
+                    continue
+                try:
+                    remove_quietly(folder)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # logged, never raised: the batch's reports come first
+                    print(f"t5grade: could not remove {folder}: {type(exc).__name__}", file=sys.stderr)

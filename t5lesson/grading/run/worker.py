@@ -42,6 +42,7 @@ from ..protocol import (  # noqa: E402
     harvest_question,
 )
 from ..sandbox.launcher import kept_environment  # noqa: E402
+from ..sandbox.namespaces import sealed  # noqa: E402
 from ..sandbox.resources import harvest_reserve, kill_group, tree_memory  # noqa: E402
 from ..sandbox.zygote import spawn  # noqa: E402
 
@@ -306,9 +307,11 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
     watcher = None
     try:
         async with client.async_setup_kernel():
+            await _wait_sealed(client.km, job)
             clock.start()
             if job.sandbox.watch_memory:  # no cgroup: the worker bounds the kernel's process tree
-                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result))
+                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result,
+                                                              job.sandbox.home))
             await _run_cells(client, nb, clock, result, running)
     except DeadKernelError:
         result.ended = RunEnd.KERNEL_DIED
@@ -322,14 +325,46 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
     return result
 
 
-async def _watch_memory(km, limit: int, result: RunResult, every: float = 0.25) -> None:
-    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes."""
+class SocketFolderOpen(RuntimeError):
+    """The kernel's socket folder (on the machine's disk) was not made read-only: no cell may run."""
+
+
+async def _wait_sealed(km, job: Job, every: float = 0.005) -> None:
+    """With isolation, run no cell before the kernel's supervisor has made its socket folder read-only.
+
+    The folder is bound from the machine's disk, and nothing else bounds what is written there:
+    once the kernel has bound its sockets, its supervisor remounts it read-only in the kernel's
+    mount namespace (`namespaces._seal_when_bound`); this waits until the kernel's mounts show it.
+    """
+    plan = job.sandbox.isolation
+    if plan is None or not plan.writable_keep:
+        return
+    process = km.provisioner.process
+    folder = os.path.realpath(plan.writable_keep[0])
+    deadline = time.monotonic() + job.limits.startup_timeout
+    while not sealed(process.pid, folder):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SocketFolderOpen("the kernel's socket folder was not made read-only, so no cell was run")
+        await asyncio.sleep(every)
+
+
+def _own_tmpfs(pid: int, home: str) -> tuple[int, ...]:
+    """The device of the kernel's own size-limited tmpfs (its home, seen through its root), if it has one."""
+    try:
+        return (os.stat(f"/proc/{pid}/root{home}").st_dev,)
+    except OSError:
+        return ()
+
+
+async def _watch_memory(km, limit: int, result: RunResult, home: str = "", every: float = 0.25) -> None:
+    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes:
+    their PSS and the memfd and tmpfs files they hold (but the kernel's own tmpfs, bounded by --disk-mb)."""
     while True:
         await asyncio.sleep(every)
         process = getattr(getattr(km, "provisioner", None), "process", None)
         if process is None or process.poll() is not None:
             continue
-        if tree_memory(process.pid) > limit:
+        if tree_memory(process.pid, _own_tmpfs(process.pid, home) if home else ()) > limit:
             result.memory_exceeded = True
             if not kill_group(process.pid):
                 process.kill()

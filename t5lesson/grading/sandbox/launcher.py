@@ -8,6 +8,7 @@ said, honestly, in docs/grading.md, "Isolation, honestly".
 """
 from __future__ import annotations
 
+import json
 import os
 import resource
 import signal
@@ -46,8 +47,8 @@ def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict]
     uid = plan.uid if plan else None
     if config.cgroup:  # as root: this process and all it starts count against the submission's cgroup
         Cgroup([Path(p) for p in config.cgroup], 0).join()
-    if plan:
-        namespaces.enter(plan)  # from here on: the kernel-to-be, process 1 of its PID namespace, in its own root
+    if plan:  # from here on: the kernel-to-be, process 1 of its PID namespace, in its own root
+        namespaces.enter(plan, sockets=_sockets(connection))
     own = os.path.join(home, "connection.json")
     with open(own, "w", encoding="utf-8") as f:
         f.write(connection)
@@ -73,6 +74,17 @@ def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict]
         namespaces.drop_capabilities()
     os.chdir(home)
     return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
+
+
+def _sockets(connection: str) -> list[str]:
+    """The paths of the Unix sockets the kernel binds (ZeroMQ's ipc transport: IP-PORT), from its connection file."""
+    try:
+        info = json.loads(connection)
+        if info.get("transport") != "ipc":
+            return []
+        return [f"{info['ip']}-{int(info[key])}" for key in sorted(info) if key.endswith("_port")]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return []
 
 
 def kept_environment(base) -> dict:

@@ -21,7 +21,7 @@ import sys
 from ..course import PACKAGE_PARENT
 from ..protocol import SandboxPlan
 
-__all__ = ["probe", "enter", "WRITABLE", "SYSTEM", "ETC", "DEVICES", "die_with_parent", "drop_capabilities",
+__all__ = ["probe", "enter", "sealed", "WRITABLE", "SYSTEM", "ETC", "DEVICES", "die_with_parent", "drop_capabilities",
            "needed_paths"]
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWIPC = 0x00020000, 0x10000000, 0x08000000
@@ -158,10 +158,13 @@ def _read_only_views(plan: SandboxPlan, private: list[str]) -> list[tuple[str, s
                   key=lambda view: len(view[0]))
 
 
-def _mounts() -> list[tuple[str, bool, int]]:
-    """(mount point, read-only?, flags to keep when remounting) of every mount, in mount order."""
+def _mounts(pid: int | str = "self") -> list[tuple[str, bool, int]]:
+    """(mount point, read-only?, flags to keep when remounting) of every mount, in mount order.
+
+    Mount points are seen from the root of the process `pid`.
+    """
     found = []
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+    with open(f"/proc/{pid}/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
         for line in f:
             fields = line.split()
             point = fields[4]
@@ -288,7 +291,7 @@ class _Root:
 
 
 def _build(plan: SandboxPlan, private: list[str]) -> tuple[str, list[str]]:
-    """The kernel's root, complete but for /proc; return its top.
+    """The kernel's root, complete but for /proc; return its top and where the socket folder is bound.
 
     The scratch folder gets the kernel's one tmpfs of `disk_bytes`: a folder of it for each
     private place (1777), one for the home, and one the root's own small tmpfs is mounted on.
@@ -316,9 +319,11 @@ def _build(plan: SandboxPlan, private: list[str]) -> tuple[str, list[str]]:
     _read_only_sources([real for _, real in views])
     for path, _ in views:
         root.show(path)
-    for path in plan.writable_keep:  # the socket folder
+    sockets = []
+    for path in plan.writable_keep:  # the socket folder: writable until the kernel has bound its sockets
         if os.path.isdir(path):
-            writable.append(root.bind_writable(os.path.realpath(path), path))
+            sockets.append(root.bind_writable(os.path.realpath(path), path))
+    writable += sockets
     writable.append(root.bind_writable(home, plan.home))  # last: its way may lie in a private place (/tmp)
     for folder in _second_line(plan, root.bound, writable):
         root.cover(folder)
@@ -327,7 +332,7 @@ def _build(plan: SandboxPlan, private: list[str]) -> tuple[str, list[str]]:
             os.symlink(target, root.inside(link))
     root.mount_point("/proc", True)
     root.seal()
-    return top
+    return top, sockets
 
 
 def _second_line(plan: SandboxPlan, bound: list[str], writable: list[str]) -> list[str]:
@@ -353,17 +358,18 @@ def _pivot(top: str) -> None:
     os.chdir("/")
 
 
-def enter(plan: SandboxPlan) -> None:
+def enter(plan: SandboxPlan, sockets=()) -> None:
     """Build the kernel's private world and move into it (see module doc). Called as root or as a normal user.
 
     Returns in the kernel-to-be: process 1 of the new PID namespace, inside its new root. This
-    process stays outside as its supervisor (`_supervise`). Call `die_with_parent` and then
-    `drop_capabilities` once the kernel's user id is final.
+    process stays outside as its supervisor (`_supervise`); once the kernel has bound `sockets`
+    (their paths), the supervisor makes the socket folder read-only. Call `die_with_parent` and
+    then `drop_capabilities` once the kernel's user id is final.
     """
     private = _writable_folders()
     _unshare(os.geteuid() == 0)
-    top = _build(plan, private)
-    _supervise()
+    top, folders = _build(plan, private)
+    _supervise(folders if sockets else [], list(sockets))
     # a /proc of this namespace, mounted while the machine's is still in it (a user namespace requires that)
     _mount("proc", os.path.join(top, "proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None, "proc")
     _pivot(top)
@@ -375,12 +381,13 @@ def enter(plan: SandboxPlan) -> None:
 _PARENT_PIPE: list[int] = []
 
 
-def _supervise() -> None:
+def _supervise(folders: list[str], sockets: list[str]) -> None:
     """Fork the kernel-to-be as process 1 of the new PID namespace; this process stays outside.
 
     Returns in the child. The parent ignores SIGINT (jupyter_client signals the whole process
-    group, so the kernel gets it anyway), turns SIGTERM into SIGKILL for the child, and exits
-    with the child's status. Call `die_with_parent` in the child once its user id is final.
+    group, so the kernel gets it anyway), turns SIGTERM into SIGKILL for the child, makes the
+    socket `folders` read-only once every path of `sockets` is there (`_seal_when_bound`), and
+    exits with the child's status. Call `die_with_parent` in the child once its user id is final.
     """
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -391,13 +398,52 @@ def _supervise() -> None:
     os.close(read_end)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(pid, signal.SIGKILL))
-    while True:
+    status = _seal_when_bound(pid, folders, sockets) if folders else None
+    while status is None:
         try:
             _, status = os.waitpid(pid, 0)
-            break
         except InterruptedError:
             continue
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+SEAL_WAIT = 600.0  # seconds the supervisor waits for the kernel's sockets (the worker gives up sooner)
+
+
+def _seal_when_bound(pid: int, folders: list[str], sockets: list[str]) -> int | None:
+    """Once the kernel has bound all its sockets, make the socket folders read-only (a socket on a read-only
+    mount can still be connected to); the kernel's status if it ended first, else None.
+
+    This process keeps the capabilities the kernel dropped. No student code runs before the
+    worker sees the folder read-only (`sealed`); on a read-only mount nothing can be created.
+    """
+    import time
+
+    deadline = time.monotonic() + SEAL_WAIT
+    while not all(os.path.exists(path) for path in sockets):
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended:
+            return status
+        if time.monotonic() > deadline:
+            print("sandbox: the kernel never bound its sockets; its folder stays open", file=sys.stderr, flush=True)
+            return None
+        time.sleep(0.002)
+    try:
+        for folder in folders:
+            _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags_of(folder), None,
+                   f"read-only {folder}")
+    except OSError as exc:  # the worker sees it still writable and stops the run
+        print(f"sandbox: {exc}", file=sys.stderr, flush=True)
+    return None
+
+
+def sealed(pid: int, folder: str) -> bool:
+    """Is `folder` a read-only mount for the process `pid` (a kernel's supervisor: its socket folder)?"""
+    try:
+        found = [read_only for point, read_only, _ in _mounts(pid) if point == folder]
+    except OSError:
+        return False
+    return bool(found) and found[-1]
 
 
 def die_with_parent() -> None:

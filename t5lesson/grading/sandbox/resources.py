@@ -4,20 +4,24 @@ Memory (shared memory included) and processes are bounded by a cgroup per submis
 grader may make one (`Cgroup`), else by the worker's watch on the kernel's process tree
 (`tree_memory`); see docs/grading.md, "Memory of a whole submission". After a run the grader
 kills what is left (`kill_group`, `kill_user_processes`) and removes a sandbox user's files
-(`remove_user_files`); every scan of /proc is here.
+(`remove_user_files`); every scan of /proc is here. Every run folder is removed by `remove_tree`:
+no recursion, no symbolic link followed, no error raised (a kernel may leave any tree behind).
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
-import shutil
 import signal
+import stat
+import sys
 import time
 from pathlib import Path
 
 from .namespaces import WRITABLE
 
-__all__ = ["Cgroup", "tree_memory", "descendants", "harvest_reserve", "kill", "kill_group", "processes_of",
-           "kill_user_processes", "remove_user_files"]
+__all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harvest_reserve", "kill", "kill_group",
+           "processes_of", "kill_user_processes", "remove_user_files", "remove_tree", "remove_quietly"]
 
 ROOT = Path("/sys/fs/cgroup")
 
@@ -232,9 +236,63 @@ def _memory_of(pid: int) -> int:
         return 0
 
 
-def tree_memory(pid: int) -> int:
-    """Memory used by a process and all its descendants, in bytes."""
-    return sum(_memory_of(p) for p in descendants(pid))
+TMPFS_MAGIC = 0x01021994  # statfs's f_type of tmpfs and shmem (memfd_create's files live there)
+
+
+@functools.cache
+def _statfs():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.statfs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    return libc.statfs
+
+
+def _on_tmpfs(path: str) -> bool:
+    """Does `path` (here a /proc/PID/fd link, followed) lie on a tmpfs? f_type is statfs's first field."""
+    buffer = ctypes.create_string_buffer(256)
+    if _statfs()(os.fsencode(path), buffer) != 0:
+        return False
+    return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF == TMPFS_MAGIC
+
+
+def held_shared_memory(pids, exclude_devices=()) -> int:
+    """Bytes of the memory-backed files the processes `pids` hold open: every memfd, and every file of a
+    tmpfs other than `exclude_devices` (the kernel's own size-limited one). Each file is counted once.
+
+    Such a file's pages are memory, but no process's PSS counts them unless they are mapped.
+    """
+    sizes: dict[tuple[int, int], int] = {}
+    tmpfs: dict[int, bool] = {}  # device -> on a tmpfs? (asked once per device)
+    for pid in pids:
+        folder = f"/proc/{pid}/fd"
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            link = f"{folder}/{name}"
+            try:
+                target = os.readlink(link)
+                if not target.startswith("/"):  # socket:[..], pipe:[..], anon_inode:..
+                    continue
+                info = os.stat(link)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_dev in exclude_devices:
+                continue
+            if not target.startswith("/memfd:"):
+                if info.st_dev not in tmpfs:
+                    tmpfs[info.st_dev] = _on_tmpfs(link)
+                if not tmpfs[info.st_dev]:
+                    continue
+            sizes[(info.st_dev, info.st_ino)] = info.st_blocks * 512
+    return sum(sizes.values())
+
+
+def tree_memory(pid: int, exclude_devices=()) -> int:
+    """Memory used by a process and all its descendants, in bytes: their PSS, and the memfd and tmpfs
+    files they hold open (`held_shared_memory`; `exclude_devices`: the kernel's own tmpfs, bounded apart)."""
+    pids = descendants(pid)
+    return sum(_memory_of(p) for p in pids) + held_shared_memory(pids, exclude_devices)
 
 
 def harvest_reserve(limits) -> float:
@@ -287,8 +345,190 @@ def remove_user_files(uid: int) -> None:
                 if os.lstat(path).st_uid != uid:
                     continue
                 if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
+                    remove_quietly(path)
                 else:
                     os.unlink(path)
             except OSError:
                 continue
+
+
+# --------------------------------------------------------------------------- removing a run folder
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class _Removal:
+    """The state of one `remove_tree`: the open folder, the way down to it, what could not be removed.
+
+    Only one folder is open at a time: the way back up is ".." of the open folder, checked
+    against the (device, inode) recorded on the way down, so a tree of any depth costs no
+    recursion and one file descriptor.
+    """
+
+    def __init__(self):
+        self.errors: list[str] = []
+        self.failed: set[tuple[int, int]] = set()  # folders not entered or not removed: never tried again
+
+    def error(self, what: str, exc: BaseException) -> None:
+        if len(self.errors) < 100:
+            self.errors.append(f"{what}: {type(exc).__name__}: {exc}")
+
+    def open_folder(self, name: str, parent: int) -> int | None:
+        """Open the folder `name` of `parent` without following a link; chmod it (ours) when it is closed to us."""
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except PermissionError:
+            pass
+        except OSError as exc:
+            self.error(f"open {name}", exc)
+            return None
+        try:  # a folder made without permissions: open it to ourselves (through an O_PATH descriptor: no link)
+            handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+            try:
+                os.chmod(f"/proc/self/fd/{handle}", 0o700)
+            finally:
+                os.close(handle)
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except OSError as exc:
+            self.error(f"open {name}", exc)
+            return None
+
+    def empty_files(self, folder: int) -> list[tuple[str, int]]:
+        """Unlink every entry of the open `folder` that is not a folder; return its folders (name, inode)."""
+        try:
+            with os.scandir(folder) as listing:
+                entries = [(e.name, e.inode(), e.is_dir(follow_symlinks=False)) for e in listing]
+        except OSError as exc:
+            self.error("list a folder", exc)
+            return []
+        device = os.fstat(folder).st_dev
+        folders = []
+        for name, inode, is_dir in entries:
+            if is_dir:
+                if (device, inode) not in self.failed:
+                    folders.append((name, inode))
+                continue
+            self.unlink(name, folder)
+        return folders
+
+    def unlink(self, name: str, folder: int) -> None:
+        for attempt in (0, 1):
+            try:
+                os.unlink(name, dir_fd=folder)
+                return
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if attempt or not isinstance(exc, PermissionError) or not _open_up(folder):
+                    self.error(f"unlink {name}", exc)
+                    return
+
+    def rmdir(self, name: str, parent: int, key: tuple[int, int]) -> None:
+        for attempt in (0, 1):
+            try:
+                os.rmdir(name, dir_fd=parent)
+                return
+            except FileNotFoundError:
+                return
+            except OSError as exc:
+                if attempt or not isinstance(exc, PermissionError) or not _open_up(parent):
+                    self.failed.add(key)
+                    self.error(f"rmdir {name}", exc)
+                    return
+
+
+def _open_up(folder: int) -> bool:
+    """Give ourselves write and search on an open folder (where it is ours); False where that fails."""
+    try:
+        os.fchmod(folder, stat.S_IMODE(os.fstat(folder).st_mode) | 0o700)
+        return True
+    except OSError:
+        return False
+
+
+def _walk_down_and_up(state: _Removal, top: int, name: str) -> None:
+    """Remove the folder `name` of the open folder `top` and everything in it, depth first, without recursion."""
+    current = state.open_folder(name, top)
+    if current is None:
+        return
+    info = os.fstat(current)
+    way = [(name, (info.st_dev, info.st_ino), state.empty_files(current))]  # (name, key, folders left) per level
+    try:
+        while way:
+            name, key, left = way[-1]
+            if left:
+                child_name, child_inode = left.pop()
+                child = state.open_folder(child_name, current)
+                if child is None:  # left in place: its folder's rmdir says so
+                    state.failed.add((os.fstat(current).st_dev, child_inode))
+                    continue
+                os.close(current)
+                current = child
+                info = os.fstat(current)
+                way.append((child_name, (info.st_dev, info.st_ino), state.empty_files(current)))
+                continue
+            way.pop()
+            if way:
+                parent = os.open("..", _DIR_FLAGS, dir_fd=current)
+                seen = os.fstat(parent)
+                if (seen.st_dev, seen.st_ino) != way[-1][1]:  # moved while we were inside: stop here
+                    os.close(parent)
+                    raise OSError(f"{name}: its folder moved during the removal")
+            else:
+                parent = top
+            os.close(current)
+            current = parent
+            state.rmdir(name, current, key)
+    finally:
+        if current != top:
+            os.close(current)
+
+
+def remove_tree(path) -> list[str]:
+    """Remove `path` and everything in it; return what could not be removed (at most 100 lines). Never raises.
+
+    A tree of any depth (no recursion), files that vanish meanwhile or cannot be read, folders
+    without permissions (opened up where they are ours): a symbolic link is removed, never followed.
+    """
+    state = _Removal()
+    path = os.path.abspath(os.fspath(path))
+    parent_path, name = os.path.split(path.rstrip("/"))
+    try:  # the way to the folder is the grader's own (a temp folder may be a link); from it on, no link is followed
+        top = os.open(parent_path or "/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return []
+    except BaseException as exc:
+        return [f"open {parent_path}: {type(exc).__name__}: {exc}"]
+    try:
+        found = os.stat(name, dir_fd=top, follow_symlinks=False)
+        if stat.S_ISDIR(found.st_mode):
+            _walk_down_and_up(state, top, name)
+        else:
+            os.unlink(name, dir_fd=top)
+    except FileNotFoundError:
+        pass
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        state.error(f"remove {path}", exc)
+    finally:
+        os.close(top)
+    return state.errors
+
+
+def remove_quietly(path, log=None) -> bool:
+    """`remove_tree(path)`, with what went wrong as one line on `log` (a file; stderr by default). Never raises
+    (but for Ctrl-C); True when everything was removed."""
+    try:
+        errors = remove_tree(path)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
+        errors = [f"{type(exc).__name__}: {exc}"]
+    if errors:
+        try:
+            print(f"t5grade: could not remove all of {path}: {len(errors)} error(s), first: {errors[0]}",
+                  file=log or sys.stderr, flush=True)
+        except BaseException:
+            pass
+    return not errors

@@ -14,7 +14,9 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import zipfile
+from pathlib import Path
 
 import jsonschema
 import nbformat
@@ -62,8 +64,13 @@ def _grade(autograder, files: dict[str, bytes]) -> dict:
         (root / folder).mkdir()
     for name, data in files.items():
         (root / "submission" / name).write_bytes(data)
-    done = subprocess.run([str(root / "run_autograder")], cwd=root, env=autograder["env"], capture_output=True,
-                          text=True, timeout=600)
+    temp = Path(tempfile.mkdtemp(prefix="t5gs-", dir="/tmp"))  # the run's own temp folder: what it leaves shows
+    try:
+        done = subprocess.run([str(root / "run_autograder")], cwd=root, env=dict(autograder["env"], TMPDIR=str(temp)),
+                              capture_output=True, text=True, timeout=600)
+        assert os.listdir(temp) == []  # its work folder, the batch's run folders: all gone
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads((root / "results" / "results.json").read_text())
     jsonschema.validate(doc, RESULTS_SCHEMA)
@@ -153,3 +160,25 @@ def test_the_autograder_config_round_trips_through_its_json(tmp_path):
     assert AutograderConfig.read(tmp_path / "autograder.json") == config
     (tmp_path / "autograder.json").write_text('{"exercise": "01_unscaled_scores"}')  # an older zip's file
     assert AutograderConfig.read(tmp_path / "autograder.json") == AutograderConfig("01_unscaled_scores")
+
+
+def test_the_work_folder_is_removed_when_grading_fails(autograder, tmp_path, monkeypatch):
+    """A run that fails inside the grader still writes results.json and leaves no work folder behind."""
+    from t5lesson import exercises as bank
+    from t5lesson.grading import batch
+    from t5lesson.grading.integrations import gradescope
+
+    root = tmp_path / "root"
+    shutil.copytree(autograder["root"] / "source", root / "source")
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "ada.ipynb").write_bytes((SAMPLES / "ada.ipynb").read_bytes())
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("the grader broke")
+
+    monkeypatch.setattr(batch, "grade_folder", fails)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
+    doc = gradescope.run(root, bank)
+    assert doc["extra_data"]["status"] == "grader error" and "RuntimeError" in doc["output"]
+    assert os.listdir(tmp_path / "temp") == []
