@@ -17,7 +17,8 @@ from ..exercise import Exercise
 from ..verdict import Graded, format_points
 from .files import atomic_write, code_span, csv_cell, inert, md_text, safe_name
 
-__all__ = ["write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text", "reference_hits", "flagged_readings"]
+__all__ = ["write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text", "reference_hits",
+           "flagged_readings"]
 
 
 def gradebook_text(exercise: Exercise, graded: list[Graded]) -> str:
@@ -119,7 +120,7 @@ def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipp
                   "the grader's reading of an answer, or from an edited check cell. A reading reached into earned at "
                   "most a third of its points; read these notebooks (docs/grading.md, \"What the grader guarantees\").",
                   ""]
-        lines += [f"- {code_span(student)}, {md_text(question)}: {md_text(what)}" for student, question, what in flagged]
+        lines += [f"- {code_span(who)}, {md_text(question)}: {md_text(what)}" for who, question, what in flagged]
     if failed:
         lines += ["", "## Reports not written", ""] + [f"- {md_text(f)}" for f in failed]
     if settings.get("seed"):
