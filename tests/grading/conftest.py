@@ -97,3 +97,12 @@ def sample_runs(tmp_path_factory):
     assert merge.returncode == 0, merge.stderr
     return {"root": root, "submissions": submissions, "whole": whole, "shards": [shard1, shard2],
             "merged": merged, "terminal": terminal, "log": piped.stderr}
+
+
+def feedback_of(report: Path) -> dict[str, str]:
+    """{student: their notes and question lines, as plain text}: what the feedback files say, read from
+    grades.json (the Markdown files escape the learner's text, so a probe's printout reads with backslashes)."""
+    import json
+
+    doc = json.loads((report / "grades.json").read_text(encoding="utf-8"))
+    return {s["student"]: " ".join(s["notes"] + [o["message"] for o in s["outcomes"]]) for s in doc["submissions"]}

@@ -269,6 +269,18 @@ class Code(Question):
             return self
         return replace(self, cases=tuple(resolve(self.hidden)(rng)), drawn_cases=True)
 
+    @property
+    def known_words(self) -> frozenset:
+        """Names this question itself uses (the learner's function, the reference's parameters): an
+        error on a hidden case may show Python's words about a signature only when they name these."""
+        import inspect
+
+        try:
+            parameters = set(inspect.signature(resolve(self.reference)).parameters)
+        except (ValueError, TypeError, ImportError, AttributeError):
+            parameters = set()
+        return frozenset(parameters | {self.name})
+
     def reference_results(self) -> list:
         """The reference's result for every case, as it returns them, computed in this process."""
         function = resolve(self.reference)
@@ -373,7 +385,7 @@ class Code(Question):
         if "blocked" in got:  # worded here, from the target the record carries (see `blocked_sentence`)
             return f"{where} raised {blocked_sentence(got['blocked'])}{place}."
         if "error" in got:
-            return f"{where} raised {_error_shown(got['error'], self.drawn_cases)}{place}."
+            return f"{where} raised {_error_shown(got['error'], self.drawn_cases, self.known_words)}{place}."
         return None
 
     def _explain(self, case: Case, want, got) -> str:
@@ -383,13 +395,36 @@ class Code(Question):
         return failure if failure is not None else self._wrong_case(where, want, got)
 
 
-def _error_shown(error: str, hidden: bool) -> str:
+# Python's own words for a call that does not fit a signature: on a hidden case these are shown in
+# full when every name in them is one the question itself uses (`Code.known_words`)
+_SIGNATURE = re.compile(r"TypeError: ([\w.]{1,80})\(\) (?:got an unexpected keyword argument|missing \d required "
+                        r"(?:positional|keyword-only) arguments?:|takes \d{1,2} positional arguments? but \d{1,2} "
+                        r"(?:was|were) given)(?: '\w{1,40}'(?:,| and|, and)?)*")
+
+
+# Library errors about shapes, shown in full on a hidden case: their only variable parts are small sizes
+_SHAPES = (re.compile(r"RuntimeError: The size of tensor a \(\d{1,4}\) must match the size of tensor b \(\d{1,4}\) "
+                      r"at non-singleton dimension -?\d"),
+           re.compile(r"RuntimeError: mat1 and mat2 shapes cannot be multiplied "
+                      r"\(\d{1,4}x\d{1,4} and \d{1,4}x\d{1,4}\)"),
+           re.compile(r"IndexError: index -?\d{1,4} is out of bounds for (?:axis|dimension) \d with size \d{1,4}"))
+
+
+def _error_shown(error: str, hidden: bool, known_words=frozenset()) -> str:
     """What a message shows of an error the learner's code raised ("ValueError: bad shape"). On a
-    hidden case only a built-in exception's name: a message of the learner's own making (or a class
+    hidden case only a built-in exception's name, or Python's own words for a call that does not fit
+    a signature, naming nothing but `known_words`: a message of the learner's making (or a class
     named so) could carry the case out of the run, to be answered at home and replayed."""
     if not hidden:
         return error
-    name = str(error).split(":", 1)[0].strip()
+    error = str(error)
+    if any(shape.fullmatch(error) for shape in _SHAPES):
+        return error
+    if _SIGNATURE.fullmatch(error):
+        names = set(re.findall(r"'(\w+)'", error)) | {_SIGNATURE.fullmatch(error).group(1).split(".")[-1]}
+        if names <= known_words:
+            return error
+    name = error.split(":", 1)[0].strip()
     known = isinstance(getattr(builtins, name, None), type) and issubclass(getattr(builtins, name), BaseException)
     return name if known else "an exception of its own class"
 

@@ -9,6 +9,7 @@ live in the package" (ModuleCode).
 from __future__ import annotations
 
 import importlib.util
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -130,6 +131,11 @@ class ModuleCode(Code):
     def _driver_source(self) -> str:
         spec = importlib.util.find_spec(self.driver)
         return Path(spec.origin).read_text(encoding="utf-8")
+
+    @property
+    def known_words(self) -> frozenset:
+        """The names of the driver that runs the learner's class (its methods, their arguments)."""
+        return frozenset(re.findall(r"\w+", self._driver_source)) | {self.name}
 
     def harvest_spec(self) -> dict:
         spec = super().harvest_spec()

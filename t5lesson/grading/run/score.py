@@ -7,6 +7,7 @@ every cell that failed, every limit hit, becomes a note of the feedback. See doc
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import replace
 
@@ -170,7 +171,9 @@ def _unread(q, prep: Prepared, cells: dict[int, CellResult], why: str) -> Outcom
     reading = cells.get(prep.harvest_cell.get(q.id, -1))
     reason = why or "your answer could not be read back"
     if reading is not None and reading.status in (CellStatus.ERROR, CellStatus.TIMEOUT):
-        reason = (f"your answer could not be read back ({_cell_error(reading, 'the grader')}); "
+        # the error's name only: its text may come from the learner's code, called on a hidden case
+        shown = dataclasses.replace(reading, evalue="")
+        reason = (f"your answer could not be read back ({_cell_error(shown, 'the grader')}); "
                   "did the notebook replace a built-in?")
     return q.outcome(ERROR, 0, reason + ".")
 

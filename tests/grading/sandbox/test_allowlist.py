@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from isolation_helpers import REQUIRED, WHY_NOT, normal_user, run_as
 
-from conftest import ROOT, SEED
+from conftest import ROOT, SEED, feedback_of
 from t5lesson.grading.course import PACKAGE_PARENT
 
 from synthetic_class import add_after, full, write
@@ -72,7 +72,7 @@ def _class(folder: Path, copies: list[Path]) -> None:
 
 
 def _saw(report: Path) -> str:
-    text = (report / "feedback" / "looker.md").read_text()
+    text = feedback_of(report)["looker"]
     assert "the probe saw" in text, text
     return text.split("the probe saw ", 1)[1].split("]", 1)[0] + "]"
 

@@ -11,7 +11,8 @@ full marks and no flag:
 - the same hook, rewriting the grader's own record on its way out, its audit kept;
 - the hook packed into one compressed line in the edited check cell, beside a wrong answer;
 - an answer that walks up to the grader's reading code and calls its undo of the blocking;
-- an answer that raises the case it was called with, so that feedback would carry the hidden case out.
+- answers that raise the case they were called with (in a message, as a class name, in a
+  KeyboardInterrupt that stops the reading cell), so that feedback would carry the hidden case out.
 """
 from __future__ import annotations
 
@@ -134,6 +135,10 @@ def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
     name = "CASE_%d_%d_%d" % (relative_position + 10 ** 6, num_buckets, max_distance)
     raise type(name, (Exception,), {})()
 '''
+LEAK_INTERRUPT = """
+def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    raise KeyboardInterrupt("CASE" + repr((relative_position, bidirectional, num_buckets, max_distance)))
+"""
 
 # student -> (what q7 may earn at most, words its feedback must hold, words it must not)
 EXPECTED = {
@@ -145,6 +150,7 @@ EXPECTED = {
     "undo": (Q7_POINTS / 3, "blocking of the reference was undone", None),
     "leak": (0.0, "raised RuntimeError", "CASE"),
     "leak_class": (0.0, "an exception of its own class", "CASE"),
+    "leak_interrupt": (0.0, "could not be read back (KeyboardInterrupt", "CASE"),
 }
 
 
@@ -160,7 +166,8 @@ def _build(folder: Path) -> None:
     set_cell(nb, "q7-answer", WRONG_ANSWER)
     set_cell(nb, "q7-check", PACKED)
     write(nb, folder / "packed.ipynb")
-    for name, answer in (("undo", UNDO), ("leak", LEAK), ("leak_class", LEAK_CLASS)):
+    answers = {"undo": UNDO, "leak": LEAK, "leak_class": LEAK_CLASS, "leak_interrupt": LEAK_INTERRUPT}
+    for name, answer in answers.items():
         write(set_cell(full(), "q7-answer", answer), folder / f"{name}.ipynb")
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from isolation_helpers import REQUIRED, WHY_NOT, normal_user, run_as
 
-from conftest import SAMPLES, SEED
+from conftest import SAMPLES, SEED, feedback_of
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.sandbox.resources import remove_tree
 
@@ -176,8 +176,7 @@ def _grade(base: Path, user, *options: str, planting: bool = False) -> tuple[dic
     assert left == [], left  # nothing of a run is left in the temp folder
     report = base / "report"
     rows = {r["student"]: r for r in csv.DictReader(io.StringIO((report / "gradebook.csv").read_text()))}
-    feedback = {p.stem: p.read_text().replace("\n", " ") for p in (report / "feedback").iterdir()}
-    return rows, feedback
+    return rows, feedback_of(report)
 
 
 @pytest.fixture(scope="module")
