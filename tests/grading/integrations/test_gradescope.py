@@ -96,7 +96,7 @@ def test_the_zip_has_gradescope_layout_and_no_solutions(autograder):
     subprocess.run(grade_cli("autograder", EXERCISE, "--out", str(again), "--seed", SEED), cwd=ROOT, check=True,
                    capture_output=True)
     assert again.read_bytes() == autograder["zip"].read_bytes()  # reproducible for one seed
-    assert config["seed"] == SEED  # every submission draws the same hidden cases, in the container
+    assert config["seed"] == SEED  # the class's seed; each submission adds its own id to it, in the container
 
 
 def _solution_lines() -> list[str]:
@@ -182,3 +182,22 @@ def test_the_work_folder_is_removed_when_grading_fails(autograder, tmp_path, mon
     doc = gradescope.run(root, bank)
     assert doc["extra_data"]["status"] == "grader error" and "RuntimeError" in doc["output"]
     assert os.listdir(tmp_path / "temp") == []
+
+
+def test_each_submission_draws_its_own_hidden_cases(tmp_path):
+    """The class's seed plus the submission's own id (else a hash of its notebooks): a student's second
+    submission meets other cases than the first, and a regrade of one submission the same ones."""
+    from t5lesson.grading.integrations.gradescope import submission_seed
+
+    root = tmp_path / "autograder"
+    (root / "submission").mkdir(parents=True)
+    (root / "submission" / "mine.ipynb").write_text('{"cells": []}')
+    by_files = submission_seed(root, "class seed")
+    assert by_files.startswith("class seed|submission files ") and by_files == submission_seed(root, "class seed")
+    (root / "submission" / "mine.ipynb").write_text('{"cells": [], "again": 1}')
+    assert submission_seed(root, "class seed") != by_files  # another notebook, other cases
+    (root / "submission_metadata.json").write_text('{"id": 123456, "created_at": "2026-12-04"}')
+    assert submission_seed(root, "class seed") == "class seed|submission 123456"
+    assert submission_seed(root, None) is None  # no seed: the grader draws one, as in class
+    drawn = [SAMPLE_EXERCISE.drawn(seed, 1)["q7"].cases for seed in ("s|submission 1", "s|submission 2")]
+    assert drawn[0] != drawn[1]
