@@ -1,6 +1,7 @@
 """Text a submission or its kernel produced is inert wherever the grader writes it.
 
-One small class of exercise 03, graded once for the module: `mallory` raises, from her answer and
+One small class of exercise 03, graded once by root in this process and once by a normal user
+through the instructor's command: `mallory` raises, from her answer and
 from a cell of her own, error texts full of terminal escapes, Markdown, HTML, links and a forged
 sentence about a blocked reference naming `alice`; `alice` is the untouched solution; the folder
 also holds files whose names a spreadsheet reads as formulas, a name with invisible characters and
@@ -10,15 +11,22 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import shutil
+import sys
+import tempfile
 import types
+from pathlib import Path
 
 import pytest
-from isolation_helpers import ISOLATION
+from isolation_helpers import ISOLATION, ISOLATION_ARGS, REQUIRED, normal_user, run_as
 
 from t5lesson import exercises
 from t5lesson.grade import Limits, grade_folder
 from t5lesson.grading import harvest
+from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.integrations.lms import export
+from t5lesson.grading.reports import store
 from t5lesson.grading.reports.progress import Progress
 
 from synthetic_class import add_after, full, set_cell, write
@@ -35,9 +43,33 @@ ANSWER = f'''def my_bucket(relative_position, bidirectional=True, num_buckets=32
 BACKTICKS = "readme`<b onclick=x>`.txt"
 
 
-@pytest.fixture(scope="module")
-def graded_class(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hostile")
+def _as_normal_user(root, submissions, report) -> list:
+    """Grade the class through the instructor's command as a normal user; the verdicts, read back."""
+    if os.geteuid() != 0:
+        pytest.skip("the tests run as a normal user already: the root-parametrised run is that run")
+    user = normal_user()
+    if isinstance(user, str):
+        if REQUIRED:
+            pytest.fail(user)
+        pytest.skip(user)
+    report.mkdir()
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, *user)
+    os.chmod(root, 0o755)
+    argv = [sys.executable, "-m", "t5lesson.grade", "grade", str(submissions), "--out", str(report), "--jobs", "2",
+            "--cell-timeout", str(LIMITS.cell_timeout), "--notebook-timeout", str(LIMITS.notebook_timeout),
+            "--harvest-timeout", str(LIMITS.harvest_timeout), "--quiet", *ISOLATION_ARGS]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8",
+           "TMPDIR": str(root), "PYTHONPATH": str(PACKAGE_PARENT)}
+    done = run_as(*user, argv, cwd=str(root), env=env, timeout=600, reach=[str(PACKAGE_PARENT), str(root)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    return store.read(report, exercises).graded
+
+
+@pytest.fixture(scope="module", params=["root", "normal user"])
+def graded_class(request, tmp_path_factory):
+    root = Path(tempfile.mkdtemp(prefix="t5texts-"))  # not under /root: a normal user must reach it
+    request.addfinalizer(lambda: shutil.rmtree(root, ignore_errors=True))
     submissions, report = root / "subs", root / "report"
     submissions.mkdir()
     write(full(), submissions / "alice.ipynb")
@@ -46,7 +78,10 @@ def graded_class(tmp_path_factory):
     for name in ("-x", "'-x", "=cmd", "'=cmd", "ada\u200b"):
         write(full(), submissions / f"{name}.ipynb")
     (submissions / BACKTICKS).write_text("not a notebook")
-    graded = grade_folder(submissions, report, limits=LIMITS, jobs=2, isolation=ISOLATION)
+    if request.param == "root":
+        graded = grade_folder(submissions, report, limits=LIMITS, jobs=2, isolation=ISOLATION)
+    else:
+        graded = _as_normal_user(root, submissions, report)
     return {g.student: g for g in graded}, report, root
 
 
