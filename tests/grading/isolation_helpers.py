@@ -128,3 +128,19 @@ def processes_running(*argv: str) -> list[int]:
             if command[:len(want)] == want:
                 found.append(int(entry))
     return found
+
+
+def grade_as(user: tuple[int, int], root: Path, folder: Path, report: Path, limits, *options: str,
+             package: Path) -> subprocess.CompletedProcess:
+    """`t5grade grade folder --out report` with `limits`, run as `user` (the caller is root) from `root`,
+    which holds both and is handed to that user (its temp folder too)."""
+    report.mkdir(exist_ok=True)
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, *user)
+    os.chmod(root, 0o755)
+    argv = [sys.executable, "-m", "t5lesson.grade", "grade", str(folder), "--out", str(report), "--jobs", "2",
+            "--cell-timeout", str(limits.cell_timeout), "--notebook-timeout", str(limits.notebook_timeout),
+            "--harvest-timeout", str(limits.harvest_timeout), "--quiet", *ISOLATION_ARGS, *options]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8",
+           "TMPDIR": str(root), "PYTHONPATH": str(package)}
+    return run_as(*user, argv, cwd=str(root), env=env, timeout=600, reach=[str(package), str(root)])

@@ -411,30 +411,27 @@ class _Removal:
             self.unlink(name, folder)
         return folders
 
-    def unlink(self, name: str, folder: int) -> None:
+    def remove(self, remover, name: str, folder: int) -> bool:
+        """`remover(name, dir_fd=folder)` (os.unlink or os.rmdir), once more after opening up `folder` when
+        refused for permission; True when the entry is gone, else the error is noted."""
         for attempt in (0, 1):
             try:
-                os.unlink(name, dir_fd=folder)
-                return
+                remover(name, dir_fd=folder)
+                return True
             except FileNotFoundError:
-                return
+                return True
             except OSError as exc:
                 if attempt or not isinstance(exc, PermissionError) or not _open_up(folder):
-                    self.error(f"unlink {name}", exc)
-                    return
+                    self.error(f"{remover.__name__} {name}", exc)
+                    return False
+        return False
+
+    def unlink(self, name: str, folder: int) -> None:
+        self.remove(os.unlink, name, folder)
 
     def rmdir(self, name: str, parent: int, key: tuple[int, int]) -> None:
-        for attempt in (0, 1):
-            try:
-                os.rmdir(name, dir_fd=parent)
-                return
-            except FileNotFoundError:
-                return
-            except OSError as exc:
-                if attempt or not isinstance(exc, PermissionError) or not _open_up(parent):
-                    self.failed.add(key)
-                    self.error(f"rmdir {name}", exc)
-                    return
+        if not self.remove(os.rmdir, name, parent):
+            self.failed.add(key)
 
 
 def _open_up(folder: int) -> bool:

@@ -26,7 +26,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from isolation_helpers import ISOLATION, ISOLATION_ARGS, REQUIRED, normal_user, run_as
+from isolation_helpers import ISOLATION, REQUIRED, grade_as, normal_user
 
 from t5lesson.grade import grade_folder
 from t5lesson.grading.course import PACKAGE_PARENT
@@ -37,24 +37,9 @@ from synthetic_class import add_after, blank, full, set_cell, write
 LIMITS = Limits(cell_timeout=20, notebook_timeout=90, harvest_timeout=20, startup_timeout=30)
 Q7_POINTS = 4.0
 
-# The right answer to question 7, kept inside the hook: the answer cell stays the blank stub.
-_RIGHT = '''
-def _right(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    import math
-    bucket = 0
-    if bidirectional:
-        num_buckets //= 2
-        if relative_position > 0:
-            bucket = num_buckets
-        n = abs(relative_position)
-    else:
-        n = max(-relative_position, 0)
-    max_exact = num_buckets // 2
-    if n < max_exact:
-        return bucket + n
-    spread = math.log(n / max_exact) / math.log(max_distance / max_exact)
-    return bucket + min(max_exact + int(spread * (num_buckets - max_exact)), num_buckets - 1)
-'''
+# The right answer to question 7 (the solution's), kept inside the hook: the answer cell stays the blank stub.
+_RIGHT = next(c.source for c in full().cells if c.get("metadata", {}).get("t5lesson", {}).get("cell") == "q7-answer")
+_RIGHT = "import math\n" + _RIGHT.replace("def my_bucket(", "def _right(")
 
 # Reads `namespace["emit"](NONCE, SPEC, globals())` out of the reading cell and answers every case.
 _FORGE = _RIGHT + '''
@@ -212,24 +197,13 @@ def test_forged_and_replayed_records_are_held_for_a_normal_user():
         if REQUIRED:
             pytest.fail(user)
         pytest.skip(user)
-    uid, gid = user
     root = Path(tempfile.mkdtemp(prefix="t5forge-"))
     try:
-        folder, report = root / "subs", root / "report"
-        _build(folder)
-        report.mkdir()
-        for path in [root, report, folder, *folder.iterdir()]:
-            os.chown(path, uid, gid)
-        os.chmod(root, 0o755)
-        argv = [sys.executable, "-m", "t5lesson.grade", "grade", str(folder), "--out", str(report), "--jobs", "2",
-                "--seed", "forged records", "--cell-timeout", str(LIMITS.cell_timeout),
-                "--notebook-timeout", str(LIMITS.notebook_timeout), "--harvest-timeout", str(LIMITS.harvest_timeout),
-                "--quiet", *ISOLATION_ARGS]
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8",
-               "TMPDIR": str(root), "PYTHONPATH": str(PACKAGE_PARENT)}
-        done = run_as(uid, gid, argv, cwd=str(root), env=env, timeout=600, reach=[str(PACKAGE_PARENT), str(root)])
+        _build(root / "subs")
+        done = grade_as(user, root, root / "subs", root / "report", LIMITS, "--seed", "forged records",
+                        package=PACKAGE_PARENT)
         assert done.returncode == 0, done.stderr
-        _check(report)
+        _check(root / "report")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -13,13 +13,12 @@ import csv
 import io
 import os
 import shutil
-import sys
 import tempfile
 import types
 from pathlib import Path
 
 import pytest
-from isolation_helpers import ISOLATION, ISOLATION_ARGS, REQUIRED, normal_user, run_as
+from isolation_helpers import ISOLATION, REQUIRED, grade_as, normal_user
 
 from t5lesson import exercises
 from t5lesson.grade import Limits, grade_folder
@@ -52,16 +51,7 @@ def _as_normal_user(root, submissions, report) -> list:
         if REQUIRED:
             pytest.fail(user)
         pytest.skip(user)
-    report.mkdir()
-    for path in [root, *root.rglob("*")]:
-        os.chown(path, *user)
-    os.chmod(root, 0o755)
-    argv = [sys.executable, "-m", "t5lesson.grade", "grade", str(submissions), "--out", str(report), "--jobs", "2",
-            "--cell-timeout", str(LIMITS.cell_timeout), "--notebook-timeout", str(LIMITS.notebook_timeout),
-            "--harvest-timeout", str(LIMITS.harvest_timeout), "--quiet", *ISOLATION_ARGS]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8",
-           "TMPDIR": str(root), "PYTHONPATH": str(PACKAGE_PARENT)}
-    done = run_as(*user, argv, cwd=str(root), env=env, timeout=600, reach=[str(PACKAGE_PARENT), str(root)])
+    done = grade_as(user, root, submissions, report, LIMITS, package=PACKAGE_PARENT)
     assert done.returncode == 0, done.stderr[-3000:]
     return store.read(report, exercises).graded
 
