@@ -144,3 +144,18 @@ def grade_as(user: tuple[int, int], root: Path, folder: Path, report: Path, limi
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(root), "LANG": "C.UTF-8",
            "TMPDIR": str(root), "PYTHONPATH": str(package)}
     return run_as(*user, argv, cwd=str(root), env=env, timeout=600, reach=[str(package), str(root)])
+
+
+def normal_user_for_test() -> tuple[int, int]:
+    """(uid, gid) of the normal user a test started as root grades as; the test skips as a normal user
+    (its root run is that run), and fails where CI requires isolation and there is no such user."""
+    import pytest
+
+    if os.geteuid() != 0:
+        pytest.skip("the tests run as a normal user already: the root run is that run")
+    user = normal_user()
+    if isinstance(user, str):
+        if REQUIRED:
+            pytest.fail(user)
+        pytest.skip(user)
+    return user

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import sys
 import tempfile
 import zlib
 from pathlib import Path
 
-import pytest
-from isolation_helpers import ISOLATION, REQUIRED, grade_as, normal_user
+from isolation_helpers import ISOLATION, grade_as, normal_user_for_test
 
 from t5lesson.grade import grade_folder
 from t5lesson.grading.course import PACKAGE_PARENT
@@ -190,13 +188,7 @@ def test_forged_and_replayed_records_are_held_by_root(tmp_path):
 
 
 def test_forged_and_replayed_records_are_held_for_a_normal_user():
-    if os.geteuid() != 0:
-        pytest.skip("the tests run as a normal user already: the test above is that run")
-    user = normal_user()
-    if isinstance(user, str):
-        if REQUIRED:
-            pytest.fail(user)
-        pytest.skip(user)
+    user = normal_user_for_test()
     root = Path(tempfile.mkdtemp(prefix="t5forge-"))
     try:
         _build(root / "subs")

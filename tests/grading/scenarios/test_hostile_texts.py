@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import shutil
 import tempfile
 import types
 from pathlib import Path
 
 import pytest
-from isolation_helpers import ISOLATION, REQUIRED, grade_as, normal_user
+from isolation_helpers import ISOLATION, grade_as, normal_user_for_test
 
 from t5lesson import exercises
 from t5lesson.grade import Limits, grade_folder
@@ -44,13 +43,7 @@ BACKTICKS = "readme`<b onclick=x>`.txt"
 
 def _as_normal_user(root, submissions, report) -> list:
     """Grade the class through the instructor's command as a normal user; the verdicts, read back."""
-    if os.geteuid() != 0:
-        pytest.skip("the tests run as a normal user already: the root-parametrised run is that run")
-    user = normal_user()
-    if isinstance(user, str):
-        if REQUIRED:
-            pytest.fail(user)
-        pytest.skip(user)
+    user = normal_user_for_test()
     done = grade_as(user, root, submissions, report, LIMITS, package=PACKAGE_PARENT)
     assert done.returncode == 0, done.stderr[-3000:]
     return store.read(report, exercises).graded
