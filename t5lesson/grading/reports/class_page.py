@@ -533,8 +533,9 @@ def _code_part(stats: ClassStats) -> list[dict]:
             shares = [(topic, f / (n * runs), f"{f / (n * runs):.0%} ({f} of {n * runs} case runs)")
                       for topic, n, f in stats.topics[s.id]]
             figure = Markup(bars_svg(shares, f"{s.id}: share of failed cases by what they exercise"))
+        drawn = bool(getattr(stats.exercise[s.id], "drawn_cases", False))  # each submission met its own cases
         part.append({"heading": _heading(s), "runs": runs, "cases": sum(n for _, n, _ in stats.topics[s.id]),
-                     "figure": figure,
+                     "figure": figure, "drawn": drawn,
                      "failures": [{"number": c.index + 1, "call": c.call[:120], "topic": c.topic,
                                    "failed": f"{c.failed} of {c.attempted} ({_pct(c.failed / c.attempted)})"}
                                   for c in stats.cases[s.id]]})
