@@ -409,7 +409,7 @@ def _hook_name(hook):
 
 def _foreign(hooks, where):
     """The hooks among `hooks` that come from none of KNOWN_HOOK_MODULES, each as "where: name"."""
-    return [f"{where}: {_hook_name(h)}" for h in hooks if not _hook_name(h).startswith(KNOWN_HOOK_MODULES)]
+    return [f"{where} ({_hook_name(h)})" for h in hooks if not _hook_name(h).startswith(KNOWN_HOOK_MODULES)]
 
 
 def audit():
@@ -430,14 +430,14 @@ def audit():
         publisher = getattr(shell, "display_pub", None)
         publish = getattr(publisher, "publish", None)
         if publish is not None and getattr(publish, "__func__", None) is not getattr(type(publisher), "publish", 0):
-            found.append("the display publisher's publish, replaced")
+            found.append("a replaced publish of the display publisher")
     for module_name in ("IPython.core.display_functions", "IPython.display"):
         publish = getattr(sys.modules.get(module_name), "publish_display_data", None)
         if publish is not None and not _hook_name(publish).startswith(KNOWN_HOOK_MODULES):
-            found.append(f"{module_name}.publish_display_data, replaced")
+            found.append(f"a replaced {module_name}.publish_display_data")
     for name, hook in (("a trace function", sys.gettrace()), ("a profile function", sys.getprofile())):
         if hook is not None:
-            found.append(f"{name}: {_hook_name(hook)}")
+            found.append(f"{name} ({_hook_name(hook)})")
     return found[:20]
 
 

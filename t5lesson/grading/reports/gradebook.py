@@ -82,10 +82,16 @@ def reference_hits(graded: list[Graded]) -> list[tuple[str, str, str]]:
 
 
 def flagged_readings(graded: list[Graded]) -> list[tuple[str, str, str]]:
-    """(student, question, what) for every answer whose reading the notebook reached into (hooks, a
-    second record, the blocking undone) or whose check cell ran code of its own (`Graded.flags`)."""
-    return [(g.student, question, "; ".join(flags)) for g in sorted(graded, key=lambda g: g.student)
-            for question, flags in sorted(getattr(g, "flags", {}).items())]
+    """(student, questions, what) for every answer whose reading the notebook reached into (hooks, a
+    second record, the blocking undone) or whose check cell ran code of its own (`Graded.flags`); the
+    questions one finding names share a line."""
+    found = []
+    for g in sorted(graded, key=lambda g: g.student):
+        by_text: dict[str, list[str]] = {}  # the questions one finding names, together
+        for question, flags in getattr(g, "flags", {}).items():
+            by_text.setdefault("; ".join(flags), []).append(question)
+        found += [(g.student, ", ".join(questions), text) for text, questions in by_text.items()]
+    return found
 
 
 def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipped=(), failed=()) -> str:

@@ -16,7 +16,7 @@ from ..questions import answers
 from ..records import clean_record, loads
 from ..reports.files import inert
 from ..sandbox.resources import harvest_reserve
-from ..verdict import ERROR, NOT_ATTEMPTED, Outcome, Status, status_of
+from ..verdict import ERROR, NOT_ATTEMPTED, PARTIAL, Outcome, Status, status_of
 from .compose import Prepared
 
 __all__ = ["score", "harvested", "given_answers", "read_record", "tampering"]
@@ -53,7 +53,8 @@ def _tampering(payload: dict) -> list[str]:
     record = payload.get("record")
     if not isinstance(hooks, list) or not all(isinstance(h, str) for h in hooks):
         return ["its record lacks the grader's own check, so it did not come from the grader's reading cell"]
-    found = [f"{_SAFE.sub('?', h[:120])} ran around the grader's reading cell" for h in hooks[:20]]
+    ran = ", ".join(_SAFE.sub("?", h[:120]) for h in hooks[:20])
+    found = [f"around the grader's reading cell ran {ran}"] if hooks else []
     if isinstance(record, dict) and record.get("unblocked") is True:
         found.append("the blocking of the reference was undone while the answer was read")
     return found
@@ -78,7 +79,7 @@ def _capped(outcome: Outcome, flags: list[str]) -> Outcome:
     """At most a third of the question's points when something reached into its reading."""
     points = min(outcome.points, round(outcome.max_points / 3, 2))
     why = "; ".join(flags[:3])
-    return replace(outcome, points=points,
+    return replace(outcome, points=points, status=PARTIAL if points < outcome.points else outcome.status,
                    message=f"{outcome.message} The grader's reading of this answer was tampered with ({why}): "
                            "at most a third of its points; your instructor sees this.")
 
