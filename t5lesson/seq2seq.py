@@ -18,6 +18,8 @@ transformers is imported only when a model is built.
 """
 from __future__ import annotations
 
+import threading
+
 import torch
 
 from ._validate import ArgumentError, check_int
@@ -64,6 +66,9 @@ def padded(strings) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, (ids != PAD).long()
 
 
+_SEEDING = threading.Lock()  # held while a model's weights are drawn from torch's global generator
+
+
 def random_model(seed, eos_scale=1.0, config=CONFIG):
     """transformers' T5ForConditionalGeneration for `config`, its weights drawn as transformers
     initialises them from `torch.manual_seed(seed)` (the global random state is left as it was).
@@ -77,7 +82,9 @@ def random_model(seed, eos_scale=1.0, config=CONFIG):
     from transformers import T5ForConditionalGeneration
 
     seed = check_int("seed", seed, minimum=0)
-    with torch.random.fork_rng(devices=[]):
+    # torch's generator is one for the process: a second thread that seeds it meanwhile (the grader
+    # draws cases and computes expected results in threads) would change these weights
+    with _SEEDING, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = T5ForConditionalGeneration(t5_config(config)).eval()
     with torch.no_grad():

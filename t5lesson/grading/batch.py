@@ -188,10 +188,8 @@ def _expected_in_background(exercise: Exercise) -> threading.Thread:
     process) while the first kernels start and run; a failure here shows where it is asked again."""
     def compute():
         try:
-            if exercise.pool is not None:
+            if exercise.pool is not None:  # under the pool's lock: no other thread draws meanwhile
                 exercise.pool.warm()
-            for q in exercise.questions:
-                getattr(q, "expected", None)
         except Exception:  # scoring asks again, and that row gets the error
             pass
     thread = threading.Thread(target=compute, name="t5grade-references", daemon=True)

@@ -117,7 +117,9 @@ class _Pool:
         self.exercise_id, self.seed, self.count = exercise.id, seed, count
         self.originals = {q.id: q for q in exercise.questions}
         self.sets: dict[tuple[str, int], Question] = {}
-        self.lock = threading.Lock()
+        # one lock for every draw and every expected result: the recipes and references seed torch's global
+        # generator (seq2seq.random_model), which two threads must not use at once
+        self.lock = threading.RLock()
 
     def variant(self, q: Question, v: int) -> Question:
         """Set `v` of question `q` (the first keeps the digest every earlier grade used)."""
@@ -129,6 +131,11 @@ class _Pool:
                 rng = np.random.default_rng(_digest(*parts))
                 self.sets[q.id, v] = self.originals[q.id].drawn(rng)
             return self.sets[q.id, v]
+
+    def expected(self, q: Question, v: int) -> tuple:
+        """The expected results of set `v` of `q`, computed once, in this process."""
+        with self.lock:
+            return self.variant(q, v).expected
 
     def picks(self, q: Question, key: str) -> list[int]:
         """Which set each case of `q` comes from, for the submission `key`."""
@@ -145,14 +152,21 @@ class _Pool:
         return replace(q, cases=cases)
 
     def fill_expected(self, q: Question, key: str) -> None:
-        """Give a mixed question the expected results of its cases, from their sets (see `mixed`)."""
+        """Give a mixed question the expected results of its cases, from their sets (see `mixed`); a code
+        question without hidden cases those of its own cases, computed once for every submission."""
         if getattr(q, "hidden", ""):
             picks = self.picks(q, key)
-            q.__dict__["expected"] = tuple(self.variant(q, v).expected[i] for i, v in enumerate(picks))
+            q.__dict__["expected"] = tuple(self.expected(q, v)[i] for i, v in enumerate(picks))
+        elif hasattr(type(q), "expected"):
+            with self.lock:
+                q.__dict__["expected"] = self.originals[q.id].expected
 
     def warm(self) -> None:
         """Draw every set and compute its expected results (the grader does it while kernels run)."""
         for q in self.originals.values():
             if getattr(q, "hidden", ""):
                 for v in range(self.count):
-                    self.variant(q, v).expected  # noqa: B018 (computed and kept)
+                    self.expected(q, v)
+            elif hasattr(type(q), "expected"):
+                with self.lock:
+                    q.expected  # noqa: B018 (computed and kept)

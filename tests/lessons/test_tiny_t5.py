@@ -172,6 +172,17 @@ def test_random_model_is_seeded_and_leaves_the_global_stream_alone():
     assert torch.equal(a.shared.weight, b.shared.weight) and not a.shared.weight[PAD].any()
 
 
+def test_random_model_gives_the_same_weights_when_threads_draw_at_once():
+    """The grader draws cases and computes expected results in threads; each model must still be its seed's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    seeds = list(range(16))
+    alone = {seed: random_model(seed).lm_head.weight.sum().item() for seed in seeds}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = dict(zip(seeds, pool.map(lambda seed: random_model(seed).lm_head.weight.sum().item(), seeds)))
+    assert together == alone
+
+
 def test_driver_refuses_decoding_without_the_cache():
     from t5lesson.exercises import tiny_t5_driver
 
