@@ -179,7 +179,8 @@ def test_random_model_gives_the_same_weights_when_threads_draw_at_once():
     seeds = list(range(16))
     alone = {seed: random_model(seed).lm_head.weight.sum().item() for seed in seeds}
     with ThreadPoolExecutor(max_workers=4) as pool:
-        together = dict(zip(seeds, pool.map(lambda seed: random_model(seed).lm_head.weight.sum().item(), seeds)))
+        together = dict(zip(seeds, pool.map(lambda seed: random_model(seed).lm_head.weight.sum().item(), seeds),
+                            strict=True))
     assert together == alone
 
 
