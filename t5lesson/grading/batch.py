@@ -32,7 +32,7 @@ from .reports import store
 from .run import intake
 from .run.compose import prepare
 from .run.execute import run_step
-from .run.score import given_answers, harvested, score, tampering
+from .run.score import flags_of, given_answers, harvested, score
 from .run.work import work_area
 from .sandbox.resources import Cgroup
 from .sandbox.walls import check_isolation, class_walls, uids
@@ -139,11 +139,8 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
     mine = exercise.for_student(key, expected=True)
     records = harvested(mine, result, nonce, limits)
     status, outcomes, notes = score(mine, prep, result, limits, records)
-    flags = tampering(mine, result, {q: r for q, r in records.items() if result and q in result.harvest})
-    for question in prep.edited_checks:
-        flags.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                  answers=given_answers(mine, records), flags=flags)
+                  answers=given_answers(mine, records), flags=flags_of(mine, prep, result, records))
 
 
 def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:

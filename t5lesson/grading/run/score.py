@@ -19,7 +19,7 @@ from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, PARTIAL, Outcome, Status, status_of
 from .compose import Prepared
 
-__all__ = ["score", "harvested", "given_answers", "read_record", "tampering"]
+__all__ = ["score", "harvested", "given_answers", "read_record", "tampering", "flags_of"]
 
 _WHY_UNREAD = {Status.STUCK: "a cell never stopped, so the answers could not be read",
                Status.KERNEL_DIED: "the kernel died before all the answers could be read",
@@ -72,6 +72,17 @@ def tampering(exercise, result: RunResult | None, records: dict) -> dict[str, li
             flags.insert(0, "its reading cell printed more than one record")
         if flags:
             found[q.id] = flags
+    return found
+
+
+def flags_of(exercise, prep: Prepared, result: RunResult | None, records: dict) -> dict[str, list[str]]:
+    """{question id: findings} for the instructor: what reached into the reading of each answer that
+    counted (`tampering`; a dead or broken kernel's records do not count), and edited check cells."""
+    counted = {} if result is None or status_of(result.ended) in (Status.KERNEL_DIED, Status.KERNEL_BROKEN) \
+        else result.harvest
+    found = tampering(exercise, result, {q: r for q, r in records.items() if q in counted})
+    for question in prep.edited_checks:
+        found.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     return found
 
 

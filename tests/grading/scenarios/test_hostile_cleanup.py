@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from isolation_helpers import REQUIRED, WHY_NOT, normal_user, run_as
+from isolation_helpers import REQUIRED, WHY_NOT, normal_user_for_test, run_as
 
 from conftest import SAMPLES, SEED, feedback_of
 from t5lesson.grading.course import PACKAGE_PARENT
@@ -136,12 +136,7 @@ def _user(who: str) -> tuple[int, int] | None:
         return None
     if os.geteuid() != 0:
         return None  # the tests run as a normal user already
-    user = normal_user()
-    if isinstance(user, str):
-        if REQUIRED:
-            pytest.fail(user)
-        pytest.skip(user)
-    return user
+    return normal_user_for_test()
 
 
 @pytest.fixture
