@@ -26,5 +26,4 @@ def bucket_in_side(n, per_side, max_distance):
     return min(bucket, per_side - 1)  # 4. the clamp: every farther distance shares the last bucket
 
 
-bucket_of = your_turn("bucket_of", bucket_of, reference=course_bucket_of, cases=BUCKET_OF_CASES,
-                      hints=BUCKET_OF_HINTS)
+bucket_of = your_turn("bucket_of", bucket_of)

@@ -131,25 +131,40 @@ def bucket_of(offset, bidirectional=True, num_buckets=32, max_distance=128) -> i
     return int(relative_position_bucket(check_int("offset", offset), bidirectional, num_buckets, max_distance))
 
 
-# The offsets lesson 3's your-turn cell is checked on: every region of the default encoder and
-# decoder, both sides, the clamp, and two other settings. None is a tie (an offset where the log
-# formula is exactly a whole number, such as 16, 32 and 64 for the default encoder), so a learner
-# who computes the logarithm in float64 matches the reference, which computes it in float32.
+# The offsets lesson 3's your-turn cell is checked on: every region of the encoder and the decoder,
+# both sides, the clamp, and settings away from the defaults (an odd number of buckets on each
+# side, a small and an odd max_distance), so a slip that only shows off the defaults is caught.
+# None is a tie (an offset where the log formula is exactly a whole number, such as 16, 32 and 64
+# for the default encoder), so a learner who computes the logarithm in float64 matches the
+# reference, which computes it in float32.
 BUCKET_OF_CASES = (
     (0,), (-1,), (1,), (-7,), (7,), (-8,), (8,), (-12,), (-20,), (20,), (-50,), (90,), (-91,), (-500,),
     (5000,),
     (5, False), (-15, False), (-20, False), (-112, False), (-113, False), (-1000, False),
-    (-9, True, 16, 32), (-30, False, 16, 32), (40, True, 33, 128),
+    (-9, True, 16, 32), (-30, False, 16, 32), (40, True, 33, 128), (-17, False, 33, 128),
+    (-23, False, 33, 128), (-70, False, 33, 128), (-5, True, 10, 20), (6, True, 10, 20), (-13, True, 10, 20),
+    (-11, True, 18, 25), (-29, False, 9, 25), (-6, False, 9, 25), (-4, False, 9, 25),
 )
 
 BUCKET_OF_HINTS = (
-    "go through the regions in order. First max_exact = per_side // 2; a distance n below it is "
-    "its own bucket within the side: return n.",
-    "in the log region the bucket within the side is max_exact + int(np.log(n / max_exact) / "
-    "np.log(max_distance / max_exact) * (per_side - max_exact)); int() truncates, as the floor "
-    "of section 2.3 does for a value that is never negative.",
-    "the clamp: a side has per_side buckets, numbered 0 to per_side - 1, so return min(bucket, "
-    "per_side - 1); bucket_of adds the half's start. The reference computes the logarithm in float32; at the "
-    "few offsets where the formula is exactly a whole number (16, 32 and 64 for the default "
-    "encoder) float32 and float64 can truncate to different buckets, so the checks avoid them.",
+    "which region is n in? Section 2.2 gives each small distance a bucket of its own. How many "
+    "distances get one, for a side of per_side buckets, and what is the bucket of such a distance?",
+    "past the exact region the bucket grows with the logarithm of the distance (section 2.3): "
+    "log(n / max_exact) measured against log(max_distance / max_exact) says how far along the "
+    "remaining per_side - max_exact buckets n sits, rounded down. Then no bucket may leave the side.",
+    "max_exact = per_side // 2, and return n when n < max_exact; else bucket = max_exact + "
+    "int(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact)), and "
+    "return min(bucket, per_side - 1). The reference computes the logarithm in float32; the few "
+    "offsets where the formula is exactly a whole number (16, 32 and 64 for the default encoder) "
+    "can truncate differently in float64, so the checks avoid them.",
 )
+
+
+def _bucket_of_turn():
+    from .your_turn import Turn  # here, not at the top: your_turn names this module in its table
+
+    return Turn(reference=bucket_of, cases=lambda: BUCKET_OF_CASES, hints=BUCKET_OF_HINTS,
+                course_versions=(relative_position_bucket, bucket_steps))
+
+
+TURNS = {"bucket_of": _bucket_of_turn()}

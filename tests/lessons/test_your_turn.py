@@ -103,3 +103,72 @@ def test_hints_come_one_level_at_a_time(capsys):
     yt.hint("sq")
     assert capsys.readouterr().out.splitlines() == ["sq, hint 1 of 2: first", "sq, hint 2 of 2: second",
                                                      "sq, hint 2 of 2: second"]
+
+
+def test_a_function_that_only_calls_the_course_version_is_told_so(capsys):
+    helper = _square  # under any name: the check compares the code that runs, not names
+
+    def mine(x):
+        return helper(x)
+
+    assert yt.your_turn("sq", mine, _square, [(2,), (3,)]) is _square
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"sq: {yt.CALLS_COURSE} (_square)" in out and yt.MATCHES not in out, out
+
+
+def test_an_error_inside_a_check_function_names_its_case(capsys):
+    def check(learner, reference):
+        with yt.case("3 updates of the toy model"):
+            learner(None)
+
+    def mine(x):
+        return x + 1
+
+    assert yt.your_turn("step", mine, _square, check=check) is _square
+    out = " ".join(capsys.readouterr().out.split())
+    assert "raised TypeError" in out and "on 3 updates of the toy model" in out, out
+
+
+def test_an_error_on_a_case_names_the_case(capsys):
+    assert yt.your_turn("sq", lambda x: 1 / x, _square, [(0,), (2,)]) is _square
+    out = " ".join(capsys.readouterr().out.split())
+    assert "raised ZeroDivisionError" in out and "on case 1 of 2 (0)" in out, out
+
+
+def test_every_your_turn_cell_has_a_turn_with_hints():
+    for name in yt.TURNS:
+        spec = yt.turn(name)
+        assert (spec.cases is None) != (spec.check is None), f"{name}: a Turn has cases or a check, not both"
+        assert len(spec.hints) >= 2, f"{name}: hints come in levels"
+
+
+def test_hint_for_an_unknown_name_says_what_it_takes(capsys):
+    yt.hint("no_such_cell")
+    assert 'hint() takes the name in a your-turn cell' in " ".join(capsys.readouterr().out.split())
+
+
+CODE_IN_A_HINT = __import__("re").compile(
+    r"\w\(|\w\[|[^=!<>]=[^=]|\bnp\.|\btorch\.|\bF\.|\.\w+\(|\bdef |\breturn\b|\blambda\b|`")
+
+
+def test_hints_teach_before_they_tell():
+    """Level 1 asks a question or names a concept, with no code; code may come only at the last level."""
+    for name in yt.TURNS:
+        hints = yt.turn(name).hints
+        first = hints[0]
+        assert not CODE_IN_A_HINT.search(first), f"{name}: hint 1 holds code: {first!r}"
+        assert "?" in first, f"{name}: hint 1 should ask the learner something: {first!r}"
+
+
+@pytest.mark.parametrize("path", WITH_TURNS, ids=[p.name for p in WITH_TURNS])
+def test_a_your_turn_cell_holds_only_the_stub_and_its_checking_call(path):
+    """No hints and no course function in the cell: both live in the package, out of sight."""
+    import ast
+
+    for name, cell in your_turn_cells(json.loads(path.read_text())).items():
+        text = "".join(cell["source"])
+        for word in ("hints=", "reference=", "course_", "cases=", "check="):
+            assert word not in text, f"{path.name}, {name}: the cell names {word!r}; it belongs in the package"
+        last = ast.parse(text).body[-1]
+        assert ast.unparse(last) == f"{name} = your_turn('{name}', {name})", \
+            f"{path.name}, {name}: the cell should end with {name} = your_turn(\"{name}\", {name})"

@@ -1,0 +1,36 @@
+"""An answer waits until it is earned: the cell that reveals a prediction's answer is stored collapsed.
+
+After a "Predict first" or "Think!" prompt, the code cell that shows the answer carries the tag
+`reveal` and JupyterLab's cell metadata `jupyter.outputs_hidden`, so its stored output is folded
+away until the learner runs the cell (tests/test_browser.py checks this in JupyterLab itself, the
+website test on the built pages).
+"""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT = re.compile(r"Predict first|\bThink!")
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+
+
+def reveal_cells(cells) -> list[int]:
+    return [n for n, c in enumerate(cells) if "reveal" in c.get("metadata", {}).get("tags", [])]
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_every_prompt_has_a_collapsed_reveal(path):
+    cells = json.loads(path.read_text())["cells"]
+    prompts = [n for n, c in enumerate(cells) if c["cell_type"] == "markdown" and PROMPT.search("".join(c["source"]))]
+    reveals = reveal_cells(cells)
+    for k, n in enumerate(prompts):
+        end = prompts[k + 1] if k + 1 < len(prompts) else len(cells)
+        assert any(n < r < end for r in reveals), \
+            f"{path.name}: the prompt in cell {n} has no code cell tagged 'reveal' before the next prompt"
+    for r in reveals:
+        cell = cells[r]
+        assert cell["cell_type"] == "code", f"{path.name}: cell {r} is tagged reveal but is not code"
+        assert cell.get("metadata", {}).get("jupyter", {}).get("outputs_hidden") is True, \
+            f"{path.name}: the reveal cell {r} is stored with its output open"
