@@ -35,13 +35,10 @@ SHOWN = """(figure) => {
           complete: img.complete && img.naturalWidth > 0, moves: figure.t5Moves.length,
           values: Array.from(figure.querySelectorAll('[data-t5-control]')).map(el => el.value)};
 }"""
-# Every frame of every explorer on the page decoded (what frames.js starts as a figure nears the viewport).
-ALL_DECODED = """async () => {
-  const figures = Array.from(document.querySelectorAll('figure.t5-frames'));
-  await Promise.all(figures.flatMap(f => JSON.parse(f.querySelector('.t5-frames-data').textContent).frames
-    .map(fr => { const i = new Image(); i.src = fr.src; return i.decode(); })));
-  return figures.length;
-}"""
+ENDS = """(el) => el.tagName === 'SELECT' ? [el.selectedIndex === 0, el.selectedIndex === el.options.length - 1]
+                                        : [el.value === el.min, el.value === el.max]"""
+# Every frame of the figure decoded by frames.js (which starts as the figure nears the viewport).
+ALL_DECODED = """(f) => f.t5Decoded === JSON.parse(f.querySelector('.t5-frames-data').textContent).frames.length"""
 
 
 def launch(playwright):
@@ -74,31 +71,36 @@ def cold_first_move(browser, url: str) -> dict:
         context.close()
 
 
-def walk(page, figure, key: str = "ArrowRight", steps: int = 6) -> list[dict]:
-    """Focus the figure's first control and press `key` `steps` times, each after the previous picture
-    showed (as a reader would); per move, what the figure shows and its time in ms."""
-    control = figure.locator("[data-t5-control]").first
-    control.focus()
+def walk(page, figure, key: str = "ArrowRight", steps: int = 6, control: int = 0) -> list[dict]:
+    """Focus one of the figure's controls and press `key` (turning back at either end) `steps` times,
+    each after the previous picture showed, as a reader would; per move, what the figure shows,
+    ms (input to painted) and swap_ms (input to the decoded frame in place)."""
+    field = figure.locator("[data-t5-control]").nth(control)
+    field.focus()
+    back, forth = ("ArrowUp", "ArrowDown") if field.evaluate("(el) => el.tagName") == "SELECT" else \
+        ("ArrowLeft", "ArrowRight")
     shown = []
     for _ in range(steps):
         before = figure.evaluate(SHOWN)["moves"]
-        ends = control.evaluate("(el) => el.type === 'range' ? [el.value === el.min, el.value === el.max] : "
-                                "[el.selectedIndex === 0, el.selectedIndex === el.options.length - 1]")
-        key = "ArrowLeft" if ends[1] else "ArrowRight" if ends[0] else key  # at an end of the track: turn back
+        at_start, at_end = field.evaluate(ENDS)
+        key = back if at_end else forth if at_start else key
         page.keyboard.press(key)
-        figure.page.wait_for_function("([f, n]) => f.t5Moves.length > n", arg=[figure.element_handle(), before])
-        state = figure.evaluate(SHOWN)
+        page.wait_for_function("([f, n]) => f.t5Moves.length > n", arg=[figure.element_handle(), before])
         last = figure.evaluate("(f) => f.t5Moves[f.t5Moves.length - 1]")
-        shown.append({**state, "ms": last["painted"] - last["input"]})
+        shown.append({**figure.evaluate(SHOWN), "ms": last["painted"] - last["input"],
+                      "swap_ms": last["swapped"] - last["input"]})
     return shown
 
 
 def open_page(browser, url: str):
-    """A page at `url` in a fresh context, every frame decoded; (context, page)."""
+    """A page at `url` in a fresh context, every frame of every explorer decoded; (context, page)."""
     context = browser.new_context(viewport=VIEWPORT, service_workers="block")
     page = context.new_page()
     page.goto(url, wait_until="load")
-    page.evaluate(ALL_DECODED)
+    figures = page.locator("figure.t5-frames")
+    for index in range(figures.count()):  # as a reader scrolls past each explorer
+        figures.nth(index).scroll_into_view_if_needed()
+        page.wait_for_function(ALL_DECODED, arg=figures.nth(index).element_handle(), timeout=30_000)
     return context, page
 
 

@@ -20,13 +20,15 @@
     const decoded = new Map();  // frame index -> promise of its decoded Image
     let wanted = null;
     figure.t5Moves = [];
+    figure.t5Decoded = 0;  // frames decoded so far (the browser test waits for all before timing moves)
 
     function load(index, priority = 'high') {
       if (!decoded.has(index)) {
         const image = new Image();
         image.fetchPriority = priority;
         image.src = data.frames[index].src;
-        decoded.set(index, image.decode().catch(() => image));  // a failed decode still swaps (alt text shows)
+        decoded.set(index, image.decode().catch(() => image)  // a failed decode still swaps (alt text shows)
+          .then(() => { figure.t5Decoded += 1; }).then(() => image));
       }
       return decoded.get(index);
     }
