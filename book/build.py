@@ -1,20 +1,27 @@
-"""Build the course website from the stored notebooks, without executing anything.
+"""Build the course website from the stored notebooks and the explorers' frames.
 
-    .venv-book/bin/python book/build.py [--out build/book]
+    .venv-book/bin/python book/build.py [--out build/book] [--course-python .venv/bin/python]
 
+0. Draw the frames of every explorer on a lesson page (book/frames.py, run by the course's Python,
+   since this venv has no NumPy, matplotlib or torch): each lesson's own cells run up to its
+   explorers, and each explorer draws its figure at every setting of one or two controls. Kept in
+   build/cache/frames while the lesson and the package are unchanged. Nothing else is executed.
 1. Stage what is published into OUT/src, laid out like the repository (so a page's path is its
    notebook's path in the repository, which the Colab and Binder links need):
    - notebooks/NN_*.ipynb, the lessons, as stored (executed). Explorers (an ipywidgets view with
-     a static PNG beside it) keep only their PNG, followed by a line saying that the slider works
-     when the notebook runs; the saved widget state is dropped (it would pull widget JavaScript
-     from a CDN). Each page gets "open in Colab" / "launch Binder" links under its title.
+     a static PNG beside it) become their frames with native controls (book/frames_html.py,
+     _assets/frames.js): they move at page load. The saved widget state is dropped (it would pull
+     widget JavaScript from a CDN). A code cell whose outputs JupyterLab opens hidden (metadata
+     jupyter.outputs_hidden, a "Predict first" answer) shows them in a closed <details>. Each page
+     gets "open in Colab" / "launch Binder" links under its title.
    - exercises/NN_*.ipynb, blank as generated, each with a link back to its lesson.
    - instructor.md, from the README's sections named in INSTRUCTOR_SECTIONS.
    - _assets/ (served as the site's _static/): book.css, and mathjax/, MathJax 3 from the
      pinned sphinx-mathjax-offline package (no CDN).
    solutions/ is never read. Relative links to repository files that are not pages become links
    to the repository (repository.url in book/_config.yml, the one setting for all of these).
-2. Run Jupyter Book on OUT/src with warnings as errors; the site is OUT/html.
+2. Run Jupyter Book on OUT/src with warnings as errors; the site is OUT/html, and the frames the
+   pages show are copied into OUT/html/_frames.
 3. Build the live part into OUT/html/live (book/live.py: JupyterLite with the pinned, hash-checked
    Pyodide, the live notebooks of book/live/notebooks/ and exercises 1 to 5). Each lesson page with
    a live notebook links to it. --no-live skips this step.
@@ -37,7 +44,9 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import frames  # noqa: E402 (book/frames.py, beside this file)
 import live  # noqa: E402 (book/live.py, beside this file)
+from frames_html import FRAMES_DIR, explorer_html  # noqa: E402
 from live_notebooks import FIRST_VISIT  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +56,9 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 # Parts of MathJax 3's es5/ folder the pages use: the tex-chtml bundle, the TeX extensions it may
 # autoload, its CommonHTML fonts, and the menu's accessibility and speech components.
 MATHJAX_PARTS = ["tex-chtml.js", "input", "output/chtml.js", "output/chtml", "a11y", "ui", "sre", "adaptors"]
+FRAMES_CACHE = ROOT / "build" / "cache" / "frames"  # book/frames.py's output, kept while its inputs are unchanged
+# What a cell with JupyterLab's "outputs hidden" metadata says before its outputs (a "Predict first" answer).
+HIDDEN_RESULT = ("Show the result (predict first)", "Hide the result")
 EXPLORER_NOTE = ("Static image of an explorer: its sliders work when the notebook runs (open it in Colab or "
                  "Binder with the links at the top of this page, or in JupyterLab).")
 # The README's "## " sections that make the instructor's page, kept at their level under its title.
@@ -154,38 +166,104 @@ def launch_box(cfg: dict, path: str, what: str) -> str:
             f"In Colab, run [the setup cell](../instructor.md#colab-and-binder) first.{live_link(path)}\n```")
 
 
+def rest_link(path: str) -> str:
+    """Where the whole of an explorer on the page at `path` runs, as the end of a sentence (raw HTML)."""
+    href = live_href(path)
+    if href is None:
+        return "when the notebook runs (open it in Colab or Binder with the links at the top of this page)"
+    return f'in <a class="t5-live-link" href="{href}">the live notebook</a> (in your browser, nothing to install)'
+
+
+def hide_outputs(cell: dict) -> None:
+    """A cell JupyterLab opens with its outputs hidden (metadata jupyter.outputs_hidden: the answer to
+    a "Predict first" question) shows them on the page only inside a closed <details>: myst-nb's
+    hide-output, with our summary (book/_ext/t5book.py keeps the summary's visible text its name)."""
+    if not cell.get("metadata", {}).get("jupyter", {}).get("outputs_hidden") or not cell.get("outputs"):
+        return
+    metadata = cell["metadata"]
+    metadata["tags"] = [*metadata.get("tags", []), "hide-output"]
+    metadata["mystnb"] = {**metadata.get("mystnb", {}),
+                          "code_prompt_show": HIDDEN_RESULT[0], "code_prompt_hide": HIDDEN_RESULT[1]}
+
+
+def show_explorer(output: dict, path: str, number: int, moving: list) -> str | None:
+    """Put the explorer's frames (`moving[number - 1]`, from book/frames.py) in place of its widget view
+    and stored picture; without frames (an exercise page) keep the picture and return the note to add."""
+    data = output["data"]
+    del data[WIDGET_MIME]
+    if number <= len(moving):
+        output["data"] = {"text/html": explorer_html(moving[number - 1], number, "..", rest_link(path), number == 1)}
+        output["metadata"] = {}
+        return None
+    live_note = (f' Or <a class="t5-live-link" href="{live_href(path)}">move the sliders live in your '
+                 'browser</a>, with nothing installed.') if live_href(path) else ""
+    return f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}{live_note}\n```"
+
+
+def stage_code_cell(cell: dict, path: str, shown: int, moving: list) -> tuple[int, list[dict]]:
+    """Prepare one code cell in place; returns the explorers seen so far and cells to add after it."""
+    source = "".join(cell["source"]).split("\n")
+    cell["source"] = "\n".join(line for line in source if not line.startswith("# NBVAL_"))
+    # A widget with no stored picture is a progress bar: it means nothing on a static page.
+    cell["outputs"] = [o for o in cell.get("outputs", [])
+                       if WIDGET_MIME not in o.get("data", {}) or "image/png" in o["data"]]
+    hide_outputs(cell)
+    added = []
+    for output in cell["outputs"]:
+        if WIDGET_MIME in output.get("data", {}):
+            shown += 1
+            note = show_explorer(output, path, shown, moving)
+            if note:
+                added.append(markdown_cell(note, f"t5book-explorer-{shown}"))
+    return shown, added
+
+
 def stage_notebook(src: Path, dest: Path, path: str, pages: set[str], cfg: dict, header: str,
-                   images: set[str]) -> dict:
-    """Copy one notebook for publishing (see the module docstring); returns counts for the log."""
+                   images: set[str], moving: list = ()) -> dict:
+    """Copy one notebook for publishing (see the module docstring); returns counts for the log.
+
+    moving: the frames of the page's explorers, in page order (book/frames.py's manifest).
+    """
     nb = json.loads(src.read_text())
     nb.get("metadata", {}).pop("widgets", None)
     cells, explorers = [], 0
     for cell in nb["cells"]:
         cell = copy.deepcopy(cell)
+        cells.append(cell)
         if cell["cell_type"] == "markdown":
             cell["source"] = rewrite_links("".join(cell["source"]), path, pages, cfg, images)
-        cells.append(cell)
-        if cell["cell_type"] != "code":
-            continue
-        source = "".join(cell["source"]).split("\n")
-        cell["source"] = "\n".join(line for line in source if not line.startswith("# NBVAL_"))
-        # A widget with no stored picture is a progress bar: it means nothing on a static page.
-        cell["outputs"] = [o for o in cell.get("outputs", [])
-                           if WIDGET_MIME not in o.get("data", {}) or "image/png" in o["data"]]
-        for output in cell["outputs"]:
-            data = output.get("data", {})
-            if WIDGET_MIME in data:
-                del data[WIDGET_MIME]
-                explorers += 1
-                live_note = (f' Or <a class="t5-live-link" href="{live_href(path)}">move the sliders live in your '
-                             'browser</a>, with nothing installed.') if live_href(path) else ""
-                cells.append(markdown_cell(f"```{{container}} t5-static-explorer\n{EXPLORER_NOTE}{live_note}\n```",
-                                           f"t5book-explorer-{explorers}"))
+        elif cell["cell_type"] == "code":
+            explorers, added = stage_code_cell(cell, path, explorers, list(moving))
+            cells.extend(added)
     nb["cells"] = cells
     insert_under_title(nb, header)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    return {"explorers": explorers}
+    return {"explorers": explorers, "moving": min(explorers, len(moving))}
+
+
+def draw_frames(lessons: list[Path], course_python: Path) -> dict[str, list]:
+    """Each lesson's explorers as frames (book/frames.py, run by the course's Python): lesson file name ->
+    its manifest's explorers, in page order. Lessons without an explorer are left out."""
+    if not course_python.exists():
+        sys.exit(f"no course Python at {course_python}: the explorers' frames are drawn by the course's own code "
+                 "(python3 -m venv .venv && .venv/bin/pip install -r requirements.txt, or --course-python)")
+    with_explorers = [p for p in lessons if frames.explorer_cells(json.loads(p.read_text()))]
+    FRAMES_CACHE.mkdir(parents=True, exist_ok=True)
+    try:
+        frames.export_all(str(course_python), FRAMES_CACHE, with_explorers)
+    except RuntimeError as error:
+        sys.exit(str(error))
+    return {p.name: json.loads((FRAMES_CACHE / f"{p.stem}.json").read_text())["explorers"] for p in with_explorers}
+
+
+def copy_frames(html: Path, drawn: dict[str, list]) -> None:
+    """Copy the frames the pages show into the site (html/_frames/<lesson>/<n>/)."""
+    target = html / FRAMES_DIR
+    if target.exists():
+        shutil.rmtree(target)
+    for name in drawn:
+        shutil.copytree(FRAMES_CACHE / Path(name).stem, target / Path(name).stem)
 
 
 def readme_sections(*titles: str) -> str:
@@ -205,7 +283,7 @@ def mathjax_dir() -> Path:
     return Path(dist.locate_file("sphinx-mathjax-offline/static/mathjax"))
 
 
-def stage(src: Path, cfg: dict) -> dict:
+def stage(src: Path, cfg: dict, drawn: dict[str, list]) -> dict:
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
@@ -225,7 +303,8 @@ def stage(src: Path, cfg: dict) -> dict:
     counts, images = {}, set()
     for nb in lessons:
         path = f"notebooks/{nb.name}"
-        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, launch_box(cfg, path, "lesson"), images)
+        counts[path] = stage_notebook(nb, src / path, path, pages, cfg, launch_box(cfg, path, "lesson"), images,
+                                      drawn.get(nb.name, []))
     by_number = {p.name.split("_")[0]: p for p in lessons}  # "05" and "05b" apart
     for nb in exercises:
         path = f"exercises/{nb.name}"
@@ -250,11 +329,15 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "book",
                         help="output folder: OUT/src is the staged book, OUT/html the site (default: build/book)")
     parser.add_argument("--no-live", action="store_true", help="build the book only, without its live part")
+    parser.add_argument("--course-python", type=Path, default=ROOT / ".venv" / "bin" / "python",
+                        help="the course venv's Python, which draws the explorers' frames (default: .venv/bin/python)")
     args = parser.parse_args(argv)
     out = args.out.resolve()
     cfg = config()
     start = time.monotonic()
-    counts = stage(out / "src", cfg)
+    drawn = draw_frames(sorted((ROOT / "notebooks").glob(LESSON_GLOB)), args.course_python)
+    framed = time.monotonic()
+    counts = stage(out / "src", cfg, drawn)
     staged = time.monotonic()
     if (out / "_build").exists():
         shutil.rmtree(out / "_build")
@@ -268,9 +351,12 @@ def main(argv=None) -> int:
     if html.exists():
         shutil.rmtree(html)
     (out / "_build" / "html").rename(html)
-    explorers = sum(c["explorers"] for c in counts.values())
-    print(f"book: {len(counts)} notebooks ({explorers} explorers as static images) + instructor page; "
-          f"staged in {staged - start:.1f} s, built in {time.monotonic() - staged:.1f} s -> {html}/index.html")
+    copy_frames(html, drawn)
+    explorers, moving = (sum(c[k] for c in counts.values()) for k in ("explorers", "moving"))
+    frame_files = list((html / FRAMES_DIR).rglob("*.png"))
+    print(f"book: {len(counts)} notebooks ({moving} of {explorers} explorers moving, {len(frame_files)} frames, "
+          f"{sum(f.stat().st_size for f in frame_files) / 1e6:.1f} MB, drawn in {framed - start:.1f} s) + instructor "
+          f"page; staged in {staged - framed:.1f} s, built in {time.monotonic() - staged:.1f} s -> {html}/index.html")
     if args.no_live:
         return 0
     facts = live.build(html, out / "live-work")

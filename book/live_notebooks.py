@@ -57,6 +57,15 @@ def cell(kind: str, source: str, cell_id: str) -> dict:
     return out
 
 
+def with_view(lesson_cell: dict, live_cell: dict) -> dict:
+    """`live_cell` with the lesson cell's JupyterLab view metadata ("jupyter": outputs_hidden on a
+    "Predict first" answer, source_hidden), which JupyterLite honours as JupyterLab does."""
+    view = lesson_cell.get("metadata", {}).get("jupyter")
+    if view:
+        live_cell["metadata"]["jupyter"] = dict(view)
+    return live_cell
+
+
 def code_trees(cells: list[dict]):
     """The parsed source of each code cell that parses."""
     for c in cells:
@@ -268,7 +277,7 @@ def live_notebook(path: Path) -> dict:
             body += your_turn_cells(path, source, import_bindings(nb["cells"][:i]), text_before(i), page, used)
             continue
         if CARRIED_TAG in c["metadata"].get("tags", []):
-            body.append(carried_cell(path, c["id"], source, import_bindings(nb["cells"][:i]), body, used))
+            body.append(with_view(c, carried_cell(path, c["id"], source, import_bindings(nb["cells"][:i]), body, used)))
             continue
         calls = explorer_calls(source, names)
         shows_widget = any(WIDGET_MIME in o.get("data", {}) for o in c.get("outputs", []))
@@ -289,7 +298,7 @@ def live_notebook(path: Path) -> dict:
             if call.func.id not in imported_by(source):
                 used.setdefault(module, set()).add((call.func.id, call.func.id))
         body.append(cell("markdown", text_before(i), f"live-{k}-text"))
-        body.append(cell("code", source.strip(), f"live-{k}-explorer"))
+        body.append(with_view(c, cell("code", source.strip(), f"live-{k}-explorer")))
     if not any(c["id"].endswith(("-explorer", "-your-turn")) for c in body):
         sys.exit(f"{path.name}: no explorer or your-turn cells that run without torch")
     cells = [title_cell(number, title, page, explorers=any(c["id"].endswith("-explorer") for c in body))]

@@ -182,7 +182,9 @@ def build(out: Path) -> tuple[subprocess.CompletedProcess, float, bool]:
     """
     prefix = offline_prefix()
     start = time.monotonic()
-    result = subprocess.run(prefix + [str(BOOK_PYTHON), str(ROOT / "book" / "build.py"), "--out", str(out)],
+    # The explorers' frames are drawn by the course's Python: this one, which runs the tests.
+    result = subprocess.run(prefix + [str(BOOK_PYTHON), str(ROOT / "book" / "build.py"), "--out", str(out),
+                                      "--course-python", sys.executable],
                             cwd=ROOT, capture_output=True, text=True, timeout=600)
     return result, time.monotonic() - start, bool(prefix)
 
@@ -303,6 +305,14 @@ MATHJAX_DONE = """async () => {
   await document.fonts.ready;
   return true;
 }"""
+# Images that load as they near the viewport (the explorers' frames), loaded now: the checks below
+# (and the axe run) need them all, wherever they are on the page.
+LOAD_LAZY_IMAGES = """async () => {
+  const lazy = Array.from(document.querySelectorAll('img[loading="lazy"]'));
+  lazy.forEach(img => { img.loading = 'eager'; });
+  await Promise.all(lazy.map(img => img.decode().catch(() => null)));
+  return lazy.length;
+}"""
 # Everything the checks need from one page, read after MathJax has finished.
 PAGE_FACTS = """() => {
   const skip = 'pre, code, script, style, mjx-container, mjx-assistive-mml, .MathJax_Preview';
@@ -327,6 +337,7 @@ PAGE_FACTS = """() => {
     outputImageAlts: outputImages.map(i => i.getAttribute('alt') || ''),
     brokenImages: Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src),
     explorerNotes: notes.length,
+    movingExplorers: document.querySelectorAll('figure.t5-frames').length,
     notesAfterImage: notes.filter(n => {
       const prev = n.previousElementSibling;  // the explorer's code cell, its PNG in the output
       return prev && prev.querySelector('.cell_output img');
@@ -383,6 +394,7 @@ async def _read_pages(base: str, page_list: list[str], shots: Path, parallel: in
                     response = await page.goto(base + page_path, wait_until="load")
                     mathjax = await page.evaluate(MATHJAX_DONE)
                     load_s = time.monotonic() - start
+                    await page.evaluate(LOAD_LAZY_IMAGES)
                     facts = await page.evaluate(PAGE_FACTS)
                     await page.add_script_tag(content=axe)
                     facts["axe"] = await page.evaluate(AXE_RUN, AXE_TAGS)
@@ -419,7 +431,8 @@ def report(build_s: float, offline: bool, facts: dict) -> str:
              f"{'page':<46} {'load s':>6} {'math':>5} {'images':>6} {'explorers':>9} {'axe':>4}  screenshot"]
     for page, f in facts.items():
         lines.append(f"{page:<46} {f['load_s']:>6.2f} {f['mathRendered']:>2}/{f['math']:<3} "
-                     f"{f['outputImagesLoaded']:>6} {f['explorerNotes']:>9} {len(serious(f)):>4}  "
+                     f"{f['outputImagesLoaded']:>6} {f['movingExplorers'] + f['explorerNotes']:>9} "
+                     f"{len(serious(f)):>4}  "
                      f"{f['screenshot'].relative_to(ROOT)}")
     lines += ["", f"axe-core {AXE_VERSION}, rules {', '.join(AXE_TAGS)}: violations by rule (all impacts)"]
     by_rule = {}

@@ -18,7 +18,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from book_site import book_missing_reason, build
 
 ROOT = Path(__file__).resolve().parents[1]
 PINS_PYTHON = Path(os.environ.get("T5LESSON_PYODIDE_PINS_PYTHON", ROOT / ".venv-pyodide-pins" / "bin" / "python"))
@@ -252,28 +251,22 @@ def _served(site: Path) -> tuple[dict, dict]:
 
 # The browser test ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def browsed(tmp_path_factory):
-    reason = book_missing_reason()
-    if reason:
-        if os.environ.get("T5LESSON_REQUIRE_BOOK") == "1":
-            pytest.fail(f"live site test required here but cannot run: {reason}")
-        pytest.skip(reason)
+def browsed(site):  # the site tests/conftest.py builds once for every site test
     import live_site
 
-    out = tmp_path_factory.mktemp("live")
-    result, seconds, offline = build(out)
+    html, result = site[:2]
     if result.returncode != 0:
         pytest.fail(f"the site did not build:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}")
-    facts = live_site.run(out / "html")
-    text = live_site.report(facts, out / "html")
-    node = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "live_start.py"), str(out / "html"), "--rounds",
+    facts = live_site.run(html)
+    text = live_site.report(facts, html)
+    node = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "live_start.py"), str(html), "--rounds",
                            "1", "--only", "as served"], capture_output=True, text=True)  # the worker's phases
     text += ("\nThe same start in Node, the kernel's work alone (benchmarks/live_start.py):\n"
              + (node.stdout if node.returncode == 0 else f"not measured: {node.stderr.strip()[-300:]}\n"))
     live_site.ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (live_site.ARTIFACTS / "report.txt").write_text(text)
     print(text)
-    return facts, out / "html"
+    return facts, html
 
 
 def test_the_kernel_starts_on_our_bytecode_and_without_what_is_left_out(browsed):

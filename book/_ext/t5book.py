@@ -12,7 +12,9 @@
   label-content-name-mismatch): the theme's search button says "Search Ctrl+K" but is named
   "Search" by an aria-label, which is dropped so its text names it; the colour-mode button's icons
   carry titles ("Light", "Dark", ...) that count as visible text, so they become aria-hidden and
-  the button keeps its aria-label "Color mode". Done on the written pages (`build-finished`), the
+  the button keeps its aria-label "Color mode"; myst-nb's summary of hidden outputs ("Show the
+  result (predict first)", book/build.py's hide_outputs) is named "Toggle hidden content", which
+  is dropped so its text names it. Done on the written pages (`build-finished`), the
   same on every page, whatever the page holds.
 """
 import re
@@ -20,11 +22,13 @@ from pathlib import Path
 
 _SEARCH_BUTTON = re.compile(r'(<button[^>]*\bsearch-button-field\b[^>]*?)\s+aria-label="[^"]*"')
 _THEME_ICON = re.compile(r'(<i class="theme-switch [^"]*" data-mode="[^"]*")\s+title="[^"]*"')
+_HIDDEN_OUTPUT_SUMMARY = re.compile(r'<summary aria-label="Toggle hidden content">')
 
 
 def accessible_names(html: str) -> str:
     """The page with the two theme controls fixed (see the module docstring)."""
     html = _SEARCH_BUTTON.sub(r"\1", html)
+    html = _HIDDEN_OUTPUT_SUMMARY.sub("<summary>", html)
     return _THEME_ICON.sub(r'\1 aria-hidden="true"', html)
 
 
