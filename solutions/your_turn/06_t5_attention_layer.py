@@ -13,14 +13,7 @@ def compute_bias(self, q_len, k_len, query_offset=0):
     return self.relative_attention_bias(buckets).permute(2, 0, 1).unsqueeze(0)  # [1, heads, q_len, k_len]
 
 
-compute_bias = your_turn("compute_bias", compute_bias, reference=T5SelfAttention.compute_bias,
-                         cases=[(layer, 10, 10), (layer, 1, 8, 7), (layer, 3, 12, 9),
-                                (T5Layer(64, 4, 16, causal=False), 6, 9, 2)],
-                         hints=["torch.arange(q_len)[:, None] + query_offset is a column of query positions, "
-                                "torch.arange(k_len)[None, :] a row of key positions: key - query broadcasts "
-                                "to [q_len, k_len].",
-                                "self.relative_attention_bias(buckets) has shape [q_len, k_len, heads]; "
-                                ".permute(2, 0, 1).unsqueeze(0) makes it [1, heads, q_len, k_len]."])
+compute_bias = your_turn("compute_bias", compute_bias)
 
 # %% your_turn: attend
 # Your turn (attend): the masked softmax over the keys, then the weighted sum of the values.
@@ -31,9 +24,4 @@ def attend(self, scores, allowed, v):
     return weights @ v  # [batch, heads, q_len, d_kv]
 
 
-left_mask = layer.allowed(10, 10, attention_mask.flip(1))  # row 1 starts with 3 padding tokens
-attend = your_turn("attend", attend, reference=T5SelfAttention.attend,
-                   cases=[(layer, layer.scores(q, k) + bias, mask, v), (layer, 30 * layer.scores(q, k) + bias, mask, v),
-                          (layer, layer.scores(q, k) + bias, left_mask, v)],
-                   hints=["scores.masked_fill(~allowed, torch.finfo(scores.dtype).min) keeps the allowed scores.",
-                          "torch.softmax(masked.float(), dim=-1).to(v.dtype) are the weights; weights @ v the result."])
+attend = your_turn("attend", attend)

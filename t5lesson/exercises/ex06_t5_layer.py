@@ -8,8 +8,9 @@ Question 4 grades a class, `MyT5Attention`, with `ModuleCode`
 the hidden cases of `t5_layer_cases` (encoder, right and left padding, a long decoder, cached
 decoding, a second layer reusing layer 0's bias, large logits, the initialisation,
 cross-attention over encoder states, and rows that pack several examples, `segment_ids`, which no
-lesson builds: two thirds of the credit, so that lesson 6's layer pasted in earns at most a
-third) and only the arrays it returns come out; the grader compares them with transformers'
+lesson builds). The layer comes first: self-attention and cross-attention carry a third of the
+credit each, packed rows the last third. Only the arrays the module returns come out; the grader
+compares them with transformers'
 `T5Attention`, loaded with the same weights, in its own process, and names the classic mistakes
 it recognises.
 """
@@ -109,6 +110,13 @@ EXERCISE = Exercise(
                  "bucket 0 in a decoder): every key gets the wrong bias, and a mask built the same way hides all "
                  "but the first key", 0.5),
                 ("in a full pass queries and keys share the numbering 0..L-1, so no offset is needed", 0.5),
+            ),
+            checklist=(
+                "Does your answer say which difference of positions the bias is looked up by, and at which "
+                "position the new query sits when the cache is not empty?",
+                "Does it say what happens to the bias (and to a mask built the same way) of the cached keys when "
+                "the offset is left out, and why?",
+                "Does it say why a pass over the whole sequence needs no offset?",
             ),
         ),
     ),

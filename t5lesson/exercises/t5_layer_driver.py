@@ -20,7 +20,8 @@ The contract the learner's class meets (exercise 6 states it; lesson 6 builds it
                                            key_value_states=None)
     with key_value_states (the encoder's output) the layer is cross-attention: keys and values
     from those states, no position bias, no causal mask, attention_mask the encoder's padding,
-    and with a cache the encoder's keys and values are computed once and handed back as they are;
+    and with a cache the encoder's keys and values are computed once and handed back as they are
+    (plan "cross_steps" counts the calls of W_k and W_v after the first step: the outputs cannot tell);
     and exercise 6 goes one step beyond lesson 6's layer: `segment_ids` ([batch, seq_len], passed
     only in the packed-row cases, a full pass of self-attention) numbers the examples packed into
     one row, and a query attends only to the keys of its own example
@@ -161,12 +162,23 @@ def _cross_attention(torch, module, x, states, attention_mask, plan):
     if plan == "full":
         output, _, _ = _parts(_cross(module, x, states, attention_mask), torch)
         return _need(output, "output", torch)
-    past, outputs = None, []
-    for t in range(x.shape[1]):
-        output, _, past = _parts(_cross(module, x[:, t:t + 1], states, attention_mask,
-                                        past_key_value=past, use_cache=True), torch)
-        outputs.append(_need(output, "output", torch))
-        _need_cache(past)
+    past, outputs, calls = None, [], []
+    hooks = [getattr(module, name).register_forward_hook(lambda *_: calls.append(1)) for name in ("k", "v")]
+    try:
+        for t in range(x.shape[1]):
+            del calls[:]
+            output, _, past = _parts(_cross(module, x[:, t:t + 1], states, attention_mask,
+                                            past_key_value=past, use_cache=True), torch)
+            outputs.append(_need(output, "output", torch))
+            _need_cache(past)
+            if t and calls:  # the outputs are the same either way: only the projections' calls tell
+                raise GradingSetupError(
+                    "with the cache, cross-attention ran W_k and W_v on the encoder's states again at a later "
+                    "step; those states do not change while the decoder writes, so later calls should use the "
+                    "cached keys and values as they are")
+    finally:
+        for hook in hooks:
+            hook.remove()
     return torch.cat(outputs, dim=1)
 
 

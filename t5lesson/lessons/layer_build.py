@@ -21,7 +21,7 @@ from ..layer import init_stds
 from ..reference import reference_mask, t5_attention
 
 __all__ = ["cmp", "add_to_class", "check_steps", "reference_for", "config_of", "STEP_CONFIG", "save_for_lesson_7",
-           "lesson_6_layer", "class_source", "LESSON_7_FILE"]
+           "lesson_6_layer", "class_source", "LESSON_7_FILE", "TURNS"]
 
 STEP_CONFIG = {"d_model": 32, "num_heads": 4, "d_kv": 8, "num_buckets": 32, "max_distance": 128}
 
@@ -241,18 +241,39 @@ def _cross_attention(bench, label):
         encoder_mask = reference_mask(encoder_padding[:, None, None, :].bool())
         theirs, _, _ = ref(x, key_value_states=states, mask=encoder_mask)
         mine = ours(x, attention_mask=encoder_padding, key_value_states=states)[0]
-        past, steps = None, []
-        for t in range(7):  # later calls pass key_value_states too, and get the cached keys and values back
-            out, _, past = ours(x[:, t:t + 1], attention_mask=encoder_padding, key_value_states=states,
-                                past_key_value=past, use_cache=True)
-            steps.append(out)
+        steps, past, recomputed = _cross_steps(ours, x, states, encoder_padding)
     one_pass = _compare(f"{label}, one pass", mine, theirs)
     cached = past is not None and tuple(past[0].shape) == (2, c["num_heads"], 5, c["d_kv"])
     if not cached:
         print(f"{label}, token by token: the cache should hold the encoder's 5 keys per head, got "
               f"{None if past is None else tuple(past[0].shape)}")
         return False
+    if recomputed:
+        print(f"{label}, token by token: W_k and W_v ran {recomputed} times after the first step; the encoder's "
+              "keys and values do not change while the decoder writes, so later steps should use the cached "
+              "ones as they are")
+        return False
     return _compare(f"{label}, token by token with the cache", torch.cat(steps, dim=1), theirs) and one_pass
+
+
+def _cross_steps(layer, x, states, encoder_padding):
+    """Cross-attention token by token, every call passing the encoder's states and, from the second on, the
+    cache: (the outputs, the last cache, how often W_k and W_v ran after the first step). The outputs are the
+    same whether or not a layer recomputes the keys, so the projections' calls are counted (forward hooks)."""
+    calls = []
+    hooks = [getattr(layer, name).register_forward_hook(lambda *_: calls.append(1)) for name in "kv"]
+    past, steps, after_first = None, [], 0
+    try:
+        for t in range(x.shape[1]):
+            calls.clear()
+            out, _, past = layer(x[:, t:t + 1], attention_mask=encoder_padding, key_value_states=states,
+                                 past_key_value=past, use_cache=True)
+            after_first += len(calls) if t else 0
+            steps.append(out)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return steps, past, after_first
 
 
 # --- handing the learner's finished class to lesson 7 ---
@@ -359,3 +380,6 @@ def lesson_6_layer(folder=".") -> tuple[type, str]:
         return T5SelfAttention, course + f"(the T5Layer in {LESSON_7_FILE} no longer passes check_steps)."
     return cls, (f"Attention layer: your T5Layer from lesson 6 ({LESSON_7_FILE})\n"
                  "  It passed every step of check_steps again just now.")
+
+
+from .layer_turns import TURNS  # noqa: E402  (lesson 6's your-turn cells: compute_bias and attend)

@@ -66,6 +66,8 @@ VARIANTS = (
     Variant("causal mask in cross-attention", variant(cross_causal=True), ("cross-attention applies the causal",)),
     Variant("cross-attention keys from hidden_states", variant(cross_keys_from_encoder=False),
             ("must match the size",)),  # the encoder's mask does not fit: the error says where
+    Variant("cross-attention recomputes its keys at every step", variant(cross_cache=False),
+            ("ran W_k and W_v on the encoder's states again",)),
     Variant("lesson 6's forward (no segment_ids)", variant(segments=False), ("segment_ids",)),
     Variant("packed examples see each other", variant(segment_mask=False), ("in a packed row, tokens attend",)),
     Variant("computes nothing", Garbage, ("initialisation alone earns nothing",)),

@@ -37,6 +37,7 @@ class T5Layer(nn.Module):
     CROSS = True  # False: no key_value_states (lesson 6's forward)
     CROSS_CAUSAL = False  # apply the causal mask in cross-attention too
     CROSS_KEYS_FROM_ENCODER = True  # False: cross-attention keys from hidden_states
+    CROSS_CACHE = True  # False: cross-attention recomputes the encoder's keys and values at every step
     SEGMENTS = True  # False: no segment_ids (lesson 6's forward)
     SEGMENT_MASK = True  # False: segment_ids accepted and ignored (packed examples see each other)
     NAN = False  # return NaN everywhere
@@ -122,7 +123,7 @@ class T5Layer(nn.Module):
             raise TypeError("forward() got an unexpected keyword argument 'segment_ids'")
         cross = key_value_states is not None
         q = self.split_heads(self.q(hidden_states))
-        if cross and past_key_value is not None:
+        if cross and past_key_value is not None and self.CROSS_CACHE:
             k, v = past_key_value
         else:
             source = key_value_states if cross and self.CROSS_KEYS_FROM_ENCODER else hidden_states

@@ -35,8 +35,8 @@ def test_cases_differ_in_weight_by_what_they_test():
     weights = dict(zip((c.topic for c in QUESTION.cases), QUESTION.case_weights, strict=True))
     cross = sum(w for topic, w in weights.items() if topic.startswith(layer_cases.CROSS))
     packed = sum(w for topic, w in weights.items() if topic.startswith(layer_cases.PACKED))
-    assert cross * 6 == sum(weights.values())  # cross-attention: a sixth of the question
-    assert packed * 3 == 2 * sum(weights.values())  # packed rows, which lesson 6 does not build: two thirds
+    assert cross * 3 == sum(weights.values())  # cross-attention: a third of the question
+    assert packed * 3 == sum(weights.values())  # packed rows, one step beyond the lessons: the last third
     assert weights["T5's initialisation of the projections"] < min(w for t, w in weights.items() if "init" not in t)
 
 

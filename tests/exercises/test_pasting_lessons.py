@@ -1,10 +1,12 @@
-"""Pasting a lesson's code into an exercise earns at most a third of its code question.
+"""Pasting a lesson's code into an exercise does not earn the whole of its code question.
 
 Exercise 6 q4 and exercise 7 q5 ask one step beyond lessons 6 and 7. Here the lessons' own code
 is pasted in as the answer, the way a learner would copy it: lesson 6's class (built over many
 cells, your-turn cells filled with their answers from solutions/your_turn/), and lesson 7's
-greedy decoding. Each is graded in this process as the grader grades a notebook, and must earn
-at most a third of the question's points; the solutions' answers must still earn all of them.
+greedy decoding. Each is graded in this process as the grader grades a notebook. Lesson 7's
+greedy decoding must earn at most a third of q5. Exercise 6 q4 weights objective 7's layer first
+(self- and cross-attention two thirds, packed rows the last third), so lesson 6's layer, which is
+that layer, earns at most two thirds and is not Correct; the solutions' answers must still earn all.
 The code is found by what the cells define, not by their position, so the test follows the
 lessons as they change, and fails with a sentence when it cannot find them.
 """
@@ -102,19 +104,20 @@ def at_most_a_third(question, outcome) -> bool:
     return Fraction(outcome.points).limit_denominator(1000) <= Fraction(question.points, 3)
 
 
-def test_lesson_6_layer_pasted_earns_at_most_a_third():
+def test_lesson_6_layer_pasted_earns_at_most_two_thirds():
     outcome = score(LAYER_QUESTION, lesson_6_layer())
-    assert at_most_a_third(LAYER_QUESTION, outcome), outcome.message
+    assert Fraction(outcome.points).limit_denominator(1000) <= Fraction(2 * LAYER_QUESTION.points, 3), outcome.message
+    assert outcome.status != CORRECT, outcome.message
     assert outcome.points > 0, outcome.message  # what the lesson builds is right, and earns its share
     assert "segment_ids" in outcome.message  # packed rows: the step beyond the lesson
 
 
-def test_a_layer_with_everything_but_packed_rows_earns_a_third():
-    """Lesson 6 may come to build cross-attention with its cache as well: its layer then earns a third."""
+def test_a_layer_with_everything_but_packed_rows_earns_two_thirds():
+    """The layer of objective 7, self- and cross-attention with their caches, is two thirds of the question."""
     from t5_layer_answers import variant
 
     outcome = score(LAYER_QUESTION, variant(segments=False))
-    assert Fraction(outcome.points).limit_denominator(1000) == Fraction(LAYER_QUESTION.points, 3), outcome.message
+    assert Fraction(outcome.points).limit_denominator(1000) == Fraction(2 * LAYER_QUESTION.points, 3), outcome.message
 
 
 def test_lesson_7_greedy_pasted_earns_at_most_a_third():
