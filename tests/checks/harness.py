@@ -88,6 +88,11 @@ class QuestionCheck(Check):
 
     exercise: str = ""
     question: str = ""
+    # A slip must earn less than this share of the points on drawn cases. A third, except for a
+    # question graded in parts (exercise 6 q4: self-attention, cross-attention, packed rows, a third
+    # each), where a slip confined to one part is held when it earns under a third of that part:
+    # under 2/3 + 1/9 = 7/9 of the whole (docs/checks.md says so).
+    below: Fraction = Fraction(1, 3)
 
     def _outcome(self, question, function):
         from t5lesson.grading import harvest
@@ -126,7 +131,7 @@ def held(check: Check, function: Callable) -> str | None:
         return f"the public check accepts it: {said[:300]}"
     if isinstance(check, QuestionCheck):
         fractions = check.hidden_points(function)
-        if any(f >= Fraction(1, 3) for f in fractions):
+        if any(f >= check.below for f in fractions):
             return f"the grader's drawn cases give it {[str(f) for f in fractions]} of the points ({said[:200]})"
     return None
 
