@@ -83,13 +83,18 @@ def pairs_behind_cases() -> list[dict]:
     lesson's schemes, at odd and even training lengths, and two traps: T5 buckets with
     max_distance 4L (the last buckets serve only distances that training never shows, so they
     got 0 pairs) and ALiBi (no learned parameter). Every array is intp, as the browser's NumPy
-    needs for np.bincount.
+    needs for np.bincount, and read-only: the learner's function runs first on the same arrays,
+    and one that wrote into them (-1 set to 0, say) would hand the course's version its slip.
     """
+    def read_only(array):
+        array.flags.writeable = False  # both versions get the same array: one may not change it for the other
+        return array
+
     def table(*entries):
-        return np.array(entries, dtype=np.intp)
+        return read_only(np.array(entries, dtype=np.intp))
 
     def scheme(name, n, train_len=64):
-        return SCHEMES[name].parameter_of_offset(n, train_len).astype(np.intp)
+        return read_only(SCHEMES[name].parameter_of_offset(n, train_len).astype(np.intp))
 
     return [
         dict(parameter=table(0, 1, 1, 2, 2, 2), train_len=4),

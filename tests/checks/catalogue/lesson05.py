@@ -95,6 +95,8 @@ WRONG_PAIRS = {
         "    totals = np.zeros(max(seen.max() + 1, 1), dtype=int)\n"
         "    np.add.at(totals, seen[seen >= 0], pairs[seen >= 0])", RESULT),
     "the totals per parameter, not per distance": behind(PAIRS, SEEN, TOTALS, "    return totals"),
+    "the -1 entries overwritten in place with 0, then looked up": behind(
+        PAIRS, "    parameter[parameter < 0] = 0\n" + SEEN, TOTALS, "    return totals[parameter]"),
 }
 
 RIGHT_PAIRS = {
