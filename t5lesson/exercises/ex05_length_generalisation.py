@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..grading.questions.kinds import Case, FreeText, MultipleChoice, Numeric
-from ..grading.questions.structured import FloatCode
+from ..grading.questions.structured import FloatCode, differences, plain_numbers
 from . import Exercise, id_of_module
 
 __all__ = ["EXERCISE", "reference_clipped_bias"]
@@ -28,21 +28,43 @@ def reference_clipped_bias(table, length, clip):
     return np.where(d >= 0, table[np.minimum(np.maximum(d, 0), int(clip))], 0.0)
 
 
+class MatrixCode(FloatCode):
+    """`FloatCode` whose message for wrong values also names the first wrong entry, by query and key,
+    with what came back and what was expected there, as the lessons' checks do."""
+
+    def problem(self, want, got):
+        said = super().problem(want, got)
+        if said is None or not said.endswith("values are not right"):
+            return said
+        array = plain_numbers(got.get("ok"))
+        where = next(w for w, _, _ in differences(want.tolist(), array.tolist(), self.close))
+        index = tuple(int(k) for k in where.strip("[]").split("]["))
+        place = f"(query {index[0]}, key {index[1]})" if len(index) == 2 else where
+        return f"{said}; the first is at {place}: {array[index]:.4g}, expected {want[index]:.4g}"
+
+
 def _cases(rng=None) -> tuple[Case, ...]:
     """q5's cases: the public ones from a fixed generator, the grading ones (`hidden`) with drawn tables."""
     public = rng is None
     rng = np.random.default_rng(5) if public else rng
     r = lambda n: tuple(float(v) for v in np.round(rng.standard_normal(n), 2))
-    mixed = (-1.5, 2.0, -0.25, 0.75) if public else tuple(float(v) for v in np.round(
-        rng.permutation(np.concatenate([-rng.uniform(0.1, 2, 2), rng.uniform(0.1, 2, 2)])), 2))
+    mixed = (-1.5, 2.0, -0.25, 0.75, 1.25) if public else tuple(float(v) for v in np.round(
+        rng.permutation(np.concatenate([-rng.uniform(0.1, 2, 2), rng.uniform(0.1, 2, 3)])), 2))
+    # Most cases clip inside the table and have keys after their queries, so that each slip (the sign,
+    # the clip, the diagonal, the future keys) costs more than two thirds of the points; the boundary
+    # cases (no offset reaching the clip, one token, clip 0) stay, as three of eleven.
     specs = [
         (r(5), 4, 4, "no offset reaches the clip"),
         (r(5), 8, 4, "clipped at the last entry (Model A)"),
         (r(6), 10, 2, "clipped inside the table: later entries unused"),
         (r(3), 1, 2, "a single token"),
         (r(4), 5, 0, "clip 0: every offset shares one parameter"),
-        (r(16), 30, 15, "a longer sequence, 16 parameters"),  # 900 entries: the harvester takes at most 1000
-        (mixed, 6, 3, "negative and positive biases"),
+        (r(16), 30, 11, "a longer sequence, clipped inside 16 parameters"),  # 900 entries: the harvester takes 1000
+        (mixed, 6, 2, "negative and positive biases, clipped inside"),
+        (r(8), 9, 5, "an odd length, clipped inside"),
+        (r(3), 7, 1, "clip 1: only distance 0 has a parameter of its own"),
+        (r(7), 12, 3, "clipped well inside a longer table"),
+        (r(9), 11, 6, "an odd length, clipped past the middle"),
     ]
     return tuple(Case((table, length, clip), (), topic) for table, length, clip, topic in specs)
 
@@ -98,31 +120,35 @@ EXERCISE = Exercise(
             feedback={
                 "5fd63f3e4e6ba4fa88391857": "more parameters are only as good as the signal that trains them; the far "
                                             "ones got almost none.",
-                "f248a88bc0046a458b1179af": "fewer parameters is true, but it is not the reason: in lesson 5b "
-                                            "(section 2) a per-offset table clipped at 32 (33 parameters, against "
-                                            "64 for the unclipped Model A and 16 buckets for T5) generalised as well "
-                                            "as buckets.",
+                "f248a88bc0046a458b1179af": "fewer parameters is true, but it is not the reason: what counts is how "
+                                            "many training pairs reached the parameter a far pair uses (question 1 "
+                                            "counted them for Model A), not how many parameters there are.",
                 "15b633a079ba0132d4d31bac": "count the pairs: offset d occurs L - d times in a sequence of L tokens.",
-                "fa2088ba2bb5895041080fcc": "lesson 5b (section 5) measured the attention on the right key shrinking "
-                                            "with length even for T5's buckets.",
+                "fa2088ba2bb5895041080fcc": "buckets give far keys a trained bias; they do not remove those keys. "
+                                            "A query of a 2,000-token document has more far keys than one of 512 "
+                                            "tokens to spread its attention over, with buckets or without.",
             },
         ),
         Numeric(
             id="q4", points=1, objectives=(6,), name="answer_q4",
-            key="ebe1f905b794ce85e569ed87",
+            key="e6bdfe9047ae45e7efce02a8",
             hints=(
-                "list the pairs: query i and key i - 480, for every query i that has such a key.",
-                "a query at position i has a key 480 positions back only when i - 480 >= 0. Which positions i, "
-                "up to 511, qualify?",
+                "which distances share the one parameter, and how many pairs does each of them have in one "
+                "512-token document?",
+                "distance d has 512 - d pairs, for every d from 100 to 511. The terms fall by one from the first "
+                "to the last: what is the first, what is the last, and how many are there?",
             ),
             feedback={
-                "ba3748eed1715fad3c973f05": "one too many: positions run from 0 to 511.",
-                "76764f92436bee74a10a14ef": "one too few: the query at position 511 counts too.",
-                "fb6f389b51135fb83026d3ae": "in a causal model only keys before the query count, not keys after it.",
-                "d9756d224cbcf7df4902bd5b": "that is the offset itself; the question asks how many pairs have it.",
+                "59db3a6663d5033a83de77b0": "that is how many distances share the parameter; each of them brings "
+                                            "its own pairs.",
+                "5ae4c7184cf3ce918400f7d4": "one pair too many at every distance: distance 511 has a single pair "
+                                            "(question 1).",
+                "4d708774090671418a7969db": "distance 100 itself uses the shared parameter too.",
+                "48f142b14a1427f44150457b": "that is distance 511's count alone; the shared parameter pools every "
+                                            "distance from 100 on.",
             },
         ),
-        FloatCode(
+        MatrixCode(
             id="q5", points=3, objectives=(6,),
             name="clipped_bias_matrix",
             reference="t5lesson.exercises.ex05_length_generalisation:reference_clipped_bias",
@@ -138,21 +164,24 @@ EXERCISE = Exercise(
         FreeText(
             id="q6", points=3, objectives=(6,), name="q6-answer",
             rubric=(
-                ("inputs never longer than training: far buckets buy nothing, and a per-offset table (or more exact "
-                 "buckets) keeps distinctions a wide bucket merges, e.g. copying from an exact long distance", 1),
-                ("a max_distance beyond the training length leaves the far buckets untrained; lesson 5b's numbers "
-                 "for it, and the fix (max_distance inside the training length, or longer training)", 1),
-                ("alternatives judged with the lessons' evidence: a per-offset table clipped inside the training "
-                 "length does as well as buckets; a fixed distance penalty (ALiBi) extrapolates for recency but "
-                 "could not copy with one layer", 1),
+                ("inputs never longer than training: far buckets buy nothing there, and a wide bucket merges "
+                 "distances a task may need to tell apart (lesson 5: most pairs of a long document share T5's last "
+                 "bucket, so one layer cannot tell them apart); a per-offset table or more exact buckets instead", 1),
+                ("a bucket helps only if training pairs reach it: with max_distance beyond the training length the "
+                 "last buckets hold only distances training never shows (the L - d count gives them 0 pairs, like "
+                 "the never-trained table); the fix is max_distance inside the training length, or longer "
+                 "training", 1),
+                ("an alternative judged on lesson 5's evidence: what generalised was a trained value for every far "
+                 "distance, so a per-offset table clipped inside the training length (its shared parameter pools "
+                 "many pairs, by the same count) should do as well as buckets; or another argued alternative", 1),
             ),
             checklist=(
-                "Does it name a case where inputs stay within the training length, and say what buckets cost "
-                "there and what you would use instead?",
-                "Does it say what goes wrong when the buckets' range reaches past the training length, with the "
-                "numbers of lesson 5b, and how to fix it?",
-                "Does it weigh at least one alternative (a clipped per-offset table, a fixed distance penalty "
-                "such as ALiBi) against the results of lessons 5 and 5b?",
+                "Does your answer name a situation where buckets cost something, say what is lost there, and "
+                "say what you would use instead?",
+                "Does it say under which setting some buckets would get no training, how you know, and what "
+                "you would change?",
+                "Does it weigh at least one alternative to buckets, and say which of lesson 5's counts or "
+                "results your judgement rests on?",
             ),
         ),
     ),

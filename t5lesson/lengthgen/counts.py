@@ -17,7 +17,7 @@ from ..lessons.pair_counts import offset_pair_counts
 from .schemes import SCHEMES, get_scheme
 
 __all__ = ["offset_counts", "pairs_per_parameter", "pairs_behind", "training_pairs_behind_offset",
-           "pairs_behind_cases", "PAIRS_BEHIND_HINTS"]
+           "pairs_behind_cases", "PAIRS_BEHIND_HINTS", "TURNS"]
 
 
 def offset_counts(length) -> np.ndarray:
@@ -75,32 +75,65 @@ def training_pairs_behind_offset(scheme, n, train_len) -> np.ndarray:
 def pairs_behind_cases() -> list[dict]:
     """The settings lesson 5's your-turn cell checks `pairs_behind` on (keyword arguments).
 
-    Two small tables first, so that a wrong answer's message shows every entry: buckets shared by
-    several training offsets, then offsets past training with no parameter (-1). Then the lesson's
-    schemes at its lengths, and two traps: T5 buckets with max_distance 4L (the last buckets serve
-    only offsets that training never shows, so they got 0 pairs) and ALiBi (no learned parameter).
+    Small tables first, so that a wrong answer's message shows every entry: buckets shared by
+    several training distances; distances past training with no parameter (-1); train_len equal
+    to n (every distance trained); parameters shared by distances that are not neighbours and
+    numbered out of order; -1 inside the training range, a parameter number that no distance uses
+    and one that only distances past training use (0 pairs); a table of -1 only. Then the
+    lesson's schemes, at odd and even training lengths, and two traps: T5 buckets with
+    max_distance 4L (the last buckets serve only distances that training never shows, so they
+    got 0 pairs) and ALiBi (no learned parameter). Every array is intp, as the browser's NumPy
+    needs for np.bincount, and read-only: the learner's function runs first on the same arrays,
+    and one that wrote into them (-1 set to 0, say) would hand the course's version its slip.
     """
-    def scheme(name, n):
-        return SCHEMES[name].parameter_of_offset(n, 64)
+    def read_only(array):
+        array.flags.writeable = False  # both versions get the same array: one may not change it for the other
+        return array
+
+    def table(*entries):
+        return read_only(np.array(entries, dtype=np.intp))
+
+    def scheme(name, n, train_len=64):
+        return read_only(SCHEMES[name].parameter_of_offset(n, train_len).astype(np.intp))
 
     return [
-        dict(parameter=np.array([0, 1, 1, 2, 2, 2]), train_len=4),
-        dict(parameter=np.array([0, 1, 2, 3, -1, -1]), train_len=4),
+        dict(parameter=table(0, 1, 1, 2, 2, 2), train_len=4),
+        dict(parameter=table(0, 1, 2, 3, -1, -1), train_len=4),
+        dict(parameter=table(2, 0, 2, 1, 0), train_len=5),
+        dict(parameter=table(0, -1, 1, -1, 1, 4, 4), train_len=5),
+        dict(parameter=table(-1, -1, -1, -1, -1), train_len=3),
+        dict(parameter=scheme("t5", 37, 37), train_len=37),
         dict(parameter=scheme("t5", 512), train_len=64),
         dict(parameter=scheme("per-offset-A", 512), train_len=64),
-        dict(parameter=scheme("per-offset-0", 512), train_len=64),
-        dict(parameter=scheme("per-offset-32", 100), train_len=64),
+        dict(parameter=scheme("per-offset-0", 200, 37), train_len=37),
+        dict(parameter=scheme("per-offset-32", 101, 45), train_len=45),
         dict(parameter=scheme("t5-far", 300), train_len=64),
         dict(parameter=scheme("alibi", 80), train_len=64),
     ]
 
 
 PAIRS_BEHIND_HINTS = (
-    "section 2's count: a training sequence has train_len - d pairs at distance d, for d = 0 .. "
-    "train_len - 1, and train_len - np.arange(train_len) gives them all at once.",
-    "only parameter[:train_len] occurs in training. Add those pairs up per parameter, leaving out the -1 "
-    "entries: np.bincount(indices, weights=pairs, minlength=parameter.max() + 1) does it, and minlength "
-    "leaves room for parameters that no training distance reaches.",
-    "totals[parameter] looks every distance up at once. Index with np.maximum(parameter, 0), so that -1 "
-    "does not wrap around to the last parameter, then np.where(parameter >= 0, ..., 0).",
+    "think of one parameter that several distances share: which training pairs send it gradient, and "
+    "how many pairs does each of its distances bring in one sequence of train_len tokens? And what "
+    "should a distance with no parameter at all get?",
+    "three steps. First the pairs at each training distance: train_len - d of them, for d from 0 to "
+    "train_len - 1 (section 2). Then add them up per parameter, over the first train_len entries of "
+    "parameter only and leaving out the -1 entries; a parameter that no training distance reaches "
+    "keeps 0. Then give every distance the total of its parameter, and 0 where its entry is -1. Two "
+    "traps: a table of -1 only has no parameter at all, and in NumPy the index -1 means the last entry.",
+    "pairs = train_len - np.arange(train_len); seen = parameter[:train_len]; keep = seen >= 0; "
+    "totals = np.bincount(seen[keep], weights=pairs[keep], minlength=max(parameter.max() + 1, 1))"
+    ".astype(int), where the minlength leaves room for parameters no training distance reaches, and is "
+    "at least 1 so that a table of -1 only works too; then return np.where(parameter >= 0, "
+    "totals[np.maximum(parameter, 0)], 0): np.maximum keeps -1 from picking the last parameter.",
 )
+
+
+def _pairs_behind_turn():
+    from ..lessons.your_turn import Turn  # here, not at the top: your_turn names this module in its table
+
+    return Turn(reference=pairs_behind, cases=pairs_behind_cases, hints=PAIRS_BEHIND_HINTS,
+                course_versions=(training_pairs_behind_offset, pairs_per_parameter, _pairs_per_index))
+
+
+TURNS = {"pairs_behind": _pairs_behind_turn()}

@@ -150,6 +150,9 @@ def test_pairs_behind_counts_every_pair_and_its_cases_cover_the_traps():
                                       pairs_behind(case["parameter"].astype(np.int64), case["train_len"]))
         assert case["parameter"].dtype == np.intp
     np.testing.assert_array_equal(pairs_behind(**cases[0]), [4, 5, 5, 1, 1, 1])
+    assert any(len(c["parameter"]) == c["train_len"] for c in cases), "train_len equal to n"
+    assert any(c["train_len"] % 2 for c in cases), "an odd training length"
+    assert any((c["parameter"] == -1).all() for c in cases[:5]), "a small table of -1 only"
     assert any((c["parameter"] == -1).any() for c in cases), "a distance with no learned parameter"
     assert (pairs_behind(**cases[-1]) == 0).all(), "ALiBi: no learned parameter anywhere"
     far = cases[-2]["parameter"]
