@@ -32,6 +32,7 @@ imported when its cell runs), so the lessons that run live in the browser can us
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib
 import inspect
 import sys
@@ -273,8 +274,11 @@ def _first_problem(learner: Callable, spec: Turn) -> tuple[str | None, int | Non
         return spec.check(learner, spec.reference), None
     cases = spec.cases() if spec.cases is not None else ()
     for k, one in enumerate(cases, 1):
+        # The course's version runs on a copy, first: a learner's function that changes its
+        # arguments in place can then neither hand the course's version its slip nor see its result.
+        want = _call(spec.reference, copy.deepcopy(one))
         with case(f"case {k} of {len(cases)} ({_describe(one)})"):
-            problem = compare_values(_call(learner, one), _call(spec.reference, one), spec.tol)
+            problem = compare_values(_call(learner, one), want, spec.tol)
         if problem:
             return f"case {k} of {len(cases)} ({_describe(one)}): {problem}", None
     return None, len(cases)

@@ -172,3 +172,17 @@ def test_a_your_turn_cell_holds_only_the_stub_and_its_checking_call(path):
         last = ast.parse(text).body[-1]
         assert ast.unparse(last) == f"{name} = your_turn('{name}', {name})", \
             f"{path.name}, {name}: the cell should end with {name} = your_turn(\"{name}\", {name})"
+
+
+def test_a_function_that_changes_its_arguments_cannot_change_the_expected_result(capsys):
+    import numpy as np
+
+    def course(values):
+        return np.where(values < 0, 0, values).sum()
+
+    def mine(values):  # clobbers its input: the course's version, run after it, would have seen 5 too
+        values[values < 0] = 5
+        return np.where(values < 0, 0, values).sum()
+
+    assert yt.your_turn("clip", mine, course, [(np.array([1, -1, 2]),)]) is course
+    assert "expected 3" in " ".join(capsys.readouterr().out.split())
