@@ -619,6 +619,14 @@ EXERCISE = Exercise(
                  "length, with what it would and would not fix (lengths beyond the new training range), or "
                  "another test that separates the causes, with what each outcome would mean", 1),
             ),
+            checklist=(
+                "Does your answer say what section 6 measured, at which lengths, and which buckets those inputs "
+                "read, keeping each measurement apart from what you infer from it?",
+                "Does it say what the run with every bucket trained showed, and what that tells you about how "
+                "much the untrained buckets explain?",
+                "Does it propose one further change or test, and say what you expect it to do, and what it "
+                "would leave unexplained?",
+            ),
         ),
     ),
 )

@@ -118,8 +118,8 @@ def _compare(what: str, got, want) -> str | None:
     if isinstance(want, tuple):
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             return f"{what} is {_kind(got)}, expected its (keys, values)"
-        return (compare_values(got[0], want[0], TOL, f"{what}'s keys")
-                or compare_values(got[1], want[1], TOL, f"{what}'s values"))
+        return (compare_values(got[0], want[0], TOL, f"{what} (keys)")
+                or compare_values(got[1], want[1], TOL, f"{what} (values)"))
     return compare_values(got, want, TOL, what)
 
 
@@ -362,8 +362,12 @@ def _token_problem(got, want) -> str | None:
                 f"{_token(got[row, position])}, expected {_token(want[row, position])}")
     if got.shape[1] != want.shape[1]:
         ended = " (every row had ended)" if got.shape[1] > want.shape[1] else ""
-        return f"greedy returned {got.shape[1] - 1} new tokens per row, expected {want.shape[1] - 1}{ended}"
+        return f"greedy returned {_tokens(got.shape[1] - 1)} per row, expected {want.shape[1] - 1}{ended}"
     return None
+
+
+def _tokens(n: int) -> str:
+    return f"{n} new token{'s' * (n != 1)}"
 
 
 def _token(token) -> str:
@@ -403,7 +407,9 @@ def greedy_check(learner, reference):
         want, _ = _greedy_call(reference, spec)
         with case(label):
             got, model = _greedy_call(learner, spec)
-        problem = _token_problem(got, want) or _log_problem(model, got, spec[-1])
+        problem = _token_problem(got, want)
+        if not problem or "differs at position" in problem:  # how it decoded says why the tokens differ
+            problem = _log_problem(model, got, spec[-1]) or problem
         if problem:
             return f"{label}: {problem}"
     return None
