@@ -539,7 +539,8 @@ CASE_SPECS = (
      "a longer answer"),
     (dict(seed=45, prompts=("715", "06", "69206908", "37113"), max_new_tokens=12, eos_scale=-1.9, shift=745607256),
      "four strings, their ends at different steps"),
-    # drawn later, when the topic was added: draw_case(TOPICS[-1], numpy.random.default_rng(20261), PUBLIC_SEEDS)
+    # drawn when the topic was added:
+    # draw_case(TOPICS[-1], numpy.random.default_rng(20261), PUBLIC_SEEDS)
     (dict(seed=807, prompts=("1292243", "39315359"), max_new_tokens=4, eos_scale=2.47, shift=1067169240),
      "a later hypothesis wins, and the last step counts"),
 )
@@ -615,7 +616,8 @@ EXERCISE = Exercise(
             reference="t5lesson.exercises.ex07_tiny_t5:reference_beams",
             diagnose="t5lesson.exercises.ex07_tiny_t5:diagnose",
             driver="t5lesson.exercises.tiny_t5_driver",
-            cases=_cases(), case_weights=CASE_WEIGHTS, hidden="t5lesson.exercises.ex07_tiny_t5:hidden_cases", case_timeout=20.0,
+            cases=_cases(), case_weights=CASE_WEIGHTS, hidden="t5lesson.exercises.ex07_tiny_t5:hidden_cases",
+            case_timeout=20.0,
             what="generate(num_beams=2)",
             blocked=("transformers.generation.utils:GenerationMixin.generate",
                      "transformers.generation.utils:GenerationMixin._beam_search", "t5lesson.lessons.tiny_t5:greedy",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from harness import TurnCheck, your_turn_answer
+from harness import QuestionCheck, TurnCheck, your_turn_answer
 
 from t5lesson.lessons.tiny_t5 import block_forward as course_block_forward
 from t5lesson.lessons.tiny_t5 import greedy as course_greedy
@@ -319,3 +319,92 @@ CHECKS = [
     TurnCheck(id="your turn greedy", answer=GREEDY, wrong=GREEDY_WRONG, right=GREEDY_RIGHT,
               differs=greedy_differs, namespace=names, entry="greedy", max_mutants=25),
 ]
+
+
+# --- exercise 7 q5: beam search with two beams ---
+
+def _solution() -> str:
+    import json
+
+    from harness import ROOT
+
+    nb = json.loads((ROOT / "solutions" / "07_tiny_t5.ipynb").read_text(encoding="utf-8"))
+    [cell] = [c for c in nb["cells"] if c["metadata"].get("t5lesson", {}).get("cell") == "q5-answer"]
+    lines = [line for line in "".join(cell["source"]).splitlines() if "### " not in line]
+    return "\n".join(lines) + "\n"
+
+
+BEAM = _solution()
+
+
+def _edit(*edits) -> str:
+    source = BEAM
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    return source
+
+
+def beam_differs(function, seed):
+    """Random structured models (float32, the question's offset), batches of 6 prompts, budgets 1 to 12,
+    against the course's rules (the bank's beam_search, float64); strings decided by a near tie skipped."""
+    from t5lesson.exercises.ex07_tiny_t5 import MARGIN, beam_search, grading_model
+
+    rng = np.random.default_rng(seed)
+    for trial in range(8):
+        kwargs = (int(rng.integers(10 ** 6)), round(float(rng.uniform(-2.0, 3.0)), 2), int(rng.integers(1, 2 ** 31)))
+        budget = (4, 12, 1, 6)[trial % 4]
+        prompts = ["".join(map(str, rng.integers(0, 10, size=int(rng.integers(1, 9))))) for _ in range(6)]
+        ids, mask = padded(prompts)
+        gaps = [[] for _ in prompts]
+        with torch.no_grad():
+            want = beam_search(grading_model(*kwargs, exact=True), ids, mask, budget, gaps=gaps)
+            got = function(grading_model(*kwargs), ids, mask, budget)
+        for row, (answer, gap) in enumerate(zip(want, gaps, strict=True)):
+            if min(gap, default=1.0) <= MARGIN:
+                continue
+            mine = [int(t) for t in got[row].tolist()][:len(answer)]
+            if mine != answer:
+                return f"trial {trial} (budget {budget}), row {row}: {mine}, expected {answer}"
+    return None
+
+
+BEAM_WRONG = {
+    "a string done at its first finished hypothesis (the issue's)": _edit(
+        ("if len(finished[b]) < beams:", "if len(finished[b]) < 1:"),
+        ("all(len(f) == beams for f in finished)", "all(len(f) >= 1 for f in finished)")),
+    "no last-step rule: an open beam counts only when nothing finished (the newcomer's)": _edit(
+        ("for r in range(beams) if last or token[b, r] == EOS]",
+         "for r in range(beams) if token[b, r] == EOS]\n"
+         "            if last and not finished[b] and not ended:\n"
+         "                ended = [(top[b, 0].item(), torch.cat([tokens[row[b, 0]], token[b, 0:1]]))]")),
+    "the second-best finished hypothesis returned": _edit(
+        ("best = [max(f, key=lambda h: h[0])[1] for f in finished]",
+         "best = [min(f, key=lambda h: h[0])[1] for f in finished]")),
+    "an end token finishes a hypothesis at any rank of the four": _edit(
+        ("for r in range(beams) if last or token[b, r] == EOS]",
+         "for r in range(2 * beams) if last and r < beams or token[b, r] == EOS]")),
+    "the cache dropped (the newest token at position 0 every step)": _edit(
+        ("model.decode(tokens[:, -1:], encoder_out, mask, cache)", "model.decode(tokens[:, -1:], encoder_out, mask)")),
+    "the whole prefix fed with the cache": _edit(
+        ("model.decode(tokens[:, -1:], encoder_out, mask, cache)", "model.decode(tokens, encoder_out, mask, cache)")),
+    "no padding after a row's end": _edit(
+        ("out = torch.full((batch, max(len(t) for t in best)), PAD)",
+         "out = torch.full((batch, max(len(t) for t in best)), -1)")),
+    "both beams start at score 0 (the first step expands the same beam twice)": _edit(
+        ("torch.tensor([0.0, -float(\"inf\")])", "torch.tensor([0.0, 0.0])")),
+}
+
+BEAM_RIGHT = {
+    "the candidates by a stable sort instead of topk": _edit(
+        ("top, index = total.view(batch, -1).topk(2 * beams)",
+         "top, index = total.view(batch, -1).sort(dim=-1, descending=True, stable=True)\n"
+         "        top, index = top[:, :2 * beams], index[:, :2 * beams]")),
+    "log-probabilities in float64": _edit(
+        ("torch.log_softmax(logits[:, -1].float(), dim=-1)", "torch.log_softmax(logits[:, -1].double(), dim=-1)"),
+        ("torch.tensor([0.0, -float(\"inf\")])", "torch.tensor([0.0, -float(\"inf\")], dtype=torch.float64)")),
+}
+
+CHECKS.append(QuestionCheck(id="exercise 07 q5", answer=BEAM, wrong=BEAM_WRONG, right=BEAM_RIGHT,
+                            differs=beam_differs, namespace=names, entry="beam_decode", max_mutants=6,
+                            exercise="07_tiny_t5", question="q5"))
