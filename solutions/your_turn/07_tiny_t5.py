@@ -21,12 +21,7 @@ def block_forward(block, x, mask, position_bias, past=None, encoder_out=None, en
     return x, position_bias, (self_present, cross_present)
 
 
-block_forward = your_turn("block_forward", block_forward, reference=course_block_forward, check=block_check(Block),
-                          hints=["self_past, cross_past = past if past is not None else (None, None); then "
-                                 "out, position_bias, self_present = block.self_attention(block.norm_self(x), ...) "
-                                 "and x = x + out.",
-                                 "An encoder block returns (x, position_bias, (self_present, None)); its "
-                                 "self-attention needs no cache (use_cache=False)."])
+block_forward = your_turn("block_forward", block_forward)
 
 # %% your_turn: greedy
 # Your turn (greedy): greedy decoding, with the cache or without it, stopping when every row has ended.
@@ -50,13 +45,4 @@ def greedy(model, input_ids, attention_mask, max_new_tokens, use_cache=True):
     return out
 
 
-probe = reverse_batch(8, TRAIN_LENGTHS, torch.Generator().manual_seed(5))
-greedy = your_turn("greedy", greedy, reference=course_greedy,
-                   cases=[(model, probe.input_ids, probe.attention_mask, 10),
-                          (model, probe.input_ids, probe.attention_mask, 10, False),
-                          (model, probe.input_ids[:2], probe.attention_mask[:2], 3)],
-                   hints=["With the cache: logits, cache = model.decode(out[:, -1:], encoder_out, attention_mask, "
-                          "cache); without it: model.decode(out, encoder_out, attention_mask). Either way the "
-                          "next token is logits[:, -1].argmax(-1).",
-                          "token = torch.where(done, PAD, token); out = torch.cat([out, token[:, None]], dim=1); "
-                          "done |= token == EOS; break when done.all()."])
+greedy = your_turn("greedy", greedy)

@@ -166,7 +166,7 @@ def _deciding_gaps(candidates, last: bool, eos: int) -> list[float]:
 
 
 def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest", gaps=None, firsts=None,
-                against=None) -> list[list[int]] | None:
+                against=None, rule="generate") -> list[list[int]] | None:
     """The question's five rules on a StepModel: each string's best finished hypothesis, start token
     first, up to its EOS. Equal to generate(num_beams=2) (tests/exercises/test_beam_question.py).
 
@@ -179,6 +179,9 @@ def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest",
     ranks them. firsts: a list extended with each string's most likely first token (greedy's).
     against: answers to compare with; the search stops, and returns None, once a string is done with
     another answer (the recipe asks only whether a slip's answers differ).
+    rule: "generate", the question's rules; two slips of them, for the recipe: "first", a string is
+    done at its first finished hypothesis; "no_last", no last-step rule (a string that has not
+    finished by the budget takes its best open beam, one that has, its finished hypothesis).
     Blocked while the learner's answer runs, and its steps below with it (see the question's `blocked`).
     """
     from ..seq2seq import PAD
@@ -189,7 +192,7 @@ def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest",
     # both beams start from the start token; the second's -inf makes the first step expand one beam only
     running = [[(0.0, [PAD]), (-math.inf, [PAD])] for _ in range(batch)]  # (score, tokens) of each beam
     finished: list[list] = [[] for _ in range(batch)]  # (score, tokens) of each finished hypothesis
-    cache = None
+    cache, needed = None, 1 if rule == "first" else BEAMS
     for step in range(max_new_tokens):
         log_p, returned = _next_log_probs(model, running, encoder_out, mask, cache, feed)
         last = step == max_new_tokens - 1
@@ -198,18 +201,18 @@ def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest",
             candidates = _candidates(running[b], log_p[b * BEAMS:(b + 1) * BEAMS])
             if step == 0 and firsts is not None:
                 firsts.append(candidates[0][2])
-            if len(finished[b]) < BEAMS:  # with BEAMS finished, a string is done
-                finished[b] = _finished_after(finished[b], running[b], candidates, last,
+            if len(finished[b]) < needed:  # with BEAMS finished, a string is done
+                finished[b] = _finished_after(finished[b], running[b], candidates, last and rule != "no_last",
                                               None if gaps is None else gaps[b])
                 if against is not None and len(finished[b]) == BEAMS and finished[b][0][1] != against[b]:
                     return None
             going = _going_on(candidates)
             kept += [b * BEAMS + k for _, k, _ in going]
             running[b] = [(s, running[b][k][1] + [t]) for s, k, t in going]
-        if last or all(len(f) == BEAMS for f in finished):
+        if last or all(len(f) >= needed for f in finished):
             break
         cache = _cache_rows(returned, kept)
-    return [f[0][1] for f in finished]
+    return [f[0][1] if f else beams[0][1] for f, beams in zip(finished, running, strict=True)]
 
 
 def _next_log_probs(model, running, encoder_out, mask, cache, feed: str):
@@ -321,6 +324,8 @@ class Topic(NamedTuple):
     eos_scales: tuple[float, float]
     together: Callable[[list, int], bool] = _anyhow
     needs_cache: bool = True
+    slips: tuple[str, ...] = ()  # beam_search rules (its `rule`) that must give other tokens on the case
+    candidates: int = 8  # prompts tried for each row, in one batch, before the next draw
 
 
 def _long(at_least):
@@ -362,8 +367,14 @@ TOPICS = (
     Topic("a longer answer", (Row((1, 3), _long(13)), Row((1, 3), _any), Row((1, 3), _any)), 16, (-2.0, 0.0)),
     Topic("four strings, their ends at different steps",
           (Row((1, 8), _ends_early),) * 2 + (Row((1, 8), _any),) * 2, 12, (-2.0, 4.0), _three_lengths),
+    # the last two rules: a string waits for two finished hypotheses (its first may lose to a later
+    # one), and at the last step its open beams count (they may beat the one that finished)
+    Topic("a later hypothesis wins, and the last step counts", (Row((1, 8), _any),) * 2, 4, (0.5, 3.0),
+          slips=("first", "no_last"), candidates=24),
 )
-CANDIDATES = 8  # prompts tried for each row of a topic, in one batch, before the next draw
+# what each case is worth: the last topic's case holds the two last rules, which the others seldom
+# test; without it a beam search earns under a third of the points (8 / 25)
+CASE_WEIGHTS = (1,) * (len(TOPICS) - 1) + (17,)
 
 
 def _digits(rng, low: int, high: int) -> str:
@@ -387,6 +398,18 @@ def _decoded(model, prompts, budget) -> Decoded:
     firsts: list[int] = []
     answers = beam_search(model, ids, mask, budget, gaps=gaps, firsts=firsts)
     return Decoded(answers, firsts, [min(g, default=math.inf) for g in gaps])
+
+
+def _slips_differ(topic: Topic, model, prompts, answers) -> list[set[int]]:
+    """For each of the topic's slips, the prompts whose answer it changes (decoded in one batch)."""
+    from ..seq2seq import padded
+
+    ids, mask = padded(list(prompts))
+    out = []
+    for slip in topic.slips:
+        theirs = beam_search(model, ids, mask, topic.max_new_tokens, rule=slip)
+        out.append({i for i, (a, b) in enumerate(zip(answers, theirs, strict=True)) if a != b})
+    return out
 
 
 def unfit(topic: Topic, kwargs: dict, model=None, decoded: Decoded | None = None) -> str:
@@ -414,11 +437,13 @@ def unfit(topic: Topic, kwargs: dict, model=None, decoded: Decoded | None = None
         for slip in ("uncached", "prefix") if topic.needs_cache else ():
             if beam_search(model, ids, mask, budget, feed=slip, against=answers) == answers:
                 return f"the {slip} slip gives the same tokens"
+        if not all(_slips_differ(topic, model, prompts, answers)):
+            return "a slip of the last rules gives the same tokens"
     return ""
 
 
 def draw_case(topic: Topic, rng, seeds=DRAWN_SEEDS, tries: int = 100) -> Case:
-    """A case of `topic` drawn from `rng`: a model (seed, end scale, shift) and, for each row, CANDIDATES
+    """A case of `topic` drawn from `rng`: a model (seed, end scale, shift) and, for each row, `topic.candidates`
     prompts decoded in one batch, the first whose answers show what the rows need, alone and together,
     and are decided by gaps over MARGIN; kept if `unfit` finds nothing against it, else drawn again.
 
@@ -431,15 +456,18 @@ def draw_case(topic: Topic, rng, seeds=DRAWN_SEEDS, tries: int = 100) -> Case:
             kwargs = {"seed": int(rng.integers(*seeds)), "max_new_tokens": topic.max_new_tokens,
                       "eos_scale": round(float(rng.uniform(*topic.eos_scales)), 2),
                       "shift": int(rng.integers(1, 2 ** 31))}
-            pool = [_digits(rng, *row.digits) for row in topic.rows for _ in range(CANDIDATES)]
+            size = topic.candidates
+            pool = [_digits(rng, *row.digits) for row in topic.rows for _ in range(size)]
             model = grading_model(kwargs["seed"], kwargs["eos_scale"], kwargs["shift"], exact=True)
             decoded = _decoded(model, pool, topic.max_new_tokens)
-            fitting = [[i for i in range(number * CANDIDATES, (number + 1) * CANDIDATES)
+            differ = _slips_differ(topic, model, pool, decoded.answers)
+            fitting = [[i for i in range(number * size, (number + 1) * size)
                         if decoded.least_gaps[i] > MARGIN
                         and row.shows(decoded.answers[i], decoded.firsts[i], topic.max_new_tokens)]
                        for number, row in enumerate(topic.rows)]
             together = (c for c in itertools.product(*fitting)
-                        if topic.together([decoded.answers[i] for i in c], topic.max_new_tokens))
+                        if topic.together([decoded.answers[i] for i in c], topic.max_new_tokens)
+                        and all(any(i in rows for i in c) for rows in differ))
             picked = next(together, None)
             if picked is None:
                 continue
@@ -511,6 +539,10 @@ CASE_SPECS = (
      "a longer answer"),
     (dict(seed=45, prompts=("715", "06", "69206908", "37113"), max_new_tokens=12, eos_scale=-1.9, shift=745607256),
      "four strings, their ends at different steps"),
+    # drawn when the topic was added:
+    # draw_case(TOPICS[-1], numpy.random.default_rng(20261), PUBLIC_SEEDS)
+    (dict(seed=807, prompts=("1292243", "39315359"), max_new_tokens=4, eos_scale=2.47, shift=1067169240),
+     "a later hypothesis wins, and the last step counts"),
 )
 
 
@@ -584,7 +616,8 @@ EXERCISE = Exercise(
             reference="t5lesson.exercises.ex07_tiny_t5:reference_beams",
             diagnose="t5lesson.exercises.ex07_tiny_t5:diagnose",
             driver="t5lesson.exercises.tiny_t5_driver",
-            cases=_cases(), hidden="t5lesson.exercises.ex07_tiny_t5:hidden_cases", case_timeout=20.0,
+            cases=_cases(), case_weights=CASE_WEIGHTS, hidden="t5lesson.exercises.ex07_tiny_t5:hidden_cases",
+            case_timeout=20.0,
             what="generate(num_beams=2)",
             blocked=("transformers.generation.utils:GenerationMixin.generate",
                      "transformers.generation.utils:GenerationMixin._beam_search", "t5lesson.lessons.tiny_t5:greedy",
@@ -618,6 +651,14 @@ EXERCISE = Exercise(
                 ("a concrete further change with a predicted effect: train on a mix of lengths up to the test "
                  "length, with what it would and would not fix (lengths beyond the new training range), or "
                  "another test that separates the causes, with what each outcome would mean", 1),
+            ),
+            checklist=(
+                "Does your answer say what section 6 measured, at which lengths, and which buckets those inputs "
+                "read, keeping each measurement apart from what you infer from it?",
+                "Does it say what the run with every bucket trained showed, and what that tells you about how "
+                "much the untrained buckets explain?",
+                "Does it propose one further change or test, and say what you expect it to do, and what it "
+                "would leave unexplained?",
             ),
         ),
     ),

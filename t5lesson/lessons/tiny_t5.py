@@ -8,7 +8,7 @@ interface and parameter names. This module holds what the learner need not read:
     lesson_6_layer(folder)                 the class to build the model from, and one line saying which
     t5_init_(model)                        transformers' `_init_weights`, drawn by parameter name
     block_forward, greedy                  the course's versions of lesson 7's two your-turn steps
-    block_check(Block, config)             the check of a learner's block against the course's
+    TURNS                                  their checks and hints (the checks: `tiny_t5_checks`)
     reverse_batch(n, lengths, generator)   digit strings and their reversal, padded, as tensors
     to_text(ids) / from_text("1234")       token ids <-> digit strings
     t5_config(config)                      the matching transformers `T5Config`
@@ -58,7 +58,7 @@ from .pretrained_figures import mark_buckets
 __all__ = ["PAD", "EOS", "CONFIG", "Batch", "reverse_batch", "to_text", "from_text", "t5_config",
            "to_transformers", "transformers_name", "tables_of", "loss_milestones", "accuracy_band",
            "learned_tables_figure", "LOSS_MILESTONES", "random_model", "StepModel", "padded", "t5_init_",
-           "block_forward", "block_check", "greedy", "attention_maps", "lesson_6_layer"]
+           "block_forward", "greedy", "TURNS", "attention_maps", "lesson_6_layer"]
 
 def t5_init_(model):
     """Draw every weight as transformers' `T5PreTrainedModel._init_weights` does (factor 1), by name.
@@ -104,34 +104,6 @@ def block_forward(block, x, mask, position_bias, past=None, encoder_out=None, en
         x = x + out
     x = x + block.ff(block.norm_ff(x))
     return x, position_bias, (self_present, cross_present)
-
-
-def block_check(Block, config=CONFIG, seed=0):
-    """The check of a learner's `block_forward`: an encoder and a decoder block (decoding 3 steps with the
-    cache) run with theirs and with the course's; None when every output agrees, else where it differs."""
-    from .your_turn import compare_values
-
-    def check(learner, reference):
-        generator = torch.Generator().manual_seed(seed)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            encoder, decoder = Block(config, False, True).eval(), Block(config, True, True).eval()
-        x = torch.randn(2, 5, config["d_model"], generator=generator)
-        mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-        with torch.no_grad():
-            ours, theirs = learner(encoder, x, mask, None), reference(encoder, x, mask, None)
-            problem = compare_values(ours[:2], theirs[:2], 1e-6, "the encoder block's (x, position_bias)")
-            past_ours = past_theirs = None
-            for t in range(3):  # the decoder, one token at a time with the cache
-                y = x[:, t:t + 1]
-                ours = learner(decoder, y, None, None, past_ours, x, mask)
-                theirs = reference(decoder, y, None, None, past_theirs, x, mask)
-                problem = problem or compare_values(ours[:2], theirs[:2], 1e-6,
-                                                    f"the decoder block's (x, position_bias) at step {t + 1}")
-                past_ours, past_theirs = ours[2], theirs[2]
-        return problem
-
-    return check
 
 
 @torch.no_grad()
@@ -395,3 +367,52 @@ def learned_tables_figure(trained: BiasTables, start: BiasTables | None = None, 
                          f"constant beyond the black dotted line, where the last bucket starts.")
 
 
+
+
+BLOCK_FORWARD_HINTS = (
+    "A decoder block has three sub-layers and an encoder block two. What does each one read, and what "
+    "is added back to x after it? Which of the block's inputs must reach its self-attention, even in a "
+    "block that owns no table?",
+    "Each sub-layer reads its norm of x, and its output is added to x, so the next sub-layer sees the "
+    "sum. Self-attention is handed this stack's mask, the bias handed up from block 0 (none in block 0 "
+    "itself) and this block's own self-attention cache from past; it gives back its output, the bias to "
+    "hand up, and its new cache (a decoder keeps one, an encoder needs none). Cross-attention, in the "
+    "decoder only, reads the encoder's output with the encoder's padding, and its own cache from past: "
+    "after the first step the encoder's keys and values are already in it. The block returns the new x, "
+    "the bias self-attention gave back, and both new caches.",
+    "self_past, cross_past = past if past is not None else (None, None); decoder = block.cross is not None; "
+    "out, position_bias, self_present = block.self_attention(block.norm_self(x), attention_mask=mask, "
+    "position_bias=position_bias, past_key_value=self_past, use_cache=decoder); x = x + out; in a decoder "
+    "block, out, _, cross_present = block.cross(block.norm_cross(x), attention_mask=encoder_mask, "
+    "key_value_states=encoder_out, past_key_value=cross_past, use_cache=True) and x = x + out (else "
+    "cross_present = None); x = x + block.ff(block.norm_ff(x)); "
+    "return x, position_bias, (self_present, cross_present).",
+)
+
+GREEDY_HINTS = (
+    "At each step the decoder predicts one more token. What must it be fed to do that: the whole answer "
+    "so far, or only the newest token and something that remembers the rest? And what does a row that "
+    "has already ended get from then on?",
+    "Encode once. Start every row with the start token. With the cache, each step feeds only the newest "
+    "token of every row together with the cache the previous step returned (none at the first step); "
+    "without it, each step feeds the whole answer so far and no cache. Either way the next token is the "
+    "most likely one at the last position fed. A row that has ended gets padding; a row ends when it "
+    "produces the end token, and decoding stops once every row has ended, or after max_new_tokens steps.",
+    "encoder_out = model.encode(input_ids, attention_mask); out = torch.full((batch, 1), PAD); done = "
+    "torch.zeros(batch, dtype=torch.bool); cache = None; each step: logits, cache = model.decode(out[:, -1:], "
+    "encoder_out, attention_mask, cache) with the cache, or logits, _ = model.decode(out, encoder_out, "
+    "attention_mask) without; token = torch.where(done, PAD, logits[:, -1].argmax(-1)); out = torch.cat([out, "
+    "token[:, None]], dim=1); done |= token == EOS; break when done.all(); return out.",
+)
+
+
+def _lesson_7_turns():
+    from .tiny_t5_checks import block_forward_check, greedy_check
+    from .your_turn import Turn  # here, not at the top: your_turn names this module in its table
+
+    return {"block_forward": Turn(reference=block_forward, check=block_forward_check(CONFIG),
+                                  hints=BLOCK_FORWARD_HINTS),
+            "greedy": Turn(reference=greedy, check=greedy_check, hints=GREEDY_HINTS)}
+
+
+TURNS = _lesson_7_turns()
