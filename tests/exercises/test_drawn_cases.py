@@ -124,10 +124,19 @@ def torch_bucket(relative_position, bidirectional=True, num_buckets=32, max_dist
     return int((out + torch.where(n < max_exact, n, large))[0])
 
 
+def batched(one):
+    """Question 7 takes one offset or a nested list of them: `one` applied entry by entry."""
+    def many(relative_position, *args, **kwargs):
+        if isinstance(relative_position, (list, tuple)):
+            return [many(r, *args, **kwargs) for r in relative_position]
+        return one(relative_position, *args, **kwargs)
+    return many
+
+
 RIGHT_BUCKETS = {
-    "float64 (math.log)": bucket,
-    "float32 (NumPy)": partial(bucket, log=float32_log),
-    "float32 (torch)": torch_bucket,
+    "float64 (math.log)": batched(bucket),
+    "float32 (NumPy)": batched(partial(bucket, log=float32_log)),
+    "float32 (torch)": batched(torch_bucket),
 }
 WRONG_BUCKETS = {
     "no clamp": {"clamp": 10 ** 6},
@@ -152,7 +161,7 @@ def test_the_bucket_in_float32_or_float64_gets_full_marks_on_drawn_cases(name, s
 @pytest.mark.parametrize("name", WRONG_BUCKETS)
 def test_bucket_slips_lose_credit_on_drawn_cases(name, seed):
     question = drawn("03_relative_position_buckets", "q7", seed)
-    assert_loses_credit(question, partial(bucket, **WRONG_BUCKETS[name]), name)
+    assert_loses_credit(question, batched(partial(bucket, **WRONG_BUCKETS[name])), name)
 
 
 def config_of(kwargs) -> tuple[bool, int, int]:
