@@ -163,6 +163,18 @@ ERRORS = """() => Array.from(document.querySelectorAll(
   '.jp-RenderedText[data-mime-type="application/vnd.jupyter.error"]'
 )).map(e => e.innerText.slice(0, 300))"""
 # Code cells whose first line is test plumbing a learner should never see.
+# The cells tagged `reveal` (the answer to a "Predict first" or "Think!"): for each, whether JupyterLab
+# shows its output (the cell's own state, and whether any of its output is laid out on the page), and the
+# text of the folded output's placeholder (JupyterLab shows the first line of the output there).
+REVEALS = """() => window.jupyterapp.shell.currentWidget.content.widgets
+  .map((cell, index) => ({cell, index}))
+  .filter(({cell}) => (cell.model.getMetadata('tags') || []).includes('reveal'))
+  .map(({cell, index}) => {
+    const area = cell.node.querySelector('.jp-OutputArea');
+    const shown = !!area && area.getClientRects().length > 0 && !!area.querySelector('.jp-OutputArea-child');
+    const folded = cell.node.querySelector('.jp-OutputPlaceholder');
+    return {index, hidden: cell.outputHidden === true, shown, placeholder: folded ? folded.textContent : ''};
+  })"""
 PLUMBING = """() => window.jupyterapp.shell.currentWidget.content.widgets
   .map((c, i) => [i, c.model.type, c.model.sharedModel.getSource()])
   .filter(([i, type, source]) => type === 'code' && /^\\s*#\\s*NBVAL/i.test(source))
@@ -342,9 +354,11 @@ def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run
         shots.append(ARTIFACTS / f"{notebook.stem}-before-run.png")
         page.screenshot(path=str(shots[-1]))
 
+    reveals_before = page.evaluate(REVEALS)
     page.evaluate(RUN_ALL)
     page.wait_for_function(ALL_DONE, timeout=run_timeout_s * 1000, polling=500)
     page.wait_for_timeout(500)
+    reveals_after = page.evaluate(REVEALS)
     controls, layouts = [], []
     count = page.locator(".t5lesson-explorer").count()
     if count == 0:  # no explorer: a screenshot of the first figure, as the learner sees it after running
@@ -364,7 +378,8 @@ def exercise_notebook(page, lab: JupyterLab, notebook: Path, explorer_names, run
         box.scroll_into_view_if_needed()
         controls += keyboard_pass(page, box, index, name, cpu=lab.cpu_ms)
     return {"controls": controls, "layouts": layouts, "plumbing": plumbing, "errors": page.evaluate(ERRORS),
-            "screenshots": shots, "progress_bars": page.evaluate(PROGRESS_BARS)}
+            "screenshots": shots, "progress_bars": page.evaluate(PROGRESS_BARS),
+            "reveals": {"before": reveals_before, "after": reveals_after}}
 
 
 def keyboard_pass(page, box, index, name, max_tabs=60, cpu=None):

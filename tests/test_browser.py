@@ -85,6 +85,20 @@ def test_lesson_in_browser(browser_results, lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.name for p in LESSONS])
+def test_an_answer_waits_until_its_cell_runs(browser_results, lesson):
+    """A reveal cell's stored output is folded away when the lesson opens, and shown once the cell has run."""
+    reveals = browser_results[lesson]["reveals"]
+    assert reveals["before"], f"{lesson.name}: no reveal cell found in JupyterLab"
+    open_before = [r["index"] for r in reveals["before"] if r["shown"] or not r["hidden"]]
+    assert not open_before, f"{lesson.name}: reveal cells {open_before} show their answer before they are run"
+    telling = [(r["index"], r["placeholder"]) for r in reveals["before"]
+               if any(ch.isdigit() for ch in r["placeholder"])]
+    assert not telling, f"{lesson.name}: a folded reveal's first line (shown by JupyterLab) gives a number: {telling}"
+    closed_after = [r["index"] for r in reveals["after"] if not r["shown"]]
+    assert not closed_after, f"{lesson.name}: reveal cells {closed_after} still hide their output after running"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.name for p in LESSONS])
 def test_explorers_are_usable_and_sharp(browser_results, lesson):
     for lay in browser_results[lesson]["layouts"]:
         name = f"{lesson.name} {lay['explorer']}"

@@ -34,3 +34,33 @@ def test_every_prompt_has_a_collapsed_reveal(path):
         assert cell["cell_type"] == "code", f"{path.name}: cell {r} is tagged reveal but is not code"
         assert cell.get("metadata", {}).get("jupyter", {}).get("outputs_hidden") is True, \
             f"{path.name}: the reveal cell {r} is stored with its output open"
+
+
+# JupyterLab shows a folded output as its first non-empty line (CodeCell.getOutputPlaceholderText),
+# taken from the first output in this order of types: so that line must not give the answer away.
+PLACEHOLDER_TYPES = ("text/html", "image/svg+xml", "application/pdf", "text/markdown", "text/plain")
+
+
+def placeholder(cell) -> str:
+    """The line JupyterLab shows in place of a folded cell's output."""
+    if not cell.get("outputs"):
+        return ""
+    first = cell["outputs"][0]
+    if first["output_type"] == "stream":
+        text = "".join(first["text"])
+    elif first["output_type"] == "error":
+        return first.get("evalue", "")
+    else:
+        data = first.get("data", {})
+        kind = next((k for k in PLACEHOLDER_TYPES if k in data), None)
+        text = "".join(data[kind]) if kind else ""
+    return next((line for line in text.split("\n") if line), "")
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_a_folded_reveal_shows_no_number(path):
+    cells = json.loads(path.read_text())["cells"]
+    for r in reveal_cells(cells):
+        line = placeholder(cells[r])
+        assert not any(ch.isdigit() for ch in line), \
+            f"{path.name}: folded, reveal cell {r} still shows its first line, which gives a number: {line!r}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +21,16 @@ from .questions.kinds import FreeText
 from .verdict import INCORRECT, NOT_ATTEMPTED, Outcome
 
 __all__ = ["checker", "Checker"]
+
+WIDTH = 88  # a printed line fits a 1400 px JupyterLab window; longer ones would wrap mid-word there
+
+
+def say(text: str) -> None:
+    """Print feedback wrapped between words at WIDTH; a wrapped line is indented under its first one."""
+    for line in text.split("\n"):
+        indent = " " * (len(line) - len(line.lstrip(" -")) + 2)
+        print(textwrap.fill(line, WIDTH, subsequent_indent=indent, break_long_words=False,
+                            break_on_hyphens=False) if line.strip() else line)
 
 
 class Checker:
@@ -33,7 +44,7 @@ class Checker:
         try:
             return self.exercise[question_id]
         except KeyError:
-            print(f"{question_id!r} is not a question here; the questions are {', '.join(self.exercise.ids)}.")
+            say(f"{question_id!r} is not a question here; the questions are {', '.join(self.exercise.ids)}.")
             return None
 
     def outcome(self, question_id: str, *value, namespace=None) -> Outcome | None:
@@ -58,7 +69,7 @@ class Checker:
     def check(self, question_id: str, *value) -> None:
         """Print one line: Correct, Partly correct, Incorrect (with a nudge), Not attempted, or Error."""
         if len(value) > 1:
-            print("check takes the question id and at most one answer, e.g. check(\"q1\", \"B\").")
+            say("check takes the question id and at most one answer, e.g. check(\"q1\", \"B\").")
             return
         namespace = sys._getframe(1).f_globals
         try:
@@ -67,13 +78,13 @@ class Checker:
             raise
         except Exception as exc:  # check must never drown the learner in a traceback
             error, _ = harvest.describe_error(exc)
-            print(f"{question_id}: check could not run ({error}). Please tell your instructor.")
+            say(f"{question_id}: check could not run ({error}). Please tell your instructor.")
             return
         if result is not None:
             if result.status == INCORRECT and not result.message:
                 # A wrong answer we have no sentence for: a neutral nudge, never a hint (hint() has those).
                 result = replace(result, message=f'not this one. Try again, or run hint("{question_id}").')
-            print(result.line())
+            say(result.line())
 
     def hint(self, question_id: str) -> None:
         """Print the next hint for a question: level 1 first, then 2, ...; the last one repeats."""
@@ -81,12 +92,12 @@ class Checker:
         if question is None:
             return
         if not question.hints:
-            print(f"{question_id}: there are no hints for this question.")
+            say(f"{question_id}: there are no hints for this question.")
             return
         level = min(self._hints_shown.get(question_id, 0) + 1, len(question.hints))
         self._hints_shown[question_id] = level
         more = "" if level < len(question.hints) else " (that was the last hint)"
-        print(f"{question_id} hint {level}/{len(question.hints)}: {question.hints[level - 1]}{more}")
+        say(f"{question_id} hint {level}/{len(question.hints)}: {question.hints[level - 1]}{more}")
 
 
 def _notebook_candidates(exercise_id: str, namespace: dict) -> list[Path]:

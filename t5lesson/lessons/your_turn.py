@@ -234,8 +234,8 @@ class _CourseCalls:
 
     A profile hook sees every Python call while the check runs; a call of a course version counts
     only when a frame of the learner's cell is on the stack between it and the check (the check
-    itself calls the reference for the expected results, from the cell's own last line). Catches the course's function under any name it was
-    imported as, since it compares code objects, not names.
+    itself calls the reference for the expected results, from the cell's own last line). Catches
+    the course's function under any name it was imported as, since it compares code objects.
     """
 
     def __init__(self, learner: Callable, course: Sequence[Callable]):

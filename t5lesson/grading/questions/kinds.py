@@ -18,6 +18,7 @@ from functools import cached_property
 from ..protocol import resolve
 from ..records import BLOCKED_TARGET, describe, missing, value_of
 from ..verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, SUBMITTED, Outcome, format_points
+from .substance import copied_share, lacks_substance
 
 __all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash", "blocked_sentence"]
 
@@ -451,18 +452,29 @@ class FreeText(Question):
     kind = "free text"
     auto_scored = False
 
+    def visible_texts(self) -> tuple[str, ...]:
+        """What a learner can read beside the question: an answer copied from these is not the learner's."""
+        return (*(element for element, _ in self.rubric), *self.checklist, *self.hints)
+
+    def lacks_substance(self, text: str) -> str | None:
+        """None when `text` is an attempt with substance (`substance.py`), else what it lacks."""
+        return lacks_substance(text, self.placeholder, self.visible_texts())
+
     def self_check(self, text: str) -> Outcome:
-        """What `check("qN")` prints for a free-text answer: Not attempted, or the rubric to compare with."""
+        """What `check("qN")` prints for a free-text answer: Not attempted, or the questions to hold it against."""
         if not text.strip() or text.strip() == self.placeholder.strip():
             return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points),
                            "write your answer in the Markdown cell below the question, save the notebook "
                            "(check reads the saved file), and run check again.")
+        missing = self.lacks_substance(text)
+        if missing:
+            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), missing)
         elements = self.checklist or tuple(element for element, _ in self.rubric)
         lines = [f"  - ({format_points(points)} pt{'' if points == 1 else 's'}) {element}"
                  for element, (_, points) in zip(elements, self.rubric, strict=True)]
         return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
                        f"your instructor marks this answer ({format_points(self.points)} points); check() does "
-                       "not. Hold your answer against what a full answer covers:\n" + "\n".join(lines))
+                       "not. Hold your answer against these questions:\n" + "\n".join(lines))
 
     def harvest_spec(self) -> dict:
         return {}
@@ -476,5 +488,10 @@ class FreeText(Question):
         text = record.get("text", "") if isinstance(record, dict) else ""
         if not text.strip() or text.strip() == self.placeholder.strip():
             return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), "write your answer in the Markdown cell.")
+        missing = self.lacks_substance(text)
+        if missing and "repeats" not in missing:  # a placeholder: nothing for the instructor to read
+            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), missing)
+        note = f" Note for the marker: {copied_share(text, self.visible_texts()):.0%} of it repeats the rubric, " \
+               "checklist or hints word for word." if missing else ""
         return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
-                       "your instructor reads free-text answers; check() cannot mark them.")
+                       "your instructor reads free-text answers; check() cannot mark them." + note)

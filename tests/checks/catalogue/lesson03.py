@@ -28,6 +28,9 @@ def differs(function, seed):
     return None
 
 
+LOG = "np.log(n / max_exact) / np.log(max_distance / max_exact)"  # the log region's fraction
+
+
 def side(body: str) -> str:
     """A cell whose bucket_in_side has `body` (indented four spaces), step 1 as given."""
     return GIVEN + "def bucket_in_side(n, per_side, max_distance):\n" + body
@@ -36,18 +39,18 @@ def side(body: str) -> str:
 WRONG = {
     "the clamp at per_side, one bucket too far": side(
         "    max_exact = per_side // 2\n    if n < max_exact:\n        return n\n"
-        "    bucket = max_exact + int(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact))\n"
+        f"    bucket = max_exact + int({LOG} * (per_side - max_exact))\n"
         "    return min(bucket, per_side)\n"),
     "no clamp": side(
         "    max_exact = per_side // 2\n    if n < max_exact:\n        return n\n"
-        "    return max_exact + int(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact))\n"),
+        f"    return max_exact + int({LOG} * (per_side - max_exact))\n"),
     "round instead of truncate": side(
         "    max_exact = per_side // 2\n    if n < max_exact:\n        return n\n"
-        "    bucket = max_exact + round(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact))\n"
+        f"    bucket = max_exact + round({LOG} * (per_side - max_exact))\n"
         "    return min(bucket, per_side - 1)\n"),
     "max_exact as per_side / 2 (a float for an odd side)": side(
         "    max_exact = per_side / 2\n    if n < max_exact:\n        return int(n)\n"
-        "    bucket = max_exact + int(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact))\n"
+        f"    bucket = max_exact + int({LOG} * (per_side - max_exact))\n"
         "    return int(min(bucket, per_side - 1))\n"),
     "log of n and of max_distance, not of their ratios to max_exact": side(
         "    max_exact = per_side // 2\n    if n < max_exact:\n        return n\n"
@@ -55,11 +58,11 @@ WRONG = {
         "    return min(bucket, per_side - 1)\n"),
     "scaled by per_side, not by the buckets left": side(
         "    max_exact = per_side // 2\n    if n < max_exact:\n        return n\n"
-        "    bucket = max_exact + int(np.log(n / max_exact) / np.log(max_distance / max_exact) * per_side)\n"
+        f"    bucket = max_exact + int({LOG} * per_side)\n"
         "    return min(bucket, per_side - 1)\n"),
     "the default 16 buckets per side written in": side(
         "    max_exact = 8\n    if n < max_exact:\n        return n\n"
-        "    bucket = max_exact + int(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact))\n"
+        f"    bucket = max_exact + int({LOG} * (per_side - max_exact))\n"
         "    return min(bucket, per_side - 1)\n"),
     "the default max_distance 128 written in": side(
         "    max_exact = per_side // 2\n    if n < max_exact:\n        return n\n"
@@ -67,11 +70,11 @@ WRONG = {
         "    return min(bucket, per_side - 1)\n"),
     "exact region one too wide (n <= max_exact, then the log)": side(
         "    max_exact = per_side // 2\n    if n <= max_exact + 1:\n        return min(n, per_side - 1)\n"
-        "    bucket = max_exact + int(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact))\n"
+        f"    bucket = max_exact + int({LOG} * (per_side - max_exact))\n"
         "    return min(bucket, per_side - 1)\n"),
     "ceil instead of floor": side(
         "    max_exact = per_side // 2\n    if n < max_exact:\n        return n\n"
-        "    bucket = max_exact + int(np.ceil(np.log(n / max_exact) / np.log(max_distance / max_exact) * (per_side - max_exact)))\n"
+        f"    bucket = max_exact + int(np.ceil({LOG} * (per_side - max_exact)))\n"
         "    return min(bucket, per_side - 1)\n"),
 }
 

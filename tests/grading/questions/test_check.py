@@ -8,6 +8,7 @@ import pytest
 
 from t5lesson.check import Checker, checker
 from t5lesson.exercises import exercise_ids, get
+from t5lesson.grading.check import WIDTH
 from t5lesson.grading.questions.kinds import FreeText, MultipleChoice, Numeric, answer_hash
 from t5lesson.grading.records import clean_record
 
@@ -34,8 +35,11 @@ def solution_bucket(relative_position, bidirectional=True, num_buckets=32, max_d
 def line(capsys, *args, using=None) -> str:
     (using or check)(*args)
     out = capsys.readouterr().out
-    assert out.count("\n") == 1, out  # exactly one line, whatever happens
-    return out.strip()
+    first, *rest = out.rstrip("\n").split("\n")
+    # one verdict, whatever happens: a first line, then only its continuation, wrapped between words
+    assert first and all(r.startswith("  ") for r in rest), out
+    assert all(len(r) <= WIDTH for r in [first, *rest]), out
+    return " ".join(out.split())
 
 
 class AlwaysEqual:
@@ -153,7 +157,8 @@ def test_code_that_hangs_is_cut_short(capsys):
 
 
 def test_free_text_and_unknown_ids(capsys):
-    check("q3", "my answer")  # free text: the rubric, one line per element (see test_self_check.py)
+    # free text: the self-check questions, one line per element (see test_self_check.py)
+    check("q3", "Without the scale the logits grow with the dimension, so the softmax saturates.")
     assert capsys.readouterr().out.startswith("q3: Submitted")
     assert "'q10' is not a question here" in line(capsys, "q10")
     assert "at most one answer" in line(capsys, "q1", "A", "B")
@@ -163,7 +168,7 @@ def test_hints_come_in_levels(capsys):
     helper = Checker("01_unscaled_scores")
     for _ in range(5):
         helper.hint("q1")
-    levels = [text.split(":")[0] for text in capsys.readouterr().out.splitlines()]
+    levels = [text.split(":")[0] for text in capsys.readouterr().out.splitlines() if not text.startswith(" ")]
     assert levels == ["q1 hint 1/3", "q1 hint 2/3", "q1 hint 3/3", "q1 hint 3/3", "q1 hint 3/3"]
 
 
@@ -171,7 +176,7 @@ def test_hint_output(capsys):
     helper = Checker("03_relative_position_buckets")
     helper.hint("q1")
     helper.hint("q1")
-    out = capsys.readouterr().out.splitlines()
+    out = [text for text in capsys.readouterr().out.splitlines() if not text.startswith(" ")]
     assert out[0].startswith("q1 hint 1/3: the offset is key position minus query position")
     assert out[1].startswith("q1 hint 2/3:")
 

@@ -27,11 +27,15 @@ FREE_TEXT = [(e, q) for e, q in QUESTIONS if isinstance(q, FreeText)]
 IDS = [f"{e.id}-{q.id}" for e, q in FREE_TEXT]
 
 
+SUBSTANTIVE = ("Without the scale the logits grow with the dimension, so the softmax saturates and its "
+               "gradients vanish.")
+
+
 @pytest.mark.parametrize("exercise, question", FREE_TEXT, ids=IDS)
 def test_an_empty_answer_is_not_attempted_and_a_written_one_gets_the_rubric(exercise, question):
     for empty in ("", "   \n", question.placeholder):
         assert question.self_check(empty).status == NOT_ATTEMPTED
-    outcome = question.self_check("Dropping the scale makes the logits larger.")
+    outcome = question.self_check(SUBSTANTIVE)
     assert outcome.status == SUBMITTED and outcome.points == 0
     elements = question.checklist or tuple(element for element, _ in question.rubric)
     assert all(element in outcome.message for element in elements)
@@ -46,9 +50,9 @@ def test_a_checklist_has_one_line_per_rubric_element(exercise, question):
 
 def test_the_graders_marking_of_free_text_is_unchanged():
     question = bank.get("01_unscaled_scores")["q3"]
-    assert question.score({"text": "my answer"}).status == SUBMITTED
+    assert question.score({"text": SUBSTANTIVE}).status == SUBMITTED
     message = "your instructor reads free-text answers; check() cannot mark them."
-    assert question.score({"text": "my answer"}).message == message
+    assert question.score({"text": SUBSTANTIVE}).message == message
     assert question.score({"text": question.placeholder}).status == NOT_ATTEMPTED
 
 
@@ -72,7 +76,7 @@ def test_check_reads_the_saved_answer_cell(tmp_path, monkeypatch, capsys):
     checker.check("q3")
     assert capsys.readouterr().out.startswith("q3: Not attempted: write your answer")
 
-    _notebook(tmp_path / "01_unscaled_scores.ipynb", "01_unscaled_scores", "The scale is gone, so scores grow.")
+    _notebook(tmp_path / "01_unscaled_scores.ipynb", "01_unscaled_scores", SUBSTANTIVE)
     checker.check("q3")
     out = capsys.readouterr().out
     assert out.startswith("q3: Submitted:") and "Does it say what the added u_b(j-i) does" in out and "[" not in out
@@ -81,7 +85,7 @@ def test_check_reads_the_saved_answer_cell(tmp_path, monkeypatch, capsys):
 def test_check_follows_the_file_jupyter_names(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     renamed = tmp_path / "my copy.ipynb"
-    _notebook(renamed, "01_unscaled_scores", "An answer.")
+    _notebook(renamed, "01_unscaled_scores", SUBSTANTIVE)
     _notebook(tmp_path / "01_unscaled_scores.ipynb", "01_unscaled_scores", "")
     monkeypatch.setenv("JPY_SESSION_NAME", str(renamed))
     Checker("01_unscaled_scores").check("q3")
@@ -102,8 +106,8 @@ def test_another_exercises_notebook_is_not_read(tmp_path, monkeypatch):
 
 def test_an_answer_given_as_text_is_checked_without_a_file(capsys):
     checker = Checker("02_where_sqrt_d_went")
-    checker.check("q1", "The paper gives no reason; the code folds the scale into W_q.")
-    out = capsys.readouterr().out
+    checker.check("q1", "The paper gives no reason for it; the code folds the scale into the initial W_q instead.")
+    out = " ".join(capsys.readouterr().out.split())
     assert out.startswith("q1: Submitted:") and "what the paper says (nothing)" in out
     checker.check("q1", "")
     assert capsys.readouterr().out.startswith("q1: Not attempted")
@@ -171,3 +175,31 @@ def test_final_hints_leave_a_step():
     assert "first such query is at position 480" not in bank.get("05_length_generalisation")["q4"].hints[-1]
     last = bank.get("01_unscaled_scores")["q1"].hints[-1]
     assert "added to the score" not in last
+
+
+@pytest.mark.parametrize("exercise, question", FREE_TEXT, ids=IDS)
+def test_a_placeholder_or_a_paste_is_not_submitted(exercise, question):
+    """'todo' and its kind are not an attempt; the rubric, checklist or hints pasted back are not the learner's."""
+    for filler in ("todo", "TODO: finish this later", "idk", "see above", "answer answer answer answer answer",
+                   "test test test test test test test test test", "lorem ipsum dolor sit amet"):
+        assert question.self_check(filler).status == NOT_ATTEMPTED, filler
+        assert question.score({"text": filler}).status == NOT_ATTEMPTED, filler
+    pastes = [" ".join(element for element, _ in question.rubric), " ".join(question.checklist)]
+    for paste in filter(None, pastes):
+        outcome = question.self_check(paste)
+        assert outcome.status == NOT_ATTEMPTED and "own words" in outcome.message, paste[:80]
+        marked = question.score({"text": paste})
+        assert marked.status == SUBMITTED and "Note for the marker" in marked.message
+
+
+@pytest.mark.parametrize("exercise, question", FREE_TEXT, ids=IDS)
+def test_the_self_check_asks_questions_that_give_nothing_away(exercise, question):
+    """The learner sees questions to hold an answer against, none of which restates a rubric element."""
+    from t5lesson.grading.questions.substance import SHINGLE, words
+
+    assert question.checklist, f"{question.id}: no checklist, so the self-check would show the rubric"
+    for item, (element, _) in zip(question.checklist, question.rubric, strict=True):
+        assert item.rstrip().endswith("?"), f"{question.id}: not a question: {item!r}"
+        mine, theirs = words(item), " ".join(words(element))
+        runs = [" ".join(mine[k:k + SHINGLE + 1]) for k in range(len(mine) - SHINGLE)]
+        assert not [r for r in runs if r in theirs], f"{question.id}: {item!r} restates the rubric"

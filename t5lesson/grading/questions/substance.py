@@ -1,0 +1,62 @@
+"""When a free-text answer counts as an attempt: what "Submitted" needs before a person reads it.
+
+Free text is marked by the instructor, never by the grader; but "Submitted" (and the self-check
+questions it unlocks) should mean the learner tried. An answer is an attempt with substance when:
+
+- it says something: at least MIN_WORDS words, MIN_DISTINCT of them different, once Markdown,
+  code spans and the question's own placeholder are taken out ("todo", "tbd", "see above" and
+  their kind are words too, and never enough: FILLER lists those that do not count);
+- it is the learner's own: at most COPIED_SHARE of its runs of SHINGLE words appear in the text a
+  learner can see beside the question (the rubric in the package, the self-check questions, the
+  hints). A pasted rubric is not an answer.
+
+The numbers are deliberately low: a one-sentence answer that names its reason passes; a
+placeholder, a word salad of one repeated word, or a paste does not.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+MIN_WORDS = 8
+MIN_DISTINCT = 6
+SHINGLE = 5
+COPIED_SHARE = 0.5
+FILLER = frozenset("""todo tbd tba fixme xxx idk dunno n/a na none nothing answer here later see above below
+lorem ipsum dolor sit amet asdf qwerty test testing placeholder write your something blah etc""".split())
+_WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
+_MARKUP = re.compile(r"`[^`]*`|\$[^$]*\$|<[^>]+>|[*_#>|~\[\]()]")
+
+
+def words(text: str) -> list[str]:
+    """The words of a Markdown text, lower case, code spans and formulas left out."""
+    return [w.lower() for w in _WORD.findall(_MARKUP.sub(" ", text))]
+
+
+def _shingles(tokens: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(tokens[k:k + SHINGLE]) for k in range(len(tokens) - SHINGLE + 1)}
+
+
+def copied_share(text: str, sources: Iterable[str]) -> float:
+    """The share of the answer's runs of SHINGLE words that appear word for word in `sources`."""
+    own = _shingles(words(text))
+    if not own:
+        return 0.0
+    seen: set[tuple[str, ...]] = set()
+    for source in sources:
+        seen |= _shingles(words(source))
+    return len(own & seen) / len(own)
+
+
+def lacks_substance(text: str, placeholder: str = "", visible: Iterable[str] = ()) -> str | None:
+    """None for an attempt with substance; else a sentence telling the learner what is missing."""
+    tokens = words(text.replace(placeholder, " ") if placeholder else text)
+    meaningful = [w for w in tokens if w not in FILLER]
+    if len(meaningful) < MIN_WORDS or len(set(meaningful)) < MIN_DISTINCT:
+        return ("this does not read as an answer yet (a few words or a placeholder). Write what you would say "
+                "in a sentence or two, in your own words; then save and run check again.")
+    share = copied_share(text, visible)
+    if share > COPIED_SHARE:
+        return (f"{share:.0%} of this repeats, word for word, text the course shows beside the question (its "
+                "rubric, checklist or hints). Say it in your own words; your instructor marks your reasoning.")
+    return None
