@@ -20,6 +20,7 @@ from test_exercises_01_02 import good_entropy, good_scores
 import t5lesson as t5
 from t5lesson import exercises
 from t5lesson.grading import harvest
+from t5lesson.buckets import bucket_config
 from t5lesson.grading.verdict import CORRECT
 
 SEEDS = ("week 3", "resit", "42")
@@ -174,21 +175,52 @@ REGION_WORDS = {"exact": "the exact range", "log": "the logarithmic range", "ins
                 "beyond": "beyond max_distance"}
 
 
+def region_of(rel: int, config) -> str:
+    """The slot (side, region) an offset of `config` fills: side 0 is offset 0; "log" is the logarithmic
+    range (a slot's "inside" too)."""
+    _, max_exact = bucket_config(*config)
+    n = abs(rel)
+    region = "exact" if n < max_exact else "beyond" if n >= config[2] else "log"
+    return (int(np.sign(rel)), "exact" if rel == 0 else region)
+
+
+def slot_of(side: int, region: str) -> tuple[int, str]:
+    return (side, "log" if region == "inside" else region)
+
+
+def offsets_in(value) -> list[int]:
+    return [value] if isinstance(value, int) else [o for row in value for o in offsets_in(row)]
+
+
 def test_drawn_offsets_keep_their_slots_and_avoid_ties():
-    """Each drawn offset lies on its slot's side and in its region, and none is a near-tie of its table."""
+    """Per configuration family: two single offsets (a third of the cases) that fill two of its slots, then
+    four arrays of offsets that fill every slot (and two more in the exact range), or a multiple of six of
+    them; no offset is a near-tie of its table."""
+    from collections import Counter
+
     from t5lesson.exercises.ex03_relative_position_buckets import _HIDDEN_FAMILIES, _near_tie
 
     public = exercises.get("03_relative_position_buckets")["q7"].cases
-    slots = [slot for _, family_slots in _HIDDEN_FAMILIES for slot in family_slots]
     for seed in SEEDS:
         cases = drawn("03_relative_position_buckets", "q7", seed).cases
-        assert len(cases) == len(slots)
-        for case, (side, region) in zip(cases, slots, strict=True):
-            bidirectional = config_of(case.kwargs)[0]
-            assert np.sign(case.args[0]) == side, (seed, case)
-            future_in_decoder = side > 0 and not bidirectional  # all of them share bucket 0
-            assert future_in_decoder or case.topic.endswith(REGION_WORDS[region]), (seed, case)
-        assert not [c for c in cases if _near_tie(abs(c.args[0]), *config_of(c.kwargs))]
+        assert len(cases) == 6 * len(_HIDDEN_FAMILIES)
+        assert sum(isinstance(c.args[0], int) for c in cases) == len(cases) // 3
+        for family, (_, slots) in enumerate(_HIDDEN_FAMILIES):
+            block = cases[6 * family:6 * family + 6]
+            config = config_of(block[0].kwargs)
+            assert all(config_of(c.kwargs) == config for c in block), (seed, block)
+            wanted = Counter(slot_of(*slot) for slot in slots) + Counter([(1, "exact"), (-1, "exact")])
+            for case in block[:2]:
+                rel = case.args[0]
+                assert isinstance(rel, int) and Counter([region_of(rel, config)]) <= wanted, (seed, case)
+                future_in_decoder = rel > 0 and not config[0]  # all of them share bucket 0
+                region = region_of(rel, config)[1]
+                assert future_in_decoder or rel == 0 or case.topic.endswith(REGION_WORDS[region]), (seed, case)
+            for k, case in enumerate(block[2:]):
+                got = Counter(region_of(rel, config) for rel in offsets_in(case.args[0]))
+                assert got == wanted if k % 2 == 0 else got <= wanted and sum(got.values()) % 6 == 0, (seed, case)
+            for case in block:
+                assert not [o for o in offsets_in(case.args[0]) if _near_tie(abs(o), *config)], (seed, case)
         assert sum(c in public for c in cases) <= len(public) // 4
 
 
@@ -244,13 +276,20 @@ def test_drawn_tables_are_of_their_kind():
 
 # --- exercise 4 ----------------------------------------------------------------------------------
 
-def my_bias(table, q_len, k_len, bidirectional=True, max_distance=128, query_offset=0, *, sign=1, cache_used=True,
-            causal=True, heads_first=True):
+def my_step_biases(table, prompt_len, new_tokens, max_distance=128, *, sign=1, cache_used=True, causal=True,
+                   heads_first=True, prompt_call=True):
+    """The solution's bias of every call of decoding with a cache; each keyword changes one step the way a
+    learner slips."""
     table = np.asarray(table, dtype=float)
-    queries = (query_offset if cache_used else 0) + np.arange(q_len)
-    offsets = sign * (np.arange(k_len)[None, :] - queries[:, None])
-    buckets = t5.relative_position_bucket(offsets, bidirectional or not causal, table.shape[0], max_distance)
-    return table[buckets].transpose(2, 0, 1) if heads_first else table[buckets]
+    calls = [(prompt_len, prompt_len, 0)] if prompt_call else []
+    calls += [(1, prompt_len + t, prompt_len + t - 1) for t in range(1, new_tokens + 1)]
+    biases = []
+    for q_len, k_len, query_offset in calls:
+        queries = (query_offset if cache_used else 0) + np.arange(q_len)
+        offsets = sign * (np.arange(k_len)[None, :] - queries[:, None])
+        buckets = t5.relative_position_bucket(offsets, not causal, table.shape[0], max_distance)
+        biases.append(table[buckets].transpose(2, 0, 1) if heads_first else table[buckets])
+    return biases
 
 
 def my_mask(q_len, k_len, query_offset=0, *, offset_used=True, strict=False):
@@ -259,14 +298,17 @@ def my_mask(q_len, k_len, query_offset=0, *, offset_used=True, strict=False):
     return keys < queries[:, None] if strict else keys <= queries[:, None]
 
 
+WRONG_STEPS = {"the cache forgotten (each new token at position 0)": {"cache_used": False},
+               "offset i - j": {"sign": -1}, "decoder bucketed as an encoder": {"causal": False},
+               "heads last": {"heads_first": False}, "the prompt's call left out": {"prompt_call": False}}
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_exercise_4_on_drawn_cases(seed):
     bias, mask = drawn("04_bias_heatmaps", "q5", seed), drawn("04_bias_heatmaps", "q6", seed)
-    assert score(bias, my_bias).status == CORRECT and score(mask, my_mask).status == CORRECT
-    for name, flags in {"the cache forgotten": {"cache_used": False}, "offset i - j": {"sign": -1},
-                        "decoder bucketed as an encoder": {"causal": False}, "heads last": {"heads_first": False}
-                        }.items():
-        assert_loses_credit(bias, partial(my_bias, **flags), name)
+    assert score(bias, my_step_biases).status == CORRECT and score(mask, my_mask).status == CORRECT
+    for name, flags in WRONG_STEPS.items():
+        assert_loses_credit(bias, partial(my_step_biases, **flags), name)
     for name, flags in {"query_offset ignored": {"offset_used": False}, "the diagonal masked": {"strict": True}
                         }.items():
         assert_loses_credit(mask, partial(my_mask, **flags), name)
