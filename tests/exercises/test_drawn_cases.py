@@ -19,8 +19,8 @@ from test_exercises_01_02 import good_entropy, good_scores
 
 import t5lesson as t5
 from t5lesson import exercises
-from t5lesson.grading import harvest
 from t5lesson.buckets import bucket_config
+from t5lesson.grading import harvest
 from t5lesson.grading.verdict import CORRECT
 
 SEEDS = ("week 3", "resit", "42")
