@@ -14,8 +14,9 @@ and batches, in five configurations. They avoid the few configurations where a f
 and the reference's float32 one put a boundary offset in different buckets (for example
 num_buckets=18, max_distance=128 at offsets 8, 16 and 64), so a learner who writes the formula
 right gets full marks in float32 or float64. The grader draws its own configurations and offsets
-(`hidden_cases`, the same third of single offsets), none within `_TIE_MARGIN` of a whole number in
-the log formula (`_near_tie`). `ShownCode` shows the first wrong entry beside the expected one.
+(`hidden_cases`: per family one single offset and five arrays that each hold every region on both
+sides, so a slip anywhere costs every array), none within `_TIE_MARGIN` of a whole number in the log
+formula (`_near_tie`). `ShownCode` shows the first wrong entry beside the expected one.
 
 Question 8 returns a table, not one int, so it uses `PlainCode`. Its cases are configurations
 chosen to cover: the default encoder and decoder, an odd number of
@@ -181,19 +182,22 @@ def _draw_offset(rng, config, side: int, region: str) -> int:
     raise RuntimeError(f"no safe offset in {region} for {config}")
 
 
-# Each configuration family and what its cases probe: (side, region); side 0 is offset 0.
+# Each configuration family and what its cases probe: (side, region); side 0 is offset 0. Every family
+# holds every region on both sides, so an array of all of them goes wrong wherever a slip does.
 _HIDDEN_FAMILIES = (
     (lambda rng: _DEFAULT, [(0, "exact"), (1, "exact"), (-1, "exact")] + [(1, "inside"), (-1, "inside")] * 4
      + [(1, "beyond"), (-1, "beyond")]),
     (lambda rng: (False, int(rng.choice([24, 32, 40])), int(rng.integers(64, 161))),
-     [(-1, "exact")] * 2 + [(-1, "log")] * 4 + [(-1, "beyond"), (1, "exact"), (1, "beyond")]),
+     [(0, "exact")] + [(-1, "exact")] * 2 + [(-1, "log")] * 4 + [(-1, "beyond"), (1, "exact"), (1, "beyond")]),
     (lambda rng: (True, int(rng.choice([8, 10, 12])), int(rng.integers(14, 31))),
-     [(1, "exact"), (-1, "exact"), (1, "log"), (1, "log"), (-1, "log"), (-1, "log"), (1, "beyond"), (-1, "beyond")]),
+     [(0, "exact"), (1, "exact"), (-1, "exact"), (1, "log"), (1, "log"), (-1, "log"), (-1, "log"), (1, "beyond"),
+      (-1, "beyond")]),
     (lambda rng: (False, int(rng.choice([12, 16, 20])), int(rng.integers(24, 49))),
-     [(-1, "exact")] + [(-1, "log")] * 3 + [(-1, "beyond"), (1, "log")]),
+     [(0, "exact"), (-1, "exact")] + [(-1, "log")] * 3 + [(-1, "beyond"), (1, "log")]),
     (lambda rng: (True, int(rng.choice([27, 33, 41])), int(rng.integers(100, 201))),
-     [(1, "log"), (-1, "log"), (1, "exact"), (-1, "exact")]),
+     [(0, "exact"), (1, "log"), (-1, "log"), (1, "exact"), (-1, "exact"), (1, "beyond"), (-1, "beyond")]),
 )
+_ARRAYS_PER_FAMILY = 5  # and one single offset: a sixth of the drawn cases is what lesson 3's function does
 
 
 def _shaped(rng, offsets: list[int]):
@@ -206,9 +210,11 @@ def _shaped(rng, offsets: list[int]):
 
 
 def hidden_cases(rng) -> tuple[Case, ...]:
-    """q7's grading cases: for each configuration family of the public recipe (drawn sizes), two
-    single offsets (a third of the cases, what lesson 3's function already does) and four arrays of
-    offsets, every offset drawn in a region and none a float32/float64 disagreement."""
+    """q7's grading cases: for each configuration family of the public recipe (drawn sizes), one single
+    offset in the logarithmic range before the query (what lesson 3's function already does) and five
+    arrays that each hold an offset of every slot of the family (and two more in the exact range; every
+    other one padded to a multiple of six with more, so that it can be a matrix or a batch), none a
+    float32/float64 disagreement."""
     cases = []
     for draw_config, slots in _HIDDEN_FAMILIES:
         config = draw_config(rng)
@@ -216,14 +222,14 @@ def hidden_cases(rng) -> tuple[Case, ...]:
         def offset(side, region, config=config):
             return 0 if side == 0 else _draw_offset(rng, config, side, region)
 
-        singles = [slots[int(k)] for k in rng.choice(len(slots), size=2, replace=False)]
-        for side, region in singles:
-            rel = offset(side, region)
-            cases.append(Case((rel,), _kwargs(*config), "one offset: " + _topic(rel, *config)))
-        for k in range(4):
+        side, region = next(slot for slot in slots if slot[0] == -1 and slot[1] in ("log", "inside"))
+        rel = offset(side, region)  # a key before the query, in the logarithmic range: the topic stays fixed
+        cases.append(Case((rel,), _kwargs(*config), "one offset: " + _topic(rel, *config)))
+        for k in range(_ARRAYS_PER_FAMILY):
             drawn = [offset(side, region) for side, region in slots] + [offset(s, "exact") for s in (1, -1)]
+            while k % 2 and len(drawn) % 6:
+                drawn.append(offset(int(rng.choice([1, -1])), "exact"))
             rng.shuffle(drawn)
-            drawn = drawn[:6 * (len(drawn) // 6)] if k % 2 else drawn
             cases.append(Case((_shaped(rng, drawn),), _kwargs(*config), f"{len(drawn)} offsets at once, every region"))
     return tuple(cases)
 
