@@ -5,15 +5,18 @@ Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompu
 `t5grade hash QUESTION ANSWER --exercise ID`. tests/exercises/test_exercises_03_04.py checks every
 key against the package, so a key cannot silently drift from what lesson 3 computes.
 
-Question 7 (`my_bucket`, the bucket function) calls the learner's function on 91 offsets: T5's
-default encoder and decoder tables at every bucket boundary, offsets far beyond max_distance,
-and three other configurations (one with an odd number of buckets). They avoid the few
-configurations where a float64 logarithm (`math.log`) and the reference's float32 one put a
-boundary offset in different buckets (for example num_buckets=18, max_distance=128 at offsets
-8, 16 and 64): a learner who writes the formula right gets full marks whether they compute in
-float32 or float64. The grader draws its own configurations and offsets (`hidden_cases`), none
-within `_TIE_MARGIN` of a whole number in the log formula (`_near_tie`), where float32 and
-float64 could truncate differently.
+Question 7 (`my_bucket`, the bucket function for many offsets at once) goes one step beyond
+lesson 3's `bucket_of`: it takes one offset or an array of offsets of any shape, and the learner
+writes step 1 (the halves) too. A third of its 24 cases are single offsets, so lesson 3's answer
+pasted in earns at most a third (tests/exercises/test_pasting_lessons.py); the rest are rows of
+every bucket boundary of the default tables, layers' offset matrices with and without a cache,
+and batches, in five configurations. They avoid the few configurations where a float64 logarithm
+and the reference's float32 one put a boundary offset in different buckets (for example
+num_buckets=18, max_distance=128 at offsets 8, 16 and 64), so a learner who writes the formula
+right gets full marks in float32 or float64. The grader draws its own configurations and offsets
+(`hidden_cases`: per family one single offset and five arrays that each hold every region on both
+sides, so a slip anywhere costs every array), none within `_TIE_MARGIN` of a whole number in the log
+formula (`_near_tie`). `ShownCode` shows the first wrong entry beside the expected one.
 
 Question 8 returns a table, not one int, so it uses `PlainCode`. Its cases are configurations
 chosen to cover: the default encoder and decoder, an odd number of
@@ -29,11 +32,19 @@ import math
 import numpy as np
 
 from ..buckets import bucket_config, bucket_ranges, relative_position_bucket
-from ..grading.questions.kinds import Case, Code, FreeText, MultipleChoice, Numeric
+from ..grading.questions.kinds import Case, FreeText, MultipleChoice, Numeric
 from ..grading.questions.structured import PlainCode
 from . import Exercise, id_of_module
+from .shown_code import ShownCode
 
-__all__ = ["EXERCISE", "reference_ranges"]
+__all__ = ["EXERCISE", "reference_ranges", "reference_buckets"]
+
+
+def reference_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """Question 7's answer: the bucket of one offset (an int), or of every offset of a nested list
+    (nested lists of the same shape)."""
+    buckets = relative_position_bucket(np.asarray(relative_position), bidirectional, num_buckets, max_distance)
+    return int(buckets) if np.ndim(buckets) == 0 else buckets.tolist()
 
 
 def reference_ranges(bidirectional=True, num_buckets=32, max_distance=128):
@@ -61,16 +72,47 @@ def _topic(rel: int, bidirectional: bool, num_buckets: int, max_distance: int) -
     return f"{side}, {region}"
 
 
+def _offsets_of(q_len: int, k_len: int, query_offset: int = 0) -> tuple:
+    """The [q_len, k_len] matrix of offsets key - query of a layer, as nested tuples (a case's argument)."""
+    return tuple(tuple(j - (query_offset + i) for j in range(k_len)) for i in range(q_len))
+
+
+_ENCODER = [0, 1, 2, 7, 8, 11, 12, 15, 16, 22, 23, 31, 32, 45, 46, 63, 64, 90, 91, 127, 128, 129, 500, 10_000]
+
+# Question 7's cases: (offsets, configuration, topic). One offset (an int) is what lesson 3's bucket_of
+# already does: those cases are a third of the points. The rest pass many offsets at once, as the
+# layer needs them: a row of boundaries, a [q_len, k_len] matrix, a batch of matrices.
+_Q7 = (
+    (0, _DEFAULT, "one offset: offset 0"),
+    (-20, _DEFAULT, "one offset: a key before the query, the logarithmic range"),
+    (-500, _DEFAULT, "one offset: beyond max_distance"),
+    (7, _DEFAULT, "one offset: a key after the query, the exact range"),
+    (5, (False, 32, 128), "one offset: a future key in a causal table"),
+    (-113, (False, 32, 128), "one offset: the decoder's last bucket"),
+    (-9, (True, 8, 20), "one offset: a small encoder table"),
+    (100, (True, 33, 128), "one offset: an odd number of buckets"),
+    (tuple(-n for n in _ENCODER), _DEFAULT, "a row of the encoder's boundaries, keys before the query"),
+    (tuple(_ENCODER), _DEFAULT, "a row of the encoder's boundaries, keys after the query"),
+    (_offsets_of(6, 6), _DEFAULT, "the [6, 6] offsets of an encoder layer"),
+    ((5, 1, 0, -1, -15, -16, -18, -19, -20, -21, -112, -113, -128, -1000), (False, 32, 128),
+     "a row of the decoder's boundaries"),
+    (_offsets_of(5, 5), (False, 32, 128), "the [5, 5] offsets of a decoder layer"),
+    (_offsets_of(2, 14, 12), (False, 16, 32), "two new queries after 12 cached tokens, a decoder"),
+    ((-1, -2, -3, -4, -5, -9, -10, -19, -20, -21, 2, 3, 4, 20, 21), (True, 8, 20), "a row, a small encoder table"),
+    ((3, 0, -7, -8, -9, -31, -32, -33, -100), (False, 16, 32), "a row, a small decoder table"),
+    ((-8, 8, -100, 100, -15, 15), (True, 33, 128), "a row, an odd number of buckets"),
+    (((-1, 2), (-30, 30), (-200, 200)), (True, 8, 20), "a [3, 2] batch, a small encoder table"),
+    ((-500,), _DEFAULT, "a row of one offset"),
+    ((((0, -1), (-2, -3)), ((4, -40), (-60, 90))), _DEFAULT, "a [2, 2, 2] batch of offsets"),
+    (_offsets_of(3, 9, 2), (True, 12, 24), "three queries after 2 cached tokens, keys on both sides"),
+    (_offsets_of(4, 3), (False, 10, 12), "more queries than keys, a decoder"),
+    (tuple(range(-40, 1)), (False, 9, 25), "every offset from -40 to 0, an odd decoder table"),
+    (_offsets_of(1, 8, 7), (True, 32, 128), "one new query after 7 cached tokens"),
+)
+
+
 def _cases() -> tuple[Case, ...]:
-    encoder = [0, 1, 2, 7, 8, 11, 12, 15, 16, 22, 23, 31, 32, 45, 46, 63, 64, 90, 91, 127, 128, 129, 500, 10_000]
-    configs = [
-        (_DEFAULT, [-n for n in encoder] + encoder[1:]),
-        ((False, 32, 128), [5, 1, 0, -1, -15, -16, -18, -19, -20, -21, -112, -113, -128, -1000]),
-        ((True, 8, 20), [-1, -2, -3, -4, -5, -9, -10, -19, -20, -21, 2, 3, 4, 20, 21]),
-        ((False, 16, 32), [3, 0, -7, -8, -9, -31, -32, -33, -100]),
-        ((True, 33, 128), [-8, 8, -100, 100, -15, 15]),
-    ]
-    return tuple(Case((rel,), _kwargs(*config), _topic(rel, *config)) for config, offsets in configs for rel in offsets)
+    return tuple(Case((rel,), _kwargs(*config), topic) for rel, config, topic in _Q7)
 
 
 def _kwargs(bidirectional: bool, num_buckets: int, max_distance: int) -> tuple:
@@ -140,30 +182,55 @@ def _draw_offset(rng, config, side: int, region: str) -> int:
     raise RuntimeError(f"no safe offset in {region} for {config}")
 
 
-# Each configuration family and what its cases probe: (side, region); side 0 is offset 0.
+# Each configuration family and what its cases probe: (side, region); side 0 is offset 0. Every family
+# holds every region on both sides, so an array of all of them goes wrong wherever a slip does.
 _HIDDEN_FAMILIES = (
     (lambda rng: _DEFAULT, [(0, "exact"), (1, "exact"), (-1, "exact")] + [(1, "inside"), (-1, "inside")] * 4
      + [(1, "beyond"), (-1, "beyond")]),
     (lambda rng: (False, int(rng.choice([24, 32, 40])), int(rng.integers(64, 161))),
-     [(-1, "exact")] * 2 + [(-1, "log")] * 4 + [(-1, "beyond"), (1, "exact"), (1, "beyond")]),
+     [(0, "exact")] + [(-1, "exact")] * 2 + [(-1, "log")] * 4 + [(-1, "beyond"), (1, "exact"), (1, "beyond")]),
     (lambda rng: (True, int(rng.choice([8, 10, 12])), int(rng.integers(14, 31))),
-     [(1, "exact"), (-1, "exact"), (1, "log"), (1, "log"), (-1, "log"), (-1, "log"), (1, "beyond"), (-1, "beyond")]),
+     [(0, "exact"), (1, "exact"), (-1, "exact"), (1, "log"), (1, "log"), (-1, "log"), (-1, "log"), (1, "beyond"),
+      (-1, "beyond")]),
     (lambda rng: (False, int(rng.choice([12, 16, 20])), int(rng.integers(24, 49))),
-     [(-1, "exact")] + [(-1, "log")] * 3 + [(-1, "beyond"), (1, "log")]),
+     [(0, "exact"), (-1, "exact")] + [(-1, "log")] * 3 + [(-1, "beyond"), (1, "log")]),
     (lambda rng: (True, int(rng.choice([27, 33, 41])), int(rng.integers(100, 201))),
-     [(1, "log"), (-1, "log"), (1, "exact"), (-1, "exact")]),
+     [(0, "exact"), (1, "log"), (-1, "log"), (1, "exact"), (-1, "exact"), (1, "beyond"), (-1, "beyond")]),
 )
+_ARRAYS_PER_FAMILY = 5  # and one single offset: a sixth of the drawn cases is what lesson 3's function does
+
+
+def _shaped(rng, offsets: list[int]):
+    """The drawn offsets as a row, a matrix or a batch of matrices (nested tuples), the shape drawn."""
+    rows = int(rng.choice([1, 2, 3])) if len(offsets) % 6 == 0 else 1
+    if rows == 1:
+        return tuple(offsets)
+    width = len(offsets) // rows
+    return tuple(tuple(offsets[r * width:(r + 1) * width]) for r in range(rows))
 
 
 def hidden_cases(rng) -> tuple[Case, ...]:
-    """q7's grading cases: the public recipe (the default tables' ranges and boundaries, four other
-    configurations) with drawn configurations and offsets, none of them a float32/float64 disagreement."""
+    """q7's grading cases: for each configuration family of the public recipe (drawn sizes), one single
+    offset in the logarithmic range before the query (what lesson 3's function already does) and five
+    arrays that each hold an offset of every slot of the family (and two more in the exact range; every
+    other one padded to a multiple of six with more, so that it can be a matrix or a batch), none a
+    float32/float64 disagreement."""
     cases = []
     for draw_config, slots in _HIDDEN_FAMILIES:
         config = draw_config(rng)
-        for side, region in slots:
-            rel = 0 if side == 0 else _draw_offset(rng, config, side, region)
-            cases.append(Case((rel,), _kwargs(*config), _topic(rel, *config)))
+
+        def offset(side, region, config=config):
+            return 0 if side == 0 else _draw_offset(rng, config, side, region)
+
+        side, region = next(slot for slot in slots if slot[0] == -1 and slot[1] in ("log", "inside"))
+        rel = offset(side, region)  # a key before the query, in the logarithmic range: the topic stays fixed
+        cases.append(Case((rel,), _kwargs(*config), "one offset: " + _topic(rel, *config)))
+        for k in range(_ARRAYS_PER_FAMILY):
+            drawn = [offset(side, region) for side, region in slots] + [offset(s, "exact") for s in (1, -1)]
+            while k % 2 and len(drawn) % 6:
+                drawn.append(offset(int(rng.choice([1, -1])), "exact"))
+            rng.shuffle(drawn)
+            cases.append(Case((_shaped(rng, drawn),), _kwargs(*config), f"{len(drawn)} offsets at once, every region"))
     return tuple(cases)
 
 
@@ -306,14 +373,15 @@ EXERCISE = Exercise(
                 "5a6abf665f0eb5ef79adf4fb": "there the offsets 64..90 are split over more than one bucket.",
             },
         ),
-        Code(
+        ShownCode(
             id="q7", points=4, objectives=(5,), name="my_bucket",
-            reference="t5lesson.buckets:relative_position_bucket", cases=_cases(), hidden=f"{__name__}:hidden_cases",
-            case_timeout=1.0,
+            reference=f"{__name__}:reference_buckets", cases=_cases(), hidden=f"{__name__}:hidden_cases",
+            case_timeout=2.0, tolerance=0,
             blocked=tuple(f"t5lesson.buckets:{name}" for name in (
                 "relative_position_bucket", "bucket_ids", "bucket_ranges", "_bucket_numpy", "_bucket_torch",
                 "_log_bucket_numpy",
             )) + ("t5lesson.bias:relative_bias", "t5lesson.lessons.bucket_steps:bucket_steps",
+                  "t5lesson.lessons.bucket_steps:bucket_of", f"{__name__}:reference_buckets",
                   "t5lesson.reference:reference_bucket", "transformers:",
                   "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket"),
             # question 8 is answered with the package's bucketing (and question 4 with its ranges):
@@ -323,9 +391,18 @@ EXERCISE = Exercise(
                 "_log_bucket_numpy",
             )),
             hints=(
-                "check the three regions in order: the sign (which half), the exact range, the logarithmic range.",
-                "in the logarithmic range, use int() to truncate and min() to clamp to the last bucket.",
-                "max_exact is half of the buckets of one direction, after halving for bidirectional tables.",
+                "lesson 3's bucket_of takes one offset. What goes wrong if you hand it a whole matrix of "
+                "offsets, at the first if and at the first min?",
+                "with many offsets, every if becomes a choice made entry by entry: compute the half each "
+                "offset starts in and its distance n for all of them, compute the logarithmic bucket for "
+                "all of them (with n replaced by something harmless where n is 0, so the logarithm stays "
+                "finite), clamp entry by entry, and keep n itself where n is below max_exact.",
+                "r = np.asarray(relative_position); per_side = num_buckets // 2 if bidirectional else "
+                "num_buckets; start = np.where(r > 0, per_side, 0) if bidirectional else 0; n = np.abs(r) if "
+                "bidirectional else np.maximum(-r, 0); max_exact = per_side // 2; big = max_exact + "
+                "(np.log(np.maximum(n, 1) / max_exact) / np.log(max_distance / max_exact) * (per_side - "
+                "max_exact)).astype(int); b = start + np.where(n < max_exact, n, np.minimum(big, per_side - 1)); "
+                "return int(b) if b.ndim == 0 else b",
             ),
         ),
         PlainCode(
@@ -359,10 +436,10 @@ EXERCISE = Exercise(
             ),
             checklist=(
                 "Does it say why the nearest offsets each get a bucket of their own?",
-                "Does it say what a logarithmic rule keeps the same from one far bucket to the next, with a "
-                "boundary or ratio from lesson 3?",
-                "Does it say how often far offsets occur in training (with a pair count), and what a wide "
-                "bucket does with those few pairs?",
+                "Does it say what stays the same from one far bucket to the next under a logarithmic rule, "
+                "with numbers from lesson 3's boundary table?",
+                "Does it say how often a far offset occurs in a training sequence, with a pair count, and "
+                "what a wide bucket does with the pairs of its offsets?",
                 "Does it say what happens to offsets beyond the last boundary, and how many parameters that "
                 "costs?",
             ),

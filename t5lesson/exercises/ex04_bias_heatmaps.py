@@ -5,10 +5,15 @@ Keys are salted hashes (`t5lesson.grading.questions.kinds.answer_hash`); recompu
 `t5grade hash QUESTION ANSWER --exercise ID`. tests/exercises/test_exercises_03_04.py checks the
 numeric keys against the package.
 
-The two code questions return arrays, so they use `PlainCode` (plain_code.py). Their inputs
-arrive as plain lists (the grader passes JSON data): the bias table is a nested list
-[num_buckets][heads]. Results must stay under 1000 entries to be harvested, so the cases are
-small: up to 2 heads and 15 positions.
+The two code questions return arrays, so they use `PlainCode` (plain_code.py; question 5 its
+`ShownCode` form, which shows the first wrong entry beside the expected one). Their inputs arrive
+as plain lists (the grader passes JSON data): the bias table is a nested list [num_buckets][heads].
+Results must stay under 1000 entries to be harvested, so the cases are small.
+
+Question 5 (`my_step_biases`) goes one step beyond lesson 4's `bias_from_table`: the bias of every
+call of decoding with a cache (the prompt, then one new token per call), so lesson 4's answer pasted
+in earns nothing (tests/exercises/test_pasting_lessons.py). Its drawn cases keep each kind's table
+size and change its values, lengths and max_distance, never next to a float32/float64 tie.
 """
 from __future__ import annotations
 
@@ -18,8 +23,9 @@ from ..bias import relative_bias
 from ..grading.questions.kinds import Case, FreeText, MultipleChoice, Numeric
 from ..grading.questions.structured import PlainCode
 from . import Exercise, id_of_module
+from .shown_code import ShownCode
 
-__all__ = ["EXERCISE", "reference_bias_lists"]
+__all__ = ["EXERCISE", "reference_bias_lists", "reference_step_biases"]
 
 
 def reference_bias_lists(table, q_len, k_len, bidirectional=True, max_distance=128, query_offset=0):
@@ -34,24 +40,57 @@ def _table(num_buckets, heads, seed):
     return tuple(tuple(float(v) for v in row) for row in values)
 
 
-def _bias_cases(rng=None) -> tuple[Case, ...]:
-    """q5's cases: the public tables from fixed seeds; the grading ones (`hidden`) drawn from `rng`,
-    with the same sizes, configurations and cache offsets (what each case tests)."""
-    def table(num_buckets, heads, seed):
-        return _table(num_buckets, heads, seed if rng is None else rng)
+def reference_step_biases(table, prompt_len, new_tokens, max_distance=128):
+    """Question 5's answer: the decoder's bias at each call of generation with a cache, as nested lists.
 
-    specs = [
-        ((table(32, 2, 0), 6, 6), (), "the default encoder, 6 tokens"),
-        ((table(32, 2, 1), 6, 6), (("bidirectional", False),), "the default decoder, 6 tokens"),
-        ((table(16, 1, 2), 12, 12), (("max_distance", 20),), "an encoder whose log region is reached"),
-        ((table(8, 2, 3), 15, 15), (("max_distance", 5),), "offsets far beyond max_distance"),
-        ((table(32, 2, 4), 4, 7), (), "more keys than queries"),
-        ((table(32, 2, 5), 1, 10), (("bidirectional", False), ("query_offset", 9)), "one new query, 9 cached"),
-        ((table(16, 2, 6), 3, 8), (("bidirectional", False), ("max_distance", 12), ("query_offset", 5)),
-         "three new queries, 5 cached"),
-        ((table(4, 1, 7), 1, 1), (("max_distance", 3),), "one query, one key"),
-    ]
-    return tuple(Case(args, kwargs, topic) for args, kwargs, topic in specs)
+    Call 0 reads the prompt's prompt_len tokens at once: [heads, prompt_len, prompt_len]. Call t
+    (1..new_tokens) reads one new token, at position prompt_len + t - 1, against every token so far:
+    [heads, 1, prompt_len + t], the last row of the full bias at that length.
+    """
+    table = np.asarray(table, dtype=np.float64)
+    calls = [(prompt_len, prompt_len, 0)] + [(1, prompt_len + t, prompt_len + t - 1) for t in range(1, new_tokens + 1)]
+    return [relative_bias(table, q_len, k_len, bidirectional=False, max_distance=max_distance,
+                          query_offset=offset).tolist() for q_len, k_len, offset in calls]
+
+
+# Question 5's kinds of case: (number of buckets, heads, prompt_len, new_tokens, max_distance, topic).
+# Small causal tables, so that the logarithmic range and the clamp are reached within a few tokens.
+_STEP_KINDS = (
+    (32, 2, 4, 3, 128, "T5's decoder table, a prompt of 4 and 3 new tokens"),
+    (8, 2, 1, 6, 6, "a one-token prompt, then 6 steps past the clamp"),
+    (9, 2, 5, 4, 7, "an odd number of buckets"),
+    (12, 3, 3, 5, 9, "three heads, the logarithmic range"),
+    (6, 1, 7, 0, 5, "a prompt and no new token"),
+    (32, 2, 1, 1, 128, "one step after a one-token prompt"),
+    (10, 2, 2, 7, 6, "many steps after a short prompt"),
+    (7, 1, 6, 3, 30, "a long prompt, a small odd table"),
+)
+
+
+def _tie_free(num_buckets: int, max_distance: int, length: int) -> bool:
+    """No distance below `length` sits near a float32/float64 tie of the causal log formula."""
+    from .ex03_relative_position_buckets import _near_tie
+
+    return not any(_near_tie(n, False, num_buckets, max_distance) for n in range(length))
+
+
+def _step_cases(rng=None) -> tuple[Case, ...]:
+    """q5's cases: the public ones from `_STEP_KINDS` with tables from fixed seeds; the grading ones
+    (`hidden`) with tables, lengths and max_distance drawn from `rng` around each kind's."""
+    cases = []
+    for k, (num_buckets, heads, prompt_len, new_tokens, max_distance, topic) in enumerate(_STEP_KINDS):
+        if rng is not None and num_buckets != 32:
+            for _ in range(100):
+                max_distance_drawn = max(num_buckets // 2 + 1, max_distance + int(rng.integers(-1, 3)))
+                prompt_drawn = max(1, prompt_len + int(rng.integers(-1, 2)))
+                new_drawn = new_tokens if new_tokens == 0 else max(1, new_tokens + int(rng.integers(-1, 2)))
+                if _tie_free(num_buckets, max_distance_drawn, prompt_drawn + new_drawn):
+                    max_distance, prompt_len, new_tokens = max_distance_drawn, prompt_drawn, new_drawn
+                    break
+        table = _table(num_buckets, heads, k if rng is None else rng)
+        kwargs = () if max_distance == 128 else (("max_distance", max_distance),)
+        cases.append(Case((table, prompt_len, new_tokens), kwargs, topic))
+    return tuple(cases)
 
 
 def _square(rng) -> tuple:
@@ -188,20 +227,27 @@ EXERCISE = Exercise(
                 "51b4a8836ee8c9a7827f3b12": "cross-attention has no relative-position bias at all.",
             },
         ),
-        PlainCode(
-            id="q5", points=4, objectives=(7,), name="my_bias",
-            reference="t5lesson.exercises.ex04_bias_heatmaps:reference_bias_lists",
-            cases=_bias_cases(), hidden=f"{__name__}:_bias_cases", case_timeout=2.0, tolerance=1e-9,
+        ShownCode(
+            id="q5", points=4, objectives=(5, 7), name="my_step_biases",
+            reference="t5lesson.exercises.ex04_bias_heatmaps:reference_step_biases",
+            cases=_step_cases(), hidden=f"{__name__}:_step_cases", case_timeout=2.0, tolerance=1e-9,
             blocked=("t5lesson.bias:relative_bias", "t5lesson.bias:_toeplitz_numpy", "t5lesson.bias:_toeplitz_torch",
                      "t5lesson.layer:RelativePositionBias.forward", "t5lesson.reference:reference_bias",
                      "t5lesson.exercises.ex04_bias_heatmaps:reference_bias_lists",
+                     "t5lesson.exercises.ex04_bias_heatmaps:reference_step_biases",
+                     "t5lesson.lessons.toy_heads:bias_from_table",
                      "t5lesson.lessons.position_figures:bias_by_offset", "transformers:"),
             hints=(
-                "bias[h, i, j] = table[bucket(j - i), h], where query i sits at position query_offset + i.",
-                "build the [q_len, k_len] matrix of offsets, bucket it with relative_position_bucket, "
-                "then index the table and move the head axis first.",
-                "np.asarray(table)[buckets] has shape [q_len, k_len, heads]; transpose(2, 0, 1) makes it "
-                "[heads, q_len, k_len].",
+                "at each call, which tokens are queries, and at which positions do they sit? Which keys can "
+                "they see, the cached ones included?",
+                "the first call is the prompt against itself, as in lesson 4 without a cache. Each later call "
+                "has one query, the newest token, whose position is the number of tokens before it, and its "
+                "keys are every token so far: the last row of the full bias at that length. The decoder's "
+                "buckets are causal.",
+                "table = np.asarray(table); compute the full causal bias once for all prompt_len + new_tokens "
+                "positions, full = table[buckets].transpose(2, 0, 1) as in lesson 4; return "
+                "[full[:, :prompt_len, :prompt_len]] + [full[:, k - 1:k, :k] for k in range(prompt_len + 1, "
+                "prompt_len + new_tokens + 1)].",
             ),
         ),
         PlainCode(
@@ -228,10 +274,10 @@ EXERCISE = Exercise(
             checklist=(
                 "Does it say what the bias of a pair depends on, and what that makes of every diagonal of the "
                 "matrix?",
-                "Does it count the distinct offsets of a q_len x k_len matrix, for an example size, and say what "
-                "is then computed once per offset instead of once per pair?",
-                "Does it say how the values are laid out, that they equal the per-pair computation, and what "
-                "still costs q_len x k_len per head?",
+                "Does it count the distinct offsets of a q_len x k_len matrix for an example size, and say "
+                "which work that count saves?",
+                "Does it say how the values end up in the matrix, whether they differ from computing each pair "
+                "on its own, and what the cheaper way still costs?",
             ),
         ),
     ),

@@ -21,10 +21,11 @@ import math
 
 import numpy as np
 
+from ..bias import _toeplitz_numpy, relative_bias
 from ..buckets import bucket_ranges
 
-__all__ = ["HEAD_NAMES", "WINDOW", "toy_bias_table", "bucket_representatives", "bias_from_table_cases",
-           "BIAS_FROM_TABLE_HINTS"]
+__all__ = ["HEAD_NAMES", "WINDOW", "toy_bias_table", "bucket_representatives", "bias_from_table",
+           "bias_from_table_cases", "BIAS_FROM_TABLE_HINTS"]
 
 HEAD_NAMES = ("local window", "previous token", "look far left", "flat")
 WINDOW = 3
@@ -56,27 +57,61 @@ def toy_bias_table(bidirectional=True, num_buckets=32, max_distance=128) -> np.n
     return table
 
 
+def bias_from_table(table, q_len, k_len, bidirectional=True, max_distance=128, query_offset=0):
+    """The course's answer to lesson 4's your-turn cell: `relative_bias` (keyword arguments after k_len)."""
+    return relative_bias(table, q_len, k_len, bidirectional=bidirectional, max_distance=max_distance,
+                         query_offset=query_offset)
+
+
+def _mixed(num_buckets: int, heads: int, seed: int) -> np.ndarray:
+    """A table of mixed values, so a swapped head axis or a reversed offset cannot pass by symmetry."""
+    return np.round(np.random.default_rng(seed).normal(size=(num_buckets, heads)), 2)
+
+
 def bias_from_table_cases() -> list[dict]:
     """The settings lesson 4's your-turn cell checks `bias_from_table` on (keyword arguments).
 
-    The toy tables with the lesson's lengths, then a table of mixed values (so a swapped head
-    axis or a reversed offset cannot pass by symmetry) with more keys than queries, and two
-    decoding steps with a cache: one new query after 9 cached tokens, three after 37.
+    The toy tables at the lesson's lengths first, then tables of mixed values (so a swapped head axis
+    or a reversed offset cannot pass by symmetry) in every setting a slip could hide from: more keys
+    than queries and more queries than keys, odd lengths, an odd number of buckets and other numbers
+    of buckets (so the bucket count must come from the table), a small max_distance (log region and
+    clamp reached on both sides), the decoder, and decoding steps with a cache (query_offset) in the
+    decoder and in the encoder, where keys after the query reach the table's upper half.
     """
-    mixed = np.round(np.random.default_rng(0).normal(size=(16, 3)), 2)
     return [
         dict(table=toy_bias_table(True), q_len=6, k_len=6),
         dict(table=toy_bias_table(False), q_len=10, k_len=10, bidirectional=False),
-        dict(table=mixed, q_len=5, k_len=30, max_distance=20),
+        dict(table=_mixed(16, 3, 0), q_len=5, k_len=30, max_distance=20),
+        dict(table=_mixed(9, 2, 1), q_len=7, k_len=4, max_distance=6),
+        dict(table=_mixed(33, 1, 2), q_len=3, k_len=9, bidirectional=False, max_distance=40),
         dict(table=toy_bias_table(False), q_len=1, k_len=10, bidirectional=False, query_offset=9),
-        dict(table=mixed, q_len=3, k_len=40, bidirectional=False, max_distance=20, query_offset=37),
+        dict(table=_mixed(16, 3, 0), q_len=3, k_len=40, bidirectional=False, max_distance=20, query_offset=37),
+        dict(table=_mixed(12, 2, 3), q_len=3, k_len=11, max_distance=9, query_offset=4),
+        dict(table=_mixed(7, 2, 4), q_len=5, k_len=5, bidirectional=False, max_distance=5, query_offset=2),
     ]
 
 
 BIAS_FROM_TABLE_HINTS = (
-    "the query of row i sits at position query_offset + i, the key of column j at position j; "
-    "np.arange gives both, and broadcasting (a column minus a row) gives the [q_len, k_len] offsets.",
-    "the offset is key minus query. Bucket the whole matrix at once with t5.relative_position_bucket, "
-    "passing bidirectional, the table's number of buckets (table.shape[0]) and max_distance.",
-    "table[buckets] has shape [q_len, k_len, heads]; .transpose(2, 0, 1) puts the head axis first.",
+    "where does the query of row i sit when query_offset tokens came before it, and where does the key of "
+    "column j sit? The bias of a pair depends only on the offset between those two positions: key minus "
+    "query, as in lesson 3.",
+    "write down two position vectors, one for the queries and one for the keys; subtracting a column of "
+    "query positions from a row of key positions gives the whole matrix of offsets at once "
+    "(broadcasting). Bucket that matrix with the package's version of lesson 3's function, which takes "
+    "a whole array, told how many buckets the table has (its first axis), whether it is the encoder, "
+    "and max_distance. Looking the buckets up in the table "
+    "puts the head axis last; the result wants it first.",
+    "queries = query_offset + np.arange(q_len); keys = np.arange(k_len); offsets = keys[None, :] - "
+    "queries[:, None]; buckets = t5.relative_position_bucket(offsets, bidirectional, table.shape[0], "
+    "max_distance); return table[buckets].transpose(2, 0, 1)",
 )
+
+
+def _bias_from_table_turn():
+    from .your_turn import Turn  # here, not at the top: your_turn names this module in its table
+
+    return Turn(reference=bias_from_table, cases=bias_from_table_cases, hints=BIAS_FROM_TABLE_HINTS,
+                course_versions=(relative_bias, _toeplitz_numpy))
+
+
+TURNS = {"bias_from_table": _bias_from_table_turn()}

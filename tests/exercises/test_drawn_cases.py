@@ -19,6 +19,7 @@ from test_exercises_01_02 import good_entropy, good_scores
 
 import t5lesson as t5
 from t5lesson import exercises
+from t5lesson.buckets import bucket_config
 from t5lesson.grading import harvest
 from t5lesson.grading.verdict import CORRECT
 
@@ -124,10 +125,19 @@ def torch_bucket(relative_position, bidirectional=True, num_buckets=32, max_dist
     return int((out + torch.where(n < max_exact, n, large))[0])
 
 
+def batched(one):
+    """Question 7 takes one offset or a nested list of them: `one` applied entry by entry."""
+    def many(relative_position, *args, **kwargs):
+        if isinstance(relative_position, (list, tuple)):
+            return [many(r, *args, **kwargs) for r in relative_position]
+        return one(relative_position, *args, **kwargs)
+    return many
+
+
 RIGHT_BUCKETS = {
-    "float64 (math.log)": bucket,
-    "float32 (NumPy)": partial(bucket, log=float32_log),
-    "float32 (torch)": torch_bucket,
+    "float64 (math.log)": batched(bucket),
+    "float32 (NumPy)": batched(partial(bucket, log=float32_log)),
+    "float32 (torch)": batched(torch_bucket),
 }
 WRONG_BUCKETS = {
     "no clamp": {"clamp": 10 ** 6},
@@ -152,7 +162,7 @@ def test_the_bucket_in_float32_or_float64_gets_full_marks_on_drawn_cases(name, s
 @pytest.mark.parametrize("name", WRONG_BUCKETS)
 def test_bucket_slips_lose_credit_on_drawn_cases(name, seed):
     question = drawn("03_relative_position_buckets", "q7", seed)
-    assert_loses_credit(question, partial(bucket, **WRONG_BUCKETS[name]), name)
+    assert_loses_credit(question, batched(partial(bucket, **WRONG_BUCKETS[name])), name)
 
 
 def config_of(kwargs) -> tuple[bool, int, int]:
@@ -165,21 +175,54 @@ REGION_WORDS = {"exact": "the exact range", "log": "the logarithmic range", "ins
                 "beyond": "beyond max_distance"}
 
 
+def region_of(rel: int, config) -> str:
+    """The slot (side, region) an offset of `config` fills: side 0 is offset 0; "log" is the logarithmic
+    range (a slot's "inside" too)."""
+    _, max_exact = bucket_config(*config)
+    n = abs(rel)
+    region = "exact" if n < max_exact else "beyond" if n >= config[2] else "log"
+    return (int(np.sign(rel)), "exact" if rel == 0 else region)
+
+
+def slot_of(side: int, region: str) -> tuple[int, str]:
+    return (side, "log" if region == "inside" else region)
+
+
+def offsets_in(value) -> list[int]:
+    return [value] if isinstance(value, int) else [o for row in value for o in offsets_in(row)]
+
+
 def test_drawn_offsets_keep_their_slots_and_avoid_ties():
-    """Each drawn offset lies on its slot's side and in its region, and none is a near-tie of its table."""
-    from t5lesson.exercises.ex03_relative_position_buckets import _HIDDEN_FAMILIES, _near_tie
+    """Per configuration family: one single offset that fills one of its slots, then five arrays of offsets
+    that each fill every slot (and two more in the exact range; every other one padded to a multiple of six
+    with more exact ones); no offset is a near-tie of its table."""
+    from collections import Counter
+
+    from t5lesson.exercises.ex03_relative_position_buckets import _ARRAYS_PER_FAMILY, _HIDDEN_FAMILIES, _near_tie
 
     public = exercises.get("03_relative_position_buckets")["q7"].cases
-    slots = [slot for _, family_slots in _HIDDEN_FAMILIES for slot in family_slots]
+    size = 1 + _ARRAYS_PER_FAMILY
     for seed in SEEDS:
         cases = drawn("03_relative_position_buckets", "q7", seed).cases
-        assert len(cases) == len(slots)
-        for case, (side, region) in zip(cases, slots, strict=True):
-            bidirectional = config_of(case.kwargs)[0]
-            assert np.sign(case.args[0]) == side, (seed, case)
-            future_in_decoder = side > 0 and not bidirectional  # all of them share bucket 0
-            assert future_in_decoder or case.topic.endswith(REGION_WORDS[region]), (seed, case)
-        assert not [c for c in cases if _near_tie(abs(c.args[0]), *config_of(c.kwargs))]
+        assert len(cases) == size * len(_HIDDEN_FAMILIES)
+        assert sum(isinstance(c.args[0], int) for c in cases) == len(_HIDDEN_FAMILIES)
+        for family, (_, slots) in enumerate(_HIDDEN_FAMILIES):
+            block = cases[size * family:size * (family + 1)]
+            config = config_of(block[0].kwargs)
+            assert all(config_of(c.kwargs) == config for c in block), (seed, block)
+            wanted = Counter(slot_of(*slot) for slot in slots) + Counter([(1, "exact"), (-1, "exact")])
+            rel = block[0].args[0]
+            assert isinstance(rel, int) and region_of(rel, config) in wanted, (seed, block[0])
+            future_in_decoder = rel > 0 and not config[0]  # all of them share bucket 0
+            region = region_of(rel, config)[1]
+            assert future_in_decoder or rel == 0 or block[0].topic.endswith(REGION_WORDS[region]), (seed, block[0])
+            for k, case in enumerate(block[1:]):
+                got = Counter(region_of(rel, config) for rel in offsets_in(case.args[0]))
+                extra = got - wanted
+                assert not wanted - got and set(extra) <= {(1, "exact"), (-1, "exact")}, (seed, case)
+                assert not k % 2 or sum(got.values()) % 6 == 0, (seed, case)
+            for case in block:
+                assert not [o for o in offsets_in(case.args[0]) if _near_tie(abs(o), *config)], (seed, case)
         assert sum(c in public for c in cases) <= len(public) // 4
 
 
@@ -235,13 +278,20 @@ def test_drawn_tables_are_of_their_kind():
 
 # --- exercise 4 ----------------------------------------------------------------------------------
 
-def my_bias(table, q_len, k_len, bidirectional=True, max_distance=128, query_offset=0, *, sign=1, cache_used=True,
-            causal=True, heads_first=True):
+def my_step_biases(table, prompt_len, new_tokens, max_distance=128, *, sign=1, cache_used=True, causal=True,
+                   heads_first=True, prompt_call=True):
+    """The solution's bias of every call of decoding with a cache; each keyword changes one step the way a
+    learner slips."""
     table = np.asarray(table, dtype=float)
-    queries = (query_offset if cache_used else 0) + np.arange(q_len)
-    offsets = sign * (np.arange(k_len)[None, :] - queries[:, None])
-    buckets = t5.relative_position_bucket(offsets, bidirectional or not causal, table.shape[0], max_distance)
-    return table[buckets].transpose(2, 0, 1) if heads_first else table[buckets]
+    calls = [(prompt_len, prompt_len, 0)] if prompt_call else []
+    calls += [(1, prompt_len + t, prompt_len + t - 1) for t in range(1, new_tokens + 1)]
+    biases = []
+    for q_len, k_len, query_offset in calls:
+        queries = (query_offset if cache_used else 0) + np.arange(q_len)
+        offsets = sign * (np.arange(k_len)[None, :] - queries[:, None])
+        buckets = t5.relative_position_bucket(offsets, not causal, table.shape[0], max_distance)
+        biases.append(table[buckets].transpose(2, 0, 1) if heads_first else table[buckets])
+    return biases
 
 
 def my_mask(q_len, k_len, query_offset=0, *, offset_used=True, strict=False):
@@ -250,14 +300,17 @@ def my_mask(q_len, k_len, query_offset=0, *, offset_used=True, strict=False):
     return keys < queries[:, None] if strict else keys <= queries[:, None]
 
 
+WRONG_STEPS = {"the cache forgotten (each new token at position 0)": {"cache_used": False},
+               "offset i - j": {"sign": -1}, "decoder bucketed as an encoder": {"causal": False},
+               "heads last": {"heads_first": False}, "the prompt's call left out": {"prompt_call": False}}
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_exercise_4_on_drawn_cases(seed):
     bias, mask = drawn("04_bias_heatmaps", "q5", seed), drawn("04_bias_heatmaps", "q6", seed)
-    assert score(bias, my_bias).status == CORRECT and score(mask, my_mask).status == CORRECT
-    for name, flags in {"the cache forgotten": {"cache_used": False}, "offset i - j": {"sign": -1},
-                        "decoder bucketed as an encoder": {"causal": False}, "heads last": {"heads_first": False}
-                        }.items():
-        assert_loses_credit(bias, partial(my_bias, **flags), name)
+    assert score(bias, my_step_biases).status == CORRECT and score(mask, my_mask).status == CORRECT
+    for name, flags in WRONG_STEPS.items():
+        assert_loses_credit(bias, partial(my_step_biases, **flags), name)
     for name, flags in {"query_offset ignored": {"offset_used": False}, "the diagonal masked": {"strict": True}
                         }.items():
         assert_loses_credit(mask, partial(my_mask, **flags), name)

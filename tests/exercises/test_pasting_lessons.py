@@ -132,3 +132,36 @@ def test_lesson_7_greedy_pasted_earns_at_most_a_third():
 def test_the_solutions_earn_full_marks(stem, cell, question):
     outcome = score(question, solution_answer(stem, cell))
     assert (outcome.status, outcome.points) == (CORRECT, question.points), outcome.message
+
+
+def your_turn_function(stem: str, name: str):
+    """A lesson's your-turn answer from solutions/your_turn/, defined with the lesson's names (np, t5)."""
+    import numpy as np
+
+    import t5lesson as t5
+
+    sys.path.insert(0, str(ROOT / "tests" / "checks"))
+    from harness import your_turn_answer
+
+    scope: dict = {"np": np, "t5": t5}
+    exec(compile(your_turn_answer(stem, name), f"solutions/your_turn/{stem}.py", "exec"), scope)
+    return scope[name]
+
+
+PASTED = [("03_relative_position_buckets", "bucket_of", "q7", "my_bucket"),
+          ("04_bias_heatmaps", "bias_from_table", "q5", "my_step_biases")]
+
+
+@pytest.mark.parametrize("stem, turn, question_id, name", PASTED, ids=["exercise 3 q7", "exercise 4 q5"])
+def test_a_lessons_your_turn_answer_pasted_earns_at_most_a_third(stem, turn, question_id, name):
+    """Lessons 3 and 4's your-turn answers, pasted as exercise 3 q7's and exercise 4 q5's answers, earn at
+    most a third of the points, on check()'s cases and on the grader's drawn ones; the solutions earn all."""
+    exercise = get(stem)
+    pasted = your_turn_function(stem, turn)
+    for question in (exercise[question_id], exercise.drawn("seed one")[question_id],
+                     exercise.drawn("seed two")[question_id]):
+        outcome = score(question, pasted)
+        assert at_most_a_third(question, outcome), outcome.message
+        solved = score(question, solution_answer(stem, f"{question_id}-answer"))
+        assert (solved.status, solved.points) == (CORRECT, question.points), solved.message
+    assert exercise[question_id].name == name

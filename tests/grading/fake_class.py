@@ -27,9 +27,10 @@ from t5lesson.grading.verdict import ERROR, Graded, Status
 
 from synthetic_class import BUGGY_BUCKET, EXERCISE_ID, SOLUTION
 
-SIGN_SWAPPED = BUGGY_BUCKET.replace("if relative_position > 0:", "if relative_position < 0:").replace(
-    "return bucket + max_exact + int(spread * (num_buckets - max_exact))",
-    "return bucket + min(max_exact + int(spread * (num_buckets - max_exact)), num_buckets - 1)")
+SIGN_SWAPPED = BUGGY_BUCKET.replace("np.where(offsets > 0, per_side, 0)", "np.where(offsets < 0, per_side, 0)").replace(
+    "far = max_exact + (spread * (per_side - max_exact)).astype(int)",
+    "far = np.minimum(max_exact + (spread * (per_side - max_exact)).astype(int), per_side - 1)")
+assert SIGN_SWAPPED.count("offsets < 0") == 1 and SIGN_SWAPPED.count("np.minimum") == 1
 STUB = "def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):\n" \
        "    raise NotImplementedError()\n"
 RANGES_STUB = "def my_bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128):\n" \

@@ -28,19 +28,18 @@ FULL_MARKS = format_points(FULL_POINTS)
 BUGGY_BUCKET = '''
 def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     """Forgets to clamp to the last bucket."""
-    bucket = 0
+    offsets = np.asarray(relative_position)
     if bidirectional:
-        num_buckets //= 2
-        if relative_position > 0:
-            bucket = num_buckets
-        n = abs(relative_position)
+        per_side = num_buckets // 2
+        start = np.where(offsets > 0, per_side, 0)
+        n = np.abs(offsets)
     else:
-        n = max(-relative_position, 0)
-    max_exact = num_buckets // 2
-    if n < max_exact:
-        return bucket + n
-    spread = math.log(n / max_exact) / math.log(max_distance / max_exact)
-    return bucket + max_exact + int(spread * (num_buckets - max_exact))
+        per_side, start, n = num_buckets, 0, np.maximum(-offsets, 0)
+    max_exact = per_side // 2
+    spread = np.log(np.maximum(n, 1) / max_exact) / np.log(max_distance / max_exact)
+    far = max_exact + (spread * (per_side - max_exact)).astype(int)
+    buckets = start + np.where(n < max_exact, n, far)
+    return int(buckets) if buckets.ndim == 0 else buckets
 '''
 
 TAMPER = '''

@@ -37,7 +37,7 @@ Q7_POINTS = 4.0
 
 # The right answer to question 7 (the solution's), kept inside the hook: the answer cell stays the blank stub.
 _RIGHT = next(c.source for c in full().cells if c.get("metadata", {}).get("t5lesson", {}).get("cell") == "q7-answer")
-_RIGHT = "import math\n" + _RIGHT.replace("def my_bucket(", "def _right(")
+_RIGHT = "import math\nimport numpy as np\n" + _RIGHT.replace("def my_bucket(", "def _right(")
 
 # Reads `namespace["emit"](NONCE, SPEC, globals())` out of the reading cell and answers every case.
 _FORGE = _RIGHT + '''
@@ -55,7 +55,8 @@ def _forged(raw):
     nonce, spec = ast.literal_eval("(" + found.group(1) + ")")
     if spec.get("id") != "q7":
         return None
-    cases = [{"ok": {"t": "int", "v": _right(*c["args"], **c["kwargs"])}} for c in spec["cases"]]
+    from t5lesson.grading.harvest import to_plain
+    cases = [{"ok": to_plain(_right(*c["args"], **c["kwargs"]))} for c in spec["cases"]]
     return nonce, {"status": "ran", "cases": cases}
 
 def _forge(info):
@@ -107,7 +108,8 @@ def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
             break
         frame = frame.f_back
     from t5lesson.buckets import relative_position_bucket
-    return int(relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance))
+    import numpy as np
+    return relative_position_bucket(np.asarray(relative_position), bidirectional, num_buckets, max_distance).tolist()
 '''
 LEAK = '''
 def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
@@ -115,7 +117,7 @@ def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distanc
 '''
 LEAK_CLASS = '''
 def my_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
-    name = "CASE_%d_%d_%d" % (relative_position + 10 ** 6, num_buckets, max_distance)
+    name = "CASE_%d_%d_%d" % (abs(hash(repr(relative_position))), num_buckets, max_distance)
     raise type(name, (Exception,), {})()
 '''
 LEAK_INTERRUPT = """
