@@ -225,6 +225,13 @@ class Case:
         return {"args": list(self.args), "kwargs": dict(self.kwargs)}
 
 
+# A function that fails any case is wrong: it earns the share of cases it gets right, times a third,
+# so no wrong answer earns a third of the points however many cases it gets right (a slip confined to
+# the decoder, or to a single region, still gets most cases right). Partial credit tells a learner
+# how close they are; it never lets a wrong answer pass for most of a right one.
+WRONG_AT_MOST = Fraction(1, 3)
+
+
 @dataclass(frozen=True)
 class Code(Question):
     """A function the learner writes, called on every case and compared with a reference.
@@ -365,7 +372,7 @@ class Code(Question):
         message = f"{right} of {total} cases right. {self._explain(*first_miss)}"
         if first_error is not None and first_error != first_miss:
             message += f" Also: {self._explain(*first_error)}"
-        return self.outcome(status, Fraction(right, total), message)
+        return self.outcome(status, Fraction(right, total) * WRONG_AT_MOST, message)
 
     def _case_name(self, case: Case) -> str:
         """How a message names a case: the call, and what the case exercises."""
