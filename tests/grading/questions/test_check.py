@@ -54,7 +54,8 @@ class EqualInt(int):
 
 @pytest.mark.parametrize("answer, start", [
     ("B", "q1: Correct"), ("b", "q1: Correct"), ("(B)", "q1: Correct"), (" B ", "q1: Correct"),
-    ("A", "q1: Incorrect: that divides q.k by sqrt(d); T5 does not."), (["B", "C"], "q1: Incorrect: choose exactly one"),
+    ("A", "q1: Incorrect: that divides q.k by sqrt(d); T5 does not."),
+    (["B", "C"], "q1: Incorrect: choose exactly one"),
     (2, "q1: Incorrect: answer_q1 should be a letter"), ("G", "q1: Incorrect: G is not an option"),
     ("the second one", "q1: Incorrect: answer_q1 should be option letters"), (None, "q1: Not attempted"),
     (AlwaysEqual(), "q1: Incorrect: answer_q1 should be a letter"),
