@@ -298,8 +298,11 @@ EXERCISE = Exercise(
             cases=_entropy_cases(), hidden=f"{__name__}:hidden_entropy_cases", case_timeout=1.0, tolerance=1e-6,
             blocked=("t5lesson.saturation:softmax_entropy", f"{__name__}:reference_entropy", "scipy.stats:entropy"),
             hints=(
-                "the entropy is minus the sum over keys of p log p, with the natural logarithm.",
-                "a zero weight contributes nothing (p log p goes to 0 as p goes to 0), but log(0) itself is -inf.",
+                "how is the entropy of a row of probabilities defined, and which logarithm gives it in nats? "
+                "What should a key of weight 0 contribute?",
+                "the entropy is minus the sum over keys of p log p, with the natural logarithm. A zero weight "
+                "contributes nothing (p log p goes to 0 as p goes to 0), but log(0) itself is -inf: leave those "
+                "keys out of the sum.",
             ),
         ),
         Numeric(
@@ -325,8 +328,10 @@ EXERCISE = Exercise(
             blocked=("t5lesson.scores:attention_scores", "t5lesson.scores:attention",
                      "t5lesson.lessons.dot_products:scores_t5", f"{__name__}:reference_scores"),
             hints=(
-                "score[i][j] = q[i] . k[j] + bias[i][j], with nothing divided, where mask[i][j] is 1.",
-                "where mask[i][j] is 0 the score must be hugely negative: -1e9, -inf or the most negative float.",
+                "T5's score of one query against one key has two parts, added, and nothing divided: which two? "
+                "And what must a pair that may not attend get, so that the softmax gives it no weight?",
+                "each allowed pair's score is the dot product of query i with key j plus that pair's bias; where "
+                "the mask is 0 the score must be hugely negative: -1e9, -inf or the most negative float.",
                 "np.asarray turns the nested lists you receive into arrays; q @ k.T gives every dot product.",
             ),
         ),
