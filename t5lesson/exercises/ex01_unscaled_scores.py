@@ -12,13 +12,22 @@ are lesson 3's: their questions, the bucket function included, are in exercise 0
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..grading.questions.kinds import Case, FreeText, MultipleChoice, Numeric
-from ..grading.questions.structured import FloatCode
+from ..grading.questions.structured import FloatCode, plain_numbers
 from . import Exercise, id_of_module
 
-__all__ = ["EXERCISE", "reference_entropy", "reference_scores", "hidden_entropy_cases"]
+__all__ = ["EXERCISE", "reference_entropy", "reference_scores", "hidden_entropy_cases", "SQRT_D", "SQRT_D_ALL"]
+
+# One slip, one sentence, in every question that can show it (q1, q4, q6, q8, q9; q2 and the rest
+# for the whole score divided).
+SQRT_D = "that divides q.k by sqrt(d); T5 does not."
+SQRT_D_ALL = "that divides the whole score, the bias included, by sqrt(d); T5 divides nothing."
+NO_BIAS = "the position bias is missing from the score."
 
 
 # --- references, called in the grader's process with the plain (list) arguments ----------------
@@ -55,12 +64,12 @@ def _entropy_cases() -> tuple[Case, ...]:
         ((1.0,), "a single key"),
         ((1.0 - 1e-9, 1e-9), "almost one-hot"),
         (_row(np.round(softmax16, 15)), "a softmax row over 16 keys"),
-        ((0.5, 0.5), "uniform weights over 2 keys"),
+        ((0.5, 0.0, 0.5, 0.0, 0.0), "uniform weights over the 2 keys left of 5, the others masked"),
         ((0.1,) * 10, "uniform weights over 10 keys"),
         ((0.9, 0.1), "two keys, one favoured"),
-        ((0.4, 0.3, 0.2, 0.1), "falling weights over 4 keys"),
+        ((0.4, 0.3, 0.2, 0.1, 0.0), "falling weights, the last key masked"),
         ((0.0, 0.25, 0.0, 0.75), "two keys left, with zeros between"),
-        ((0.6, 0.2, 0.1, 0.05, 0.05), "a long tail"),
+        ((0.6, 0.2, 0.1, 0.05, 0.05, 0.0, 0.0), "a long tail, then two padding keys"),
         ((0.97, 0.01, 0.01, 0.01), "nearly saturated"),
         ((1 / 3, 1 / 3, 1 / 3), "uniform weights over 3 keys"),
     ]
@@ -85,25 +94,33 @@ def _weights(rng, n: int, zeros: int = 0, first: float | None = None) -> tuple:
 
 
 def hidden_entropy_cases(rng) -> tuple[Case, ...]:
-    """The grading cases of q7: each public case's purpose, with drawn weights and sizes."""
-    n_uniform = rng.choice([5, 6, 8, 12, 20])
+    """The grading cases of q7: each public case's purpose, with drawn weights and sizes.
+
+    Most rows have masked or padding keys (weight 0), as attention rows do, so an entropy that
+    computes 0 log 0 (nan) cannot earn most of the points on the rows without them.
+    """
+    n_uniform, n_masked = int(rng.choice([5, 6, 8, 12, 20])), int(rng.integers(1, 4))
     tiny = float(rng.choice([1e-8, 3e-9, 5e-10]))
     logits = np.round(rng.normal(size=int(rng.integers(12, 24))), 2)
     soft = np.exp(logits) / np.exp(logits).sum()
+    soft = np.concatenate([soft, np.zeros(int(rng.integers(1, 5)))])
     hot = np.zeros(int(rng.integers(3, 7)))
     hot[rng.integers(hot.size)] = 1.0
     rows = [
-        ((1 / int(n_uniform),) * int(n_uniform), "uniform weights over many keys"),
+        ((1 / n_uniform,) * n_uniform + (0.0,) * n_masked, "uniform weights over many keys, some masked"),
         (_row(hot), "one-hot weights (0 log 0 counts as 0)"),
         (_weights(rng, int(rng.integers(4, 7)), zeros=2), "weights with zeros"),
-        (_weights(rng, 3), "uneven weights"),
-        (_row(rng.permutation([1.0 - tiny, tiny])), "almost one-hot"),
-        (_row(np.round(soft, 15)), "a softmax row over many keys"),
+        (_weights(rng, 4, zeros=1), "uneven weights, one key masked"),
+        (_row(rng.permutation([1.0 - tiny, tiny, 0.0])), "almost one-hot, one key masked"),
+        (_row(np.round(soft, 15)), "a softmax row over many keys, then padding"),
         (_weights(rng, 2, first=float(rng.uniform(0.55, 0.95))), "two keys, one favoured"),
         (_weights(rng, 4), "uneven weights over 4 keys"),
         (_weights(rng, int(rng.integers(5, 8)), zeros=3), "some keys left, with zeros between"),
-        (_weights(rng, int(rng.integers(5, 9)), first=float(rng.uniform(0.5, 0.7))), "a long tail"),
-        (_weights(rng, int(rng.integers(3, 6)), first=float(rng.uniform(0.95, 0.99))), "nearly saturated"),
+        (_weights(rng, int(rng.integers(6, 10)), zeros=2, first=float(rng.uniform(0.5, 0.7))),
+         "a long tail, then padding"),
+        (_weights(rng, int(rng.integers(4, 7)), zeros=1, first=float(rng.uniform(0.95, 0.99))),
+         "nearly saturated, then padding"),
+        (_weights(rng, 3), "uneven weights over 3 keys"),
     ]
     return tuple(Case((row,), (), topic) for row, topic in rows)
 
@@ -113,19 +130,24 @@ def _matrix(a) -> tuple:
 
 
 def _score_cases(rng=None) -> tuple[Case, ...]:
-    """q9's cases: the public ones from a fixed generator, the grading ones (`hidden`) from a drawn one."""
+    """q9's cases: the public ones from a fixed generator, the grading ones (`hidden`) from a drawn one.
+
+    Sizes odd and even, d from 1 to 16, queries and keys in unequal numbers, masks causal, padded
+    and mixed.
+    """
     rng = np.random.default_rng(2) if rng is None else rng
     r = lambda *shape: np.round(rng.standard_normal(shape), 2)
-    causal3 = np.tril(np.ones((3, 3)))
     padded = np.array([[1, 1, 1, 0], [1, 1, 1, 0]])
     mixed = np.array([[1, 0, 1, 1], [0, 1, 1, 0]])
+    # One case without a mask: an answer that forgets the mask (or multiplies by it) earns little.
     specs = [
         ((2, 3, 2), np.ones((2, 3)), "no mask, d = 2"),
-        ((3, 3, 4), causal3, "a causal mask, d = 4"),
-        ((2, 4, 3), padded, "the last key is padding"),
+        ((3, 3, 4), np.tril(np.ones((3, 3))), "a causal mask, d = 4"),
+        ((2, 4, 3), padded, "the last key is padding, d = 3"),
         ((2, 4, 8), mixed, "a mixed mask, d = 8"),
-        ((1, 1, 1), np.ones((1, 1)), "one query, one key, d = 1"),
+        ((2, 2, 1), np.tril(np.ones((2, 2))), "a causal mask, d = 1"),
         ((4, 4, 16), np.tril(np.ones((4, 4))), "a causal mask, d = 16"),
+        ((3, 5, 5), np.array([[1, 1, 1, 0, 0]] * 3), "the last two keys are padding, d = 5"),
     ]
     cases = []
     for (n_q, n_k, d), mask, topic in specs:
@@ -133,6 +155,34 @@ def _score_cases(rng=None) -> tuple[Case, ...]:
         cases.append(Case((_matrix(q), _matrix(k), _matrix(bias), tuple(tuple(int(m) for m in row) for row in mask)),
                           (), topic))
     return tuple(cases)
+
+
+def _score_slip(case: Case, got: np.ndarray) -> str | None:
+    """The sentence for a known slip that reproduces `got` on the allowed entries of a q9 case, or None."""
+    q, k, bias, mask = (np.asarray(a, dtype=float) for a in case.args)
+    live = mask == 1
+    dot, root = q @ k.T, math.sqrt(q.shape[1])
+    slips = ((dot + bias, None), (dot, NO_BIAS), (dot / root + bias, SQRT_D), ((dot + bias) / root, SQRT_D_ALL))
+    for scores, sentence in slips:  # the right scores first: a d = 1 case cannot show the sqrt(d) slips
+        if np.allclose(got[live], scores[live], rtol=1e-6, atol=1e-6):
+            return sentence
+    return None
+
+
+@dataclass(frozen=True)
+class ScoreCode(FloatCode):
+    """q9's `FloatCode`: a wrong case that a known slip reproduces is named with the exercise's sentence
+    for it (the one q4, q6 and q8 use), before where its values differ."""
+
+    def _explain(self, case: Case, want, got) -> str:
+        where = self._case_name(case)
+        problem = None if self._run_failure(where, got) is not None else self.problem(want, got)
+        array = plain_numbers(got.get("ok")) if problem and isinstance(got, dict) else None
+        if array is not None and array.shape == want.shape:
+            slip = _score_slip(case, array)
+            if slip:
+                return f"{where}: {slip} ({problem}.)"
+        return super()._explain(case, want, got)
 
 
 EXERCISE = Exercise(
@@ -150,11 +200,9 @@ EXERCISE = Exercise(
                 "says which T5 does.",
             ),
             feedback={
-                "848e296c2ba89d495d216af3": "that score still divides q.k by sqrt(d); T5 leaves q.k as it is. "
-                                            "(With W_q rescaled it is the same model, as lesson 2 shows, but "
-                                            "not the score T5 computes.)",
-                "be5ed1cb29f9b21508dd1c63": "here the position bias is divided by sqrt(d) too; "
-                                            "in T5 nothing is divided.",
+                "848e296c2ba89d495d216af3": SQRT_D + " (With W_q rescaled it is the same model, as lesson 2 "
+                                                     "shows, but not the score T5 computes.)",
+                "be5ed1cb29f9b21508dd1c63": SQRT_D_ALL,
                 "6a5a0e83c9fc1dd131be5a29": "the bias multiplies the score here; in T5 it is added to it.",
                 "adb730212d190096e73b943f": "this bias depends on where the key is, "
                                             "not on how far it is from the query.",
@@ -182,7 +230,7 @@ EXERCISE = Exercise(
                                             "one scalar to the logit.",
                 "be5191bb98d648a5a62297c4": "a vector added to the keys is Shaw et al.'s relative attention; T5 adds "
                                             "one scalar to the logit.",
-                "ad6d44be9aab07057903c365": "T5 divides nothing by sqrt(d), the bias included.",
+                "ad6d44be9aab07057903c365": SQRT_D_ALL,
             },
         ),
         FreeText(
@@ -195,10 +243,10 @@ EXERCISE = Exercise(
                  "every pair at that offset", 1),
             ),
             checklist=(
-                "Does it say what leaving q.k undivided does to the size of the scores, and how that changes "
-                "as the head dimension d grows?",
-                "Does it say what the added u_b(j-i) does to a score: what it depends on, and what it tells "
-                "attention that q.k alone does not?",
+                "Does your answer say what leaving q.k undivided does to the size of the scores, and how that "
+                "depends on the head dimension d?",
+                "Does it say what the added u_b(j-i) does to a score, what it is looked up by, and what it tells "
+                "attention that q.k alone cannot?",
             ),
         ),
         Numeric(
@@ -209,10 +257,10 @@ EXERCISE = Exercise(
                 "the offset is key position minus query position; a key before the query has a negative offset.",
             ),
             feedback={
-                "b60b81f29eb5ad1f138ed3aa": "you divided q.k by sqrt(d); T5 does not.",
+                "b60b81f29eb5ad1f138ed3aa": SQRT_D,
                 "40a968f22a25b915f47dc33e": "you used the bias of the opposite offset: the key comes before the query.",
-                "eb40d81bbd3ab64431a4d4fa": "the position bias is missing.",
-                "1dadc8c6132dac3d362bd89d": "nothing is divided by sqrt(d) in T5, the bias included.",
+                "eb40d81bbd3ab64431a4d4fa": NO_BIAS,
+                "1dadc8c6132dac3d362bd89d": SQRT_D_ALL,
             },
         ),
         Numeric(
@@ -223,7 +271,8 @@ EXERCISE = Exercise(
                 "the variance of a product of two independent zero-mean variables is the product of their variances.",
             ),
             feedback={
-                "cf1eede263bf83bc1852a617": "each product q_m k_m has variance sigma^2 times sigma^2, not sigma^2.",
+                "cf1eede263bf83bc1852a617": "that is d times the variance of one entry. What is the variance of one "
+                                            "product q_m k_m of two independent entries?",
                 "017392d0852cf8504027a778": "that would be right for unit-variance entries; these have variance 0.25.",
                 "c0b23e39c4ff599c125c1e6c": "that is a standard deviation; the question asks for the variance.",
                 "1518e78bff79ff25b6a72007": "you used the standard deviation 0.5 where a variance belongs.",
@@ -238,9 +287,9 @@ EXERCISE = Exercise(
                 "the weight of key 1 is exp(score_1) divided by the sum of exp(score_j) over all four keys.",
             ),
             feedback={
-                "acbb15487ee6a1eb78dcfbdc": "the biases are missing from the scores.",
-                "af27f23b0bb14d674b096a02": "you divided q.k by sqrt(d); T5 does not.",
-                "5aba40e72fdbda8c297b33a4": "you divided the whole score by sqrt(d); T5 divides nothing.",
+                "acbb15487ee6a1eb78dcfbdc": NO_BIAS,
+                "af27f23b0bb14d674b096a02": SQRT_D,
+                "5aba40e72fdbda8c297b33a4": SQRT_D_ALL,
             },
         ),
         FloatCode(
@@ -249,8 +298,11 @@ EXERCISE = Exercise(
             cases=_entropy_cases(), hidden=f"{__name__}:hidden_entropy_cases", case_timeout=1.0, tolerance=1e-6,
             blocked=("t5lesson.saturation:softmax_entropy", f"{__name__}:reference_entropy", "scipy.stats:entropy"),
             hints=(
-                "the entropy is minus the sum over keys of p log p, with the natural logarithm.",
-                "a zero weight contributes nothing (p log p goes to 0 as p goes to 0), but log(0) itself is -inf.",
+                "how is the entropy of a row of probabilities defined, and which logarithm gives it in nats? "
+                "What should a key of weight 0 contribute?",
+                "the entropy is minus the sum over keys of p log p, with the natural logarithm. A zero weight "
+                "contributes nothing (p log p goes to 0 as p goes to 0), but log(0) itself is -inf: leave those "
+                "keys out of the sum.",
             ),
         ),
         Numeric(
@@ -265,18 +317,21 @@ EXERCISE = Exercise(
                 "be9db8a232f583bf42f9a3d4": "that is one entry, p0 (1 - p0); the norm takes every entry of "
                                             "diag(p) - p p^T.",
                 "3da59ad6b15542193317ffd3": "that counts the diagonal only; the entries -p_i p_j off it count too.",
+                "6326d564a88e6a544f51fd41": SQRT_D + " The scores given are already the head's logits.",
             },
         ),
-        FloatCode(
+        ScoreCode(
             id="q9", points=4, objectives=(1,), name="my_scores",
             reference="t5lesson.exercises.ex01_unscaled_scores:reference_scores",
             cases=_score_cases(), hidden=f"{__name__}:_score_cases", case_timeout=1.0, tolerance=1e-6,
-            masked_below=-1e9,
+            masked_below=-1e8,  # Mesh TF adds -1e9 to the score, which can leave a masked entry just above -1e9
             blocked=("t5lesson.scores:attention_scores", "t5lesson.scores:attention",
                      "t5lesson.lessons.dot_products:scores_t5", f"{__name__}:reference_scores"),
             hints=(
-                "score[i][j] = q[i] . k[j] + bias[i][j], with nothing divided, where mask[i][j] is 1.",
-                "where mask[i][j] is 0 the score must be hugely negative: -1e9, -inf or the most negative float.",
+                "T5's score of one query against one key has two parts, added, and nothing divided: which two? "
+                "And what must a pair that may not attend get, so that the softmax gives it no weight?",
+                "each allowed pair's score is the dot product of query i with key j plus that pair's bias; where "
+                "the mask is 0 the score must be hugely negative: -1e9, -inf or the most negative float.",
                 "np.asarray turns the nested lists you receive into arrays; q @ k.T gives every dot product.",
             ),
         ),

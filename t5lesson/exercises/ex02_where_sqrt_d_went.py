@@ -36,15 +36,14 @@ EXERCISE = Exercise(
                  0.5),
             ),
             checklist=(
-                "Does it say why standard attention divides by sqrt(d) (the variance of q.k grows with d), what an "
-                "unscaled head of large d would do to the softmax, and back that with a number from lesson 1?",
-                "Does it say what motivated the choice, and keep apart what the paper says (nothing), what the code "
-                "says (the scale folded into the query initialiser, the same under Adafactor) and what you infer "
-                "(compute saved)?",
+                "Does your answer say why standard attention divides by sqrt(d), what an unscaled head of large d "
+                "would do to the softmax and to its gradients, and back that with a number from lesson 1?",
+                "Does it say what motivated the choice, and keep apart what the paper says, what the code says and "
+                "what you infer yourself?",
                 "Does it say how T5 compensates, at initialisation and under its optimiser?",
                 "Does it say what can still go wrong when the optimiser or the precision changes?",
-                "Does it say where the bias is added and what that means for its size, and whether the bias "
-                "replaces the scale?",
+                "Does it say where the bias is added, what that means for how large a useful bias must be, and "
+                "whether the bias takes the place of the scale?",
             ),
         ),
         MultipleChoice(
@@ -105,8 +104,8 @@ EXERCISE = Exercise(
                  "and logit magnitudes", 0.75),
             ),
             checklist=(
-                "Does it grant what is exactly true: the folded and the scaled head are the same function, and "
-                "T5 starts from that point?",
+                "Does your answer say what is exactly true about the folded head and the scaled head, and from "
+                "where T5's training starts?",
                 "Does it say what changes under AdamW, and why: what Adam does with the gradient's scale, and what "
                 "that means for how fast the folded query learns?",
                 "Does it say where T5's float16 problems were actually found, and what to keep or watch?",

@@ -18,7 +18,8 @@ import numpy as np
 
 from .._validate import ArgumentError, check_int
 
-__all__ = ["prefix_dot_products", "normal_pdf", "scores_standard", "scores_t5", "softmax_weight", "jacobian_cases"]
+__all__ = ["prefix_dot_products", "normal_pdf", "scores_standard", "scores_t5", "softmax_weight", "jacobian_cases",
+           "ROW_JACOBIANS_HINTS"]
 
 
 def prefix_dot_products(n_pairs, d_max, *, n_keys=None, seed=0):
@@ -94,10 +95,46 @@ def softmax_weight(scores, index):
 def jacobian_cases(seed=0):
     """Rows to check a learner's `row_jacobians(q, keys, multiplier)` on: (q [d], keys [n_keys, d], multiplier).
 
-    Unscaled and scaled rows of a few keys, one with d larger than the number of keys, and one
-    saturated row (a long query: one key takes nearly all the weight, so dp/ds is nearly 0).
+    Unscaled rows (multiplier 1) and scaled ones (1/sqrt(d)), and multipliers that are neither
+    (0.3, 2, a negative one), so a function that reads the multiplier as a yes/no flag, or
+    writes 1/sqrt(d) in its place, is caught; odd and even d and numbers of keys, d below, equal
+    to and above the number of keys, a single key; and two saturated rows: a long query (one key
+    takes nearly all the weight, so dp/ds is nearly 0), and one whose top logit is near 1000,
+    where a softmax that exponentiates the logits without first subtracting their maximum
+    overflows.
     """
     rng = np.random.default_rng(seed)
-    q4, k4 = rng.standard_normal(4), rng.standard_normal((5, 4))
-    q16, k16 = rng.standard_normal(16), rng.standard_normal((6, 16))
-    return [(q4, k4, 1.0), (q4, k4, 0.5), (q16, k16, 0.25), (32 * q16, k16, 1.0)]
+
+    def row(d, n_keys):
+        return rng.standard_normal(d), rng.standard_normal((n_keys, d))
+
+    (q4, k4), (q16, k16), (q7, k3), (q5, k5), (q3, k4b), (q6, k1) = (
+        row(4, 5), row(16, 6), row(7, 3), row(5, 5), row(3, 4), row(6, 1))
+    far = 60.0 * k16[2]  # q.k_2 = 60 |k_2|^2: near 1000 for 16 unit-variance entries
+    return [(q4, k4, 1.0), (q4, k4, 0.5), (q16, k16, 0.25), (q7, k3, 0.3), (q5, k5, 2.0), (q3, k4b, -0.7),
+            (q6, k1, 1.0), (32 * q16, k16, 1.0), (far, k16, 1.0), (q7, k3, 1 / math.sqrt(7))]
+
+
+ROW_JACOBIANS_HINTS = (
+    "how does one weight p_a change when one logit s_b moves a little? The box above the cell "
+    "derives it with the quotient rule: what do you get when a equals b, and when it does not? "
+    "And how does each logit s_j depend on the query q?",
+    "the first matrix, dp/ds, is built from the weights alone: p_a on the diagonal minus p_a p_b "
+    "everywhere, so compute the logits and their softmax first. The logit s_j is the multiplier "
+    "times the dot product of key j with q, so its derivative with respect to q is the multiplier "
+    "times key j. The chain rule multiplies the two Jacobians: dp/ds, n_keys by n_keys, times "
+    "ds/dq, n_keys by d.",
+    "p = t5.softmax(multiplier * keys @ q), then dp_ds = np.diag(p) - np.outer(p, p) and "
+    "dp_dq = dp_ds @ (multiplier * keys); return dp_ds, dp_dq. t5.softmax subtracts the largest "
+    "logit before exponentiating, so a row whose logits reach 1000 does not overflow.",
+)
+
+
+def _row_jacobians_turn():
+    from ..saturation import row_jacobians
+    from .your_turn import Turn  # here, not at the top: your_turn names this module in its table
+
+    return Turn(reference=row_jacobians, cases=jacobian_cases, hints=ROW_JACOBIANS_HINTS)
+
+
+TURNS = {"row_jacobians": _row_jacobians_turn()}

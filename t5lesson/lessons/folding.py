@@ -38,7 +38,8 @@ from ..saturation import softmax_entropy
 from .determinism import one_thread_forked_rng
 
 __all__ = ["initial_logit_std", "fold_query_scale", "RecallTask", "RecallAttention", "TrainingTrace",
-           "train_recall", "train_step", "step_check", "new_head", "make_optimizer", "measure", "Measurement",
+           "train_recall", "train_step", "step_check", "STEP_SETTINGS", "StepSetting", "TRAIN_STEP_HINTS",
+           "new_head", "make_optimizer", "measure", "Measurement",
            "make_trace", "first_step_at", "run_table", "runaway_table", "first_step_above", "times_band",
            "significant", "describe_runs", "reached_by", "VARIANTS", "OPTIMIZERS", "DEFAULT_LR"]
 
@@ -190,45 +191,134 @@ def train_step(model, opt, query, memory, answer):
     return float(loss.detach())
 
 
-def step_check(updates=3, tol=1e-5):
+class StepSetting(NamedTuple):
+    """One head and optimizer that `step_check` runs a learner's train_step on."""
+
+    optimizer: str
+    variant: str
+    d_kv: int = 64
+    n_memory: int = 16
+    n_symbols: int = 16
+    d_model: int = 64
+    batch: int = 8
+    moved: bool = False  # weights moved away from their fresh draw, as after some training
+    lr: float | None = None  # None: DEFAULT_LR[optimizer]
+
+    def label(self) -> str:
+        size = "" if (self.d_kv, self.n_memory, self.d_model) == (64, 16, 64) else (
+            f", d_kv {self.d_kv}, {self.n_memory} memory slots, d_model {self.d_model}")
+        moved = ", weights moved from their fresh draw" if self.moved else ""
+        return f"{self.optimizer}, {self.variant} head{size}, batch {self.batch}{moved}"
+
+
+# The lesson's four heads as it trains them, then heads away from its defaults: the unfolded one,
+# other head sizes (so 1/sqrt(d_kv) is not 1/8), an odd number of memory slots and of examples, a
+# larger learning rate, and weights that are no longer the fresh draw.
+STEP_SETTINGS = (
+    StepSetting("adam", "folded"), StepSetting("adam", "scaled"),
+    StepSetting("adafactor", "folded"), StepSetting("adafactor", "scaled"),
+    StepSetting("adam", "unfolded", batch=7, moved=True),
+    StepSetting("adam", "scaled", d_kv=16, n_memory=11, n_symbols=13, batch=7, moved=True, lr=1e-2),
+    StepSetting("adafactor", "scaled", d_kv=36, n_memory=9, n_symbols=12, d_model=24, batch=5, moved=True),
+    StepSetting("adafactor", "folded", d_kv=25, n_memory=5, n_symbols=7, d_model=40, batch=6, moved=True),
+)
+
+
+def _moved_(model: nn.Module) -> nn.Module:
+    """Move every weight by half its own spread, in a seeded random direction (grads stay empty)."""
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.add_(torch.randn_like(parameter) * parameter.std() * 0.5)
+    return model
+
+
+def _run_steps(step, setting: StepSetting, updates: int):
+    """(losses, weights after each update) of `step` on a fresh copy of the setting's head and batches."""
+    task = RecallTask(setting.n_symbols, setting.n_memory, setting.d_model, seed=1)
+    with one_thread_forked_rng(0):
+        model = RecallAttention(task.d_model, setting.d_kv, task.n_symbols, setting.variant)
+        if setting.moved:
+            _moved_(model)
+        opt = make_optimizer(setting.optimizer, model.parameters(), setting.lr or DEFAULT_LR[setting.optimizer])
+        batches = torch.Generator().manual_seed(2)
+        losses, weights = [], []
+        for _ in range(updates):
+            losses.append(step(model, opt, *task.batch(setting.batch, batches)))
+            weights.append({n: p.detach().clone() for n, p in model.named_parameters()})
+    return losses, weights
+
+
+def _as_loss(value):
+    """The returned loss as a float, or None when it is not a number (a one-number tensor counts)."""
+    if hasattr(value, "detach") and getattr(value, "numel", lambda: 0)() == 1:
+        return float(value.detach().item())
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _first_gap(where, mine, ours, tol):
+    """Where two runs of `_run_steps` first part, as a sentence, or None."""
+    (losses, weights), (our_losses, our_weights) = mine, ours
+    for n in range(len(our_losses)):
+        at = f"{where}, update {n + 1} of {len(our_losses)}"
+        loss = _as_loss(losses[n])
+        if loss is None:
+            return f"{at}: train_step should return the loss, a number, got {type(losses[n]).__name__}"
+        if abs(loss - our_losses[n]) > tol:
+            return f"{at}: the loss is {loss:.6f}, expected {our_losses[n]:.6f}"
+        for name, expected in our_weights[n].items():
+            gap = float((weights[n][name] - expected).abs().max())
+            if gap > tol:
+                return (f"{at}: after the step {name} differs by up to {gap:.2g} "
+                        f"(did the step run, once, on this batch's gradients?)")
+    return None
+
+
+def step_check(updates=3, tol=1e-5, settings=STEP_SETTINGS):
     """A `check` for `your_turn`: run a learner's train_step and the course's side by side.
 
-    For each optimizer and for the folded and the scaled head, two copies of the same fresh head
-    take `updates` steps on the same batches, one with each function; returns None when every
-    loss and every weight after every step agrees within `tol`, else a sentence saying where not.
+    For each setting (optimizer, head, sizes; `STEP_SETTINGS`), two copies of the same head take
+    `updates` steps on the same batches, one with each function; returns None when every loss and
+    every weight after every step agrees within `tol`, else a sentence saying where not.
     """
     updates = check_int("updates", updates, minimum=1)
 
     def check(learner, reference):
-        task = RecallTask(seed=1)
-        for optimizer in OPTIMIZERS:
-            for variant in ("folded", "scaled"):
-                runs = []
-                for step in (learner, reference):
-                    with one_thread_forked_rng(0):
-                        model = RecallAttention(task.d_model, 64, task.n_symbols, variant)
-                        opt = make_optimizer(optimizer, model.parameters(), DEFAULT_LR[optimizer])
-                        batches = torch.Generator().manual_seed(2)
-                        losses, weights = [], []
-                        for _ in range(updates):
-                            losses.append(step(model, opt, *task.batch(8, batches)))
-                            weights.append({n: p.detach().clone() for n, p in model.named_parameters()})
-                    runs.append((losses, weights))
-                (mine, my_weights), (ours, our_weights) = runs
-                for n in range(updates):
-                    where = f"{optimizer}, {variant} head, update {n + 1} of {updates}"
-                    if not isinstance(mine[n], (int, float)) and not hasattr(mine[n], "item"):
-                        return f"{where}: train_step should return the loss, got {type(mine[n]).__name__}"
-                    if abs(float(mine[n]) - ours[n]) > tol:
-                        return f"{where}: the loss is {float(mine[n]):.6f}, expected {ours[n]:.6f}"
-                    for name, expected in our_weights[n].items():
-                        gap = float((my_weights[n][name] - expected).abs().max())
-                        if gap > tol:
-                            return (f"{where}: after the step {name} differs by up to {gap:.2g} "
-                                    f"(did the step run, once, on this batch's gradients?)")
+        from .your_turn import case
+
+        for setting in settings:
+            where = setting.label()
+            with case(where):
+                mine = _run_steps(learner, setting, updates)
+            problem = _first_gap(where, mine, _run_steps(reference, setting, updates), tol)
+            if problem:
+                return problem
         return None
 
     return check
+
+
+TRAIN_STEP_HINTS = (
+    "what does one training step do, in order? Think of the head's forward pass from the query and "
+    "the memory to the answer's logits, then what turns those into a loss, and what an optimizer "
+    "needs before it can take its step. Where does the multiplier enter?",
+    "the query gives one vector and each memory slot a key and a value; the dot products of the "
+    "query with the keys are the logits, times the head's multiplier. A softmax over the slots "
+    "turns them into weights, which average the values; the read-out maps that average to the "
+    "answer's logits, and the cross-entropy against the right answers is the loss. Then clear the "
+    "old gradients, back-propagate, step, and hand back the loss as a plain number.",
+    "q, k, v = model.q(query), model.k(memory), model.v(memory); logits = torch.einsum(\"bd,bmd->bm\", "
+    "q, k) * model.multiplier; read = torch.einsum(\"bm,bmd->bd\", logits.softmax(-1), v); loss = "
+    "F.cross_entropy(model.readout(read), answer); then opt.zero_grad(), loss.backward(), opt.step(), "
+    "and return loss.item().",
+)
+
+
+def _train_step_turn():
+    from .your_turn import Turn  # here, not at the top: your_turn names this module in its table
+
+    return Turn(reference=train_step, check=step_check(), hints=TRAIN_STEP_HINTS, course_versions=(train_recall,))
 
 
 class TrainingTrace(NamedTuple):
@@ -442,3 +532,6 @@ def describe_runs(traces) -> str:
         rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {spread:<16} "
                     f"{_band(t.max_logit[-1], LARGEST_BANDS):<11}  {when}")
     return "\n".join(rows)
+
+
+TURNS = {"train_step": _train_step_turn()}

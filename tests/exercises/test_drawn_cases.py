@@ -78,7 +78,7 @@ def test_sqrt_d_scaling_is_right_only_where_d_is_1():
     """Every drawn score case but the one with d = 1 tells the scaled score from T5's."""
     for seed in SEEDS:
         outcome = score(drawn("01_unscaled_scores", "q9", seed), WRONG_SCORES["divided by sqrt(d)"])
-        assert outcome.message.startswith("1 of 6 cases right."), outcome.line()
+        assert outcome.message.startswith("1 of 7 cases right."), outcome.line()
 
 
 # --- exercise 3 ----------------------------------------------------------------------------------

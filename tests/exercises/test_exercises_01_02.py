@@ -63,9 +63,17 @@ def test_scores_may_use_any_hugely_negative_number_or_lists():
     ("entropy", lambda w: [good_entropy(w)], "incorrect", "returned shape (1,)"),
     ("entropy", lambda w: "high", "incorrect", "returned a string"),
     ("entropy", lambda w: 1 / 0, "error", "ZeroDivisionError"),
+    ("entropy", lambda w: good_entropy(w) / math.log(2), "partly correct",
+     "case 1 (uniform weights over 4 keys): returned 2, expected 1.38629."),
     ("scores", lambda q, k, b, m: good_scores(q, k, b, m) / math.sqrt(len(q[0])), "partly correct",
-     "values are not right"),
-    ("scores", lambda q, k, b, m: good_scores(q, k, b, m).T, "partly correct", "shape"),
+     "that divides the whole score, the bias included, by sqrt(d); T5 divides nothing. (6 of 6 values are not "
+     "right; the first, at [0][0], is 0.515622, expected 0.7292.)"),
+    ("scores", lambda q, k, b, m: np.where(np.asarray(m) == 1, (np.asarray(q) @ np.asarray(k).T) / math.sqrt(len(q[0]))
+                                           + np.asarray(b), -1e9), "partly correct",
+     "case 1 (no mask, d = 2): that divides q.k by sqrt(d); T5 does not."),
+    ("scores", lambda q, k, b, m: np.where(np.asarray(m) == 1, np.asarray(q) @ np.asarray(k).T, -1e9), "incorrect",
+     "the position bias is missing from the score."),
+    ("scores", lambda q, k, b, m: good_scores(q, k, b, m).T, "incorrect", "shape"),
 ])
 def test_wrong_answers_are_explained(what, function, status, words):
     with np.errstate(all="ignore"):

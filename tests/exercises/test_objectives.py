@@ -86,7 +86,10 @@ FLOAT_DISTRACTORS = {
 def _saturated_row():
     p = np.exp(np.array([6.0, 0, 0, 0]))
     p = p / p.sum()
-    return [float(p[0] * (1 - p[0])), float(np.sqrt(((p * (1 - p)) ** 2).sum()))]
+    halved = np.exp(np.array([3.0, 0, 0, 0]))  # the scores divided by sqrt(d) = 2
+    halved = halved / halved.sum()
+    return [float(p[0] * (1 - p[0])), float(np.sqrt(((p * (1 - p)) ** 2).sum())),
+            float(np.linalg.norm(np.diag(halved) - np.outer(halved, halved)))]
 
 
 def _weight_of_key_1(scores):

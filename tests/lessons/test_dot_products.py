@@ -70,3 +70,16 @@ def test_softmax_weight():
     assert softmax_weight([2.0, 0.0, 0.0], 0) == pytest.approx(math.exp(2) / (math.exp(2) + 2))
     row = np.array([3.0, -1.0, 0.5, 0.5])
     assert [softmax_weight(row, j) for j in range(4)] == pytest.approx(list(softmax(row)))
+
+
+def test_row_jacobians_cases_reach_every_path():
+    """Multipliers other than 1 and 1/sqrt(d), negative too; one key; logits beyond exp's range in float64."""
+    from t5lesson.lessons.dot_products import jacobian_cases
+
+    cases = jacobian_cases()
+    multipliers = {round(m, 6) for _, _, m in cases}
+    dims = {q.shape[0] for q, _, _ in cases}
+    assert any(m not in (1.0, round(1 / math.sqrt(q.shape[0]), 6)) and m > 0 for q, _, m in cases)
+    assert any(m < 0 for m in multipliers) and any(k.shape[0] == 1 for _, k, _ in cases)
+    assert {d % 2 for d in dims} == {0, 1} and {k.shape[0] % 2 for _, k, _ in cases} == {0, 1}
+    assert max(float((m * k @ q).max()) for q, k, m in cases) > 710  # np.exp overflows above about 709.8

@@ -165,6 +165,7 @@ def test_bad_arguments(call, message):
 # --- lesson 2's your-turn step, and what the fast (diverging) run prints ---
 
 from t5lesson.lessons.folding import (  # noqa: E402
+    STEP_SETTINGS,
     first_step_above,
     new_head,
     runaway_table,
@@ -185,12 +186,10 @@ def test_train_step_is_the_step_train_recall_takes():
         new_head("folded", task=3)
 
 
-def test_step_check_passes_the_course_step_and_says_where_a_wrong_one_differs():
-    check = step_check()
-    assert check(train_step, train_step) is None
-
-    def no_multiplier(model, opt, query, memory, answer):  # forgets the scaled head's 1/sqrt(d)
-        logits = torch.einsum("bd,bmd->bm", model.q(query), model.k(memory))
+def _step_scaled_by(scale):
+    """A training step whose logits q.k are multiplied by scale(model) instead of model.multiplier."""
+    def step(model, opt, query, memory, answer):
+        logits = torch.einsum("bd,bmd->bm", model.q(query), model.k(memory)) * scale(model)
         read = torch.einsum("bm,bmd->bd", logits.softmax(-1), model.v(memory))
         loss = torch.nn.functional.cross_entropy(model.readout(read), answer)
         opt.zero_grad()
@@ -198,11 +197,30 @@ def test_step_check_passes_the_course_step_and_says_where_a_wrong_one_differs():
         opt.step()
         return loss.item()
 
+    return step
+
+
+def test_step_check_passes_the_course_step_and_says_where_a_wrong_one_differs():
+    check = step_check()
+    assert check(train_step, train_step) is None
+    no_multiplier = _step_scaled_by(lambda model: 1.0)  # forgets the scaled head's 1/sqrt(d)
+
     def no_step(model, opt, query, memory, answer):
         return torch.nn.functional.cross_entropy(model(query, memory)[0], answer).item()
 
-    assert "adam, scaled head, update 1 of 3: the loss is" in check(no_multiplier, train_step)
+    assert "adam, scaled head, batch 8, update 1 of 3: the loss is" in check(no_multiplier, train_step)
     assert "after the step q.weight differs" in check(no_step, train_step)
+
+
+def test_step_check_catches_a_head_size_written_in():
+    """The lesson's heads all have d_kv = 64; a step that divides by 8 for the scaled head passes them."""
+    check = step_check()
+
+    divides_by_8 = _step_scaled_by(lambda model: 1 / 8 if model.multiplier != 1 else 1.0)
+
+    lessons_heads = step_check(settings=STEP_SETTINGS[:4])
+    assert lessons_heads(divides_by_8, train_step) is None
+    assert "scaled head, d_kv 16" in check(divides_by_8, train_step)
 
 
 def test_runaway_table_gives_milestones_and_times_band_gives_bands():

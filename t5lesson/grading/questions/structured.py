@@ -186,7 +186,7 @@ class FloatCode(PlainCode):
     """A function returning a number or an array of numbers, compared within `tolerance`.
 
     `PlainCode` with answers that must be numbers in the reference's shape, and messages about
-    arrays (shape, nan, how many values are wrong) rather than the first differing index. With
+    arrays (shape, nan, how many values are wrong, and the first wrong one with what was expected). With
     `masked_below` (see `PlainCode`), T5's most negative float, Mesh TF's -1e9 and -inf all count.
     """
 
@@ -209,15 +209,22 @@ class FloatCode(PlainCode):
             return f"returned {describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
         if array.shape != want.shape:
             return f"returned shape {tuple(array.shape)}, the right answer has shape {tuple(want.shape)}"
-        kinds = [kind for _, kind, _ in differences(want.tolist(), array.tolist(), self.close, self.masked_below)]
+        found = list(differences(want.tolist(), array.tolist(), self.close, self.masked_below))
+        kinds = [kind for _, kind, _ in found]
         if "masked" in kinds:
             return "a position that may not be attended to is not pushed far enough down"
         if np.isnan(array).any():
             return "the result contains nan (is something like 0 * log 0 or inf - inf computed?)"
-        if kinds:
-            compared = want.size if self.masked_below is None else int((want > self.masked_below).sum())
-            return f"{len(kinds)} of {compared} values are not right"
-        return None
+        if not kinds:
+            return None
+        where = found[0][0]
+        index = tuple(int(i) for i in where.strip("[]").split("][")) if where else ()
+        got_text, want_text = (f"{float(a[index]):.6g}" for a in (array, want))
+        if not where:
+            return f"returned {got_text}, expected {want_text}"
+        compared = want.size if self.masked_below is None else int((want > self.masked_below).sum())
+        return (f"{len(kinds)} of {compared} values are not right; the first, at {where}, is {got_text}, "
+                f"expected {want_text}")
 
     def _case_name(self, case: Case) -> str:
         """By number and topic: the inputs are long lists."""

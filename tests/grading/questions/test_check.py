@@ -58,7 +58,8 @@ class EqualInt(int):
 
 @pytest.mark.parametrize("answer, start", [
     ("B", "q1: Correct"), ("b", "q1: Correct"), ("(B)", "q1: Correct"), (" B ", "q1: Correct"),
-    ("A", "q1: Incorrect: that score still divides"), (["B", "C"], "q1: Incorrect: choose exactly one"),
+    ("A", "q1: Incorrect: that divides q.k by sqrt(d); T5 does not."),
+    (["B", "C"], "q1: Incorrect: choose exactly one"),
     (2, "q1: Incorrect: answer_q1 should be a letter"), ("G", "q1: Incorrect: G is not an option"),
     ("the second one", "q1: Incorrect: answer_q1 should be option letters"), (None, "q1: Not attempted"),
     (AlwaysEqual(), "q1: Incorrect: answer_q1 should be a letter"),
@@ -79,7 +80,7 @@ def test_multiple_choice_several(capsys, answer, start):
 
 @pytest.mark.parametrize("answer, start", [
     (1.35, "q4: Correct"), (1.35004, "q4: Correct"), (np.float32(1.35), "q4: Correct"), (np.array(1.35), "q4: Correct"),
-    (1.3504, "q4: Incorrect"), (0.475, "q4: Incorrect: you divided q.k by sqrt(d)"),
+    (1.3504, "q4: Incorrect"), (0.475, "q4: Incorrect: that divides q.k by sqrt(d); T5 does not."),
     (2.05, "q4: Incorrect: you used the bias of the opposite offset"),
     ("1.35", "q4: Incorrect: answer_q4 should be a number, not the string"),
     (float("nan"), "q4: Incorrect: answer_q4 is nan"),

@@ -108,7 +108,8 @@ def test_an_answer_given_as_text_is_checked_without_a_file(capsys):
     checker = Checker("02_where_sqrt_d_went")
     checker.check("q1", "The paper gives no reason for it; the code folds the scale into the initial W_q instead.")
     out = " ".join(capsys.readouterr().out.split())
-    assert out.startswith("q1: Submitted:") and "what the paper says (nothing)" in out
+    assert out.startswith("q1: Submitted:") and "keep apart what the paper says, what the code says" in out
+    assert "(nothing)" not in out  # the checklist asks; it does not answer
     checker.check("q1", "")
     assert capsys.readouterr().out.startswith("q1: Not attempted")
 
