@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from . import exercises
 from .grading import check  # the engine's check() and hint(); this module binds them to the course
+from .lessons.your_turn import TURNS as YOUR_TURNS
+from .lessons.your_turn import hint as your_turn_hint
 
 __all__ = ["checker", "Checker"]
 
@@ -17,5 +19,22 @@ def Checker(exercise_id: str) -> check.Checker:  # noqa: N802 (built like the cl
 
 
 def checker(exercise_id: str):
-    """(check, hint) bound to the course's exercise `exercise_id`, for the notebook's setup cell."""
-    return check.checker(exercises.get(exercise_id))
+    """(check, hint) bound to the course's exercise `exercise_id`, for the notebook's setup cell.
+
+    hint() takes a question's id ("q1") or a your-turn cell's name ("weight_of_b": notebook 00 has
+    both), one level more each time it is run.
+    """
+    exercise = exercises.get(exercise_id)
+    check_, question_hint = check.checker(exercise)
+
+    def hint(name: str) -> None:
+        """Print the next hint for a question (such as "q1") or a your-turn cell (such as "weight_of_b")."""
+        if name in YOUR_TURNS:
+            your_turn_hint(name)
+        elif name in exercise.ids:
+            question_hint(name)
+        else:
+            check.say(f"{name!r} is neither a question here ({', '.join(exercise.ids)}) nor a your-turn cell: "
+                      "hint() takes a question's id or the name in a your-turn cell's first line.")
+
+    return check_, hint

@@ -1,18 +1,15 @@
-"""The start-here notebook's two helpers: its your-turn cell (`weight_of_b`) and one `hint` for everything.
+"""The start-here notebook's your-turn cell (`weight_of_b`): the course's version, its cases and hints.
 
-Notebook 00 shows both ways the course answers a learner: a practice exercise question (`check("q1")`,
-`hint("q1")`) and a your-turn cell (`weight_of_b`). Both ask for hints by name, so `checker` here hands
-the notebook a `hint` that knows both: a your-turn cell's name gets that cell's hints, a question's id
-gets the question's.
+Notebook 00 shows both ways the course answers a learner, a practice exercise question and this
+your-turn cell; its one `hint` serves both (`t5lesson.check.checker`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..scores import softmax
-from . import your_turn as turns
 
-__all__ = ["checker", "weight_of_b", "WEIGHT_OF_B_CASES", "WEIGHT_OF_B_HINTS"]
+__all__ = ["weight_of_b", "WEIGHT_OF_B_CASES", "WEIGHT_OF_B_HINTS"]
 
 
 def weight_of_b(gap):
@@ -42,27 +39,3 @@ def _weight_of_b_turn():
 
 TURNS = {"weight_of_b": _weight_of_b_turn()}
 
-
-def checker(exercise_id: str = "00_start_here"):
-    """(check, hint) for notebook 00: the exercise's check, and a hint that also knows the your-turn cells.
-
-    hint("q1") gives the practice question's hints, hint("weight_of_b") the your-turn cell's, each
-    one level more every time it is run.
-    """
-    from .. import exercises  # here: the live (browser) copy of notebook 00 imports this module without the grader
-    from ..check import checker as exercise_checker
-
-    check, question_hint = exercise_checker(exercise_id)
-    questions = exercises.get(exercise_id).ids
-
-    def hint(name: str) -> None:
-        """Print the next hint for a question (such as "q1") or a your-turn cell (such as "weight_of_b")."""
-        if name in turns.TURNS:
-            turns.hint(name)
-        elif name in questions:
-            question_hint(name)
-        else:
-            print(f"{name!r} is neither a question here ({', '.join(questions)}) nor a your-turn cell "
-                  f"(such as weight_of_b): hint() takes the name a question or a your-turn cell gives.")
-
-    return check, hint

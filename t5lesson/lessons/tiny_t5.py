@@ -8,7 +8,7 @@ interface and parameter names. This module holds what the learner need not read:
     lesson_6_layer(folder)                 the class to build the model from, and one line saying which
     t5_init_(model)                        transformers' `_init_weights`, drawn by parameter name
     block_forward, greedy                  the course's versions of lesson 7's two your-turn steps
-    TURNS                                  their checks and hints (the checks: `tiny_t5_checks`)
+    BLOCK_FORWARD_HINTS, GREEDY_HINTS      their hints (their checks and Turns: `tiny_t5_checks`)
     reverse_batch(n, lengths, generator)   digit strings and their reversal, padded, as tensors
     to_text(ids) / from_text("1234")       token ids <-> digit strings
     t5_config(config)                      the matching transformers `T5Config`
@@ -58,7 +58,7 @@ from .pretrained_figures import mark_buckets
 __all__ = ["PAD", "EOS", "CONFIG", "Batch", "reverse_batch", "to_text", "from_text", "t5_config",
            "to_transformers", "transformers_name", "tables_of", "loss_milestones", "accuracy_band",
            "learned_tables_figure", "LOSS_MILESTONES", "random_model", "StepModel", "padded", "t5_init_",
-           "block_forward", "greedy", "TURNS", "attention_maps", "lesson_6_layer"]
+           "block_forward", "greedy", "attention_maps", "lesson_6_layer"]
 
 def t5_init_(model):
     """Draw every weight as transformers' `T5PreTrainedModel._init_weights` does (factor 1), by name.
@@ -405,14 +405,3 @@ GREEDY_HINTS = (
     "token[:, None]], dim=1); done |= token == EOS; break when done.all(); return out.",
 )
 
-
-def _lesson_7_turns():
-    from .tiny_t5_checks import block_forward_check, greedy_check
-    from .your_turn import Turn  # here, not at the top: your_turn names this module in its table
-
-    return {"block_forward": Turn(reference=block_forward, check=block_forward_check(CONFIG),
-                                  hints=BLOCK_FORWARD_HINTS),
-            "greedy": Turn(reference=greedy, check=greedy_check, hints=GREEDY_HINTS)}
-
-
-TURNS = _lesson_7_turns()

@@ -63,8 +63,8 @@ TURNS = {
     "training_step": "t5lesson.lengthgen.step_check",
     "compute_bias": "t5lesson.lessons.layer_build",
     "attend": "t5lesson.lessons.layer_build",
-    "block_forward": "t5lesson.lessons.tiny_t5",
-    "greedy": "t5lesson.lessons.tiny_t5",
+    "block_forward": "t5lesson.lessons.tiny_t5_checks",
+    "greedy": "t5lesson.lessons.tiny_t5_checks",
 }
 
 

@@ -1,6 +1,7 @@
 """Notebook 00's one hint(): the practice question's hints and the your-turn cell's, by name."""
 from t5lesson.lessons import your_turn as yt
-from t5lesson.lessons.start_here import checker, weight_of_b
+from t5lesson.check import checker
+from t5lesson.lessons.start_here import weight_of_b
 
 
 def test_one_hint_serves_the_question_and_the_your_turn_cell(capsys):

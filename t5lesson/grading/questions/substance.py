@@ -1,17 +1,8 @@
-"""When a free-text answer counts as an attempt: what "Submitted" needs before a person reads it.
+"""When a free-text answer counts as an attempt: enough words of its own, not filler, not a paste.
 
-Free text is marked by the instructor, never by the grader; but "Submitted" (and the self-check
-questions it unlocks) should mean the learner tried. An answer is an attempt with substance when:
-
-- it says something: at least MIN_WORDS words, MIN_DISTINCT of them different, once Markdown,
-  code spans and the question's own placeholder are taken out ("todo", "tbd", "see above" and
-  their kind are words too, and never enough: FILLER lists those that do not count);
-- it is the learner's own: at most COPIED_SHARE of its runs of SHINGLE words appear in the text a
-  learner can see beside the question (the rubric in the package, the self-check questions, the
-  hints). A pasted rubric is not an answer.
-
-The numbers are deliberately low: a one-sentence answer that names its reason passes; a
-placeholder, a word salad of one repeated word, or a paste does not.
+"Submitted" (and the self-check questions it unlocks) should mean the learner tried; the numbers
+below are deliberately low, so one honest sentence passes. docs/grading.md ("FreeText") says
+what is counted and why.
 """
 from __future__ import annotations
 
