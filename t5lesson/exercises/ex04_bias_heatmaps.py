@@ -274,8 +274,8 @@ EXERCISE = Exercise(
             checklist=(
                 "Does it say what the bias of a pair depends on, and what that makes of every diagonal of the "
                 "matrix?",
-                "Does it count the distinct offsets of a q_len x k_len matrix for an example size, and say "
-                "which work that count saves?",
+                "Does it count how many different offsets a matrix of queries by keys holds, for an example "
+                "size, and say which work that count saves?",
                 "Does it say how the values end up in the matrix, whether they differ from computing each pair "
                 "on its own, and what the cheaper way still costs?",
             ),

@@ -112,10 +112,10 @@ EXERCISE = Exercise(
                 ("in a full pass queries and keys share the numbering 0..L-1, so no offset is needed", 0.5),
             ),
             checklist=(
-                "Does your answer say which difference of positions the bias is looked up by, and at which "
-                "position the new query sits when the cache is not empty?",
-                "Does it say what happens to the bias (and to a mask built the same way) of the cached keys when "
-                "the offset is left out, and why?",
+                "Does your answer say which two positions the bias lookup compares, and where the new query "
+                "sits when the cache is not empty?",
+                "Does it say what goes wrong for the cached keys, in the bias and in a mask, when the new "
+                "query's position is not accounted for, and why?",
                 "Does it say why a pass over the whole sequence needs no offset?",
             ),
         ),
