@@ -15,7 +15,8 @@ import pytest
 
 from t5lesson import exercises as bank
 from t5lesson.grading import harvest
-from t5lesson.grading.questions.kinds import Code, MultipleChoice, Numeric, answer_hash
+from t5lesson.grading.questions.kinds import WRONG_AT_MOST, Code, MultipleChoice, Numeric, answer_hash
+from t5lesson.grading.verdict import CORRECT
 
 QUESTIONS = [(bank.get(e), q) for e in bank.exercise_ids() for q in bank.get(e).questions]
 KEYED = [(e, q) for e, q in QUESTIONS if isinstance(q, (MultipleChoice, Numeric))]
@@ -90,15 +91,23 @@ DRAWN = [(e, q, seed) for e, q in PLAIN_CODE for seed in (None, "week 3") if see
 
 @pytest.mark.parametrize("exercise, question, seed", DRAWN,
                          ids=[f"{e.id}-{q.id}-{'drawn' if seed else 'check'}" for e, q, seed in DRAWN])
-def test_a_constant_answer_earns_at_most_a_fifth(exercise, question, seed):
+def test_a_constant_answer_gets_at_most_a_fifth_of_the_cases(exercise, question, seed):
+    """A question whose cases a constant gets right is too easy to pass by accident: at most a fifth.
+
+    (A wrong answer's points are its share of cases right times WRONG_AT_MOST, so the share of
+    cases, not of points, is what says how trivial the cases are.)"""
     if seed is not None:
         question = exercise.drawn(seed)[question.id]
     shares = {}
     for name, function in _constant_answers(question).items():
-        outcome = question.score(harvest.collect(question.harvest_spec(), {question.name: function}))
-        shares[name] = outcome.points / outcome.max_points
+        shares[name] = _share_of_cases(question, function)
     worst = max(shares, key=shares.get)
-    assert shares[worst] <= 0.2, f"{exercise.id} {question.id}: {worst} earns {shares[worst]:.2f} of the points"
+    assert shares[worst] <= 0.2, f"{exercise.id} {question.id}: {worst} gets {shares[worst]:.2f} of the cases right"
+
+
+def _share_of_cases(question, function) -> float:
+    outcome = question.score(harvest.collect(question.harvest_spec(), {question.name: function}))
+    return outcome.points / outcome.max_points / (1 if outcome.status == CORRECT else float(WRONG_AT_MOST))
 
 
 def test_the_constant_check_catches_a_question_with_too_many_trivial_cases():
@@ -106,8 +115,7 @@ def test_the_constant_check_catches_a_question_with_too_many_trivial_cases():
     from dataclasses import replace
 
     few = replace(question, cases=tuple(c for c in question.cases if c.topic != "uniform weights over 10 keys")[:7])
-    zero = few.score(harvest.collect(few.harvest_spec(), {few.name: lambda *a, **k: 0.0}))
-    assert zero.points / zero.max_points > 0.2  # the old seven cases: 3 of 7 rows have entropy 0
+    assert _share_of_cases(few, lambda *a, **k: 0.0) > 0.2  # the old seven cases: 3 of 7 rows have entropy 0
 
 
 # --- no "the longest option is the right one" cue --------------------------------------------
