@@ -1,6 +1,6 @@
 """One graded class shared by the tests of what comes after grading (shards, merge, report, LMS).
 
-The three real sample submissions (tests/sample_class: ada full marks, ben 8.67, cy 0; see
+The three real sample submissions (tests/sample_class: ada full marks, ben 8.22, cy 0; see
 SAMPLE_TOTALS and README's instructor's guide) plus one file
 that is not JSON, graded three ways: in one go (in this process), and as shards 1/2 and 2/2
 through the command line, the first under a pseudo-terminal (so it draws the progress bar),
@@ -35,7 +35,7 @@ SAMPLES = ROOT / "tests" / "sample_class"
 SAMPLE_EXERCISE = bank.get(nbformat.read(SAMPLES / "ada.ipynb", as_version=4).metadata["t5lesson"]["exercise"])
 # the seed every test grades with (the hidden cases are drawn from it), so reports are reproducible
 SEED = "test-suite-seed"
-SAMPLE_TOTALS = {"ada": SAMPLE_EXERCISE.auto_points, "ben": 8.67, "cy": 0.0}
+SAMPLE_TOTALS = {"ada": SAMPLE_EXERCISE.auto_points, "ben": 8.22, "cy": 0.0}
 
 
 def run_in_terminal(argv: list[str], timeout: float = 300) -> tuple[int, str]:
