@@ -202,3 +202,265 @@ CHECKS = [
     TurnCheck(id="your turn attend", answer=ATTEND_ANSWER, wrong=ATTEND_WRONG, right=ATTEND_RIGHT,
               differs=differs_attend, namespace=_namespace, entry="attend", max_mutants=25),
 ]
+
+
+# --- exercise 6 q4: the class MyT5Attention -------------------------------------------------------
+#
+# q4 is graded in three parts of a third each: self-attention (with the initialisation), cross-attention
+# (with its cache) and packed rows. A slip is held when it earns under a third of every part it breaks:
+# under 1/3 of the whole when it breaks all three (the shared core: scores, masks, heads, projections),
+# under 1/3 + 2/9 = 5/9 when it breaks two (the position bias: self-attention and packed rows; cross-
+# attention has none), under 2/3 + 1/9 = 7/9 when it is confined to one part. The first entry makes the
+# mutants; the others have max_mutants=0.
+
+def _solution_class() -> str:
+    """The class of solutions/06_t5_layer.ipynb's q4 answer cell, the solution markers dropped."""
+    import json
+
+    from harness import ROOT
+
+    cells = json.loads((ROOT / "solutions" / "06_t5_layer.ipynb").read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        if cell.get("metadata", {}).get("t5lesson", {}).get("cell") == "q4-answer":
+            lines = "".join(cell["source"]).splitlines()
+            return "\n".join(line for line in lines if "### " not in line) + "\n"
+    raise KeyError("no q4-answer cell in solutions/06_t5_layer.ipynb")
+
+
+LAYER_ANSWER = _solution_class()
+
+
+def _layer_namespace():
+    return {"torch": torch, "nn": torch.nn, "math": math, "relative_position_bucket": t5.relative_position_bucket,
+            "causal_mask": t5.causal_mask}
+
+
+def _slip(*edits: tuple[str, str]) -> str:
+    """The course's class with each (old, new) line edit made; an edit that finds nothing is a bug here."""
+    source = LAYER_ANSWER
+    for old, new in edits:
+        assert source.count(old) == 1, f"the q4 answer has {source.count(old)} of {old!r}"
+        source = source.replace(old, new)
+    return source
+
+
+class _Setting:
+    """One random configuration of the layer: sizes, trained-looking weights, states, a padding mask."""
+
+    def __init__(self, generator):
+        pick = lambda low, high: int(torch.randint(low, high, (1,), generator=generator))  # noqa: E731
+        self.pick, self.generator = pick, generator
+        self.causal = bool(pick(0, 2))
+        buckets = pick(4, 33)
+        exact = buckets // 2  # a decoder's exact range (an encoder's is half that): valid for both
+        self.config = {"d_model": pick(3, 13), "num_heads": pick(1, 4), "d_kv": pick(1, 6), "causal": self.causal,
+                       "has_relative_bias": True, "num_buckets": buckets, "max_distance": pick(exact + 1, 40)}
+        self.batch, self.n = pick(1, 4), pick(1, 12)
+        self.scale = [0.3, 1.0, 4.0][pick(0, 3)]  # states as a trained layer's inputs: not all near unit size
+
+    def weights(self, table: bool) -> dict:
+        c = self.config
+        inner, gain = c["num_heads"] * c["d_kv"], lambda: 0.2 + 1.5 * float(torch.rand(1, generator=self.generator))
+        shapes = {"q.weight": (inner, c["d_model"]), "k.weight": (inner, c["d_model"]),
+                  "v.weight": (inner, c["d_model"]), "o.weight": (c["d_model"], inner)}
+        if table:
+            shapes["relative_attention_bias.weight"] = (c["num_buckets"], c["num_heads"])
+        return {name: torch.randn(shape, generator=self.generator) * gain() for name, shape in shapes.items()}
+
+    def states(self, n: int) -> torch.Tensor:
+        return torch.randn(self.batch, n, self.config["d_model"], generator=self.generator) * self.scale
+
+    def mask(self, n: int) -> torch.Tensor:
+        """1/0 [batch, n]: each row padded on the left, on the right or not at all; at least one real token."""
+        rows = []
+        for _ in range(self.batch):
+            count, side = self.pick(0, n), self.pick(0, 3)
+            row = torch.ones(n, dtype=torch.long)
+            if side == 1 and count:
+                row[:count] = 0
+            elif side == 2 and count:
+                row[-count:] = 0
+            rows.append(row)
+        return torch.stack(rows)
+
+    def segments(self, n: int) -> torch.Tensor:
+        """Segment ids [batch, n]: 1, 2, ... for the examples packed in a row, 0 for the padding after them."""
+        rows = []
+        for _ in range(self.batch):
+            ends = sorted({self.pick(1, n + 1) for _ in range(self.pick(1, 4))})
+            row = torch.zeros(n, dtype=torch.long)
+            start = 0
+            for number, end in enumerate(ends, 1):
+                row[start:end] = number
+                start = end
+            rows.append(row)
+        return torch.stack(rows)
+
+
+def _pair(cls, config, weights):
+    """(the learner's layer, transformers' T5Attention) with the same weights."""
+    from t5lesson.reference import t5_attention
+
+    layer = cls(**config)
+    state = layer.state_dict()
+    state.update({name: value.clone() for name, value in weights.items()})
+    layer.load_state_dict(state)
+    return layer.eval(), t5_attention(config, weights)
+
+
+def _additive(mask, q_len, k_len, causal, segments=None):
+    from t5lesson.exercises.t5_layer_cases import _allowed
+    from t5lesson.reference import reference_mask
+
+    return reference_mask(_allowed(mask.tolist(), q_len, k_len, causal, segments=segments))
+
+
+def _close(got, want, real=None) -> bool:
+    """Whether `got` is a tensor equal to `want` within float32 tolerance on the real query rows, and finite
+    wherever transformers' is (padded rows included)."""
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        return False
+    if not torch.isfinite(got[torch.isfinite(want)]).all():  # nan in a padded row poisons the next layer's values
+        return False
+    if real is not None:
+        got, want = got[real.bool()], want[real.bool()]
+    return bool(torch.allclose(got.double(), want.double(), rtol=1e-3, atol=1e-4))
+
+
+def _outputs(result):
+    """(output, position_bias, present) from what a layer's forward returned."""
+    items = list(result)[:3] if isinstance(result, (tuple, list)) else [result]
+    return tuple(items + [None] * (3 - len(items)))
+
+
+def _self_attention(cls, s: _Setting) -> str | None:
+    """One pass with padding (output and position_bias), then a second layer without a table handed the bias."""
+    weights = s.weights(table=True)
+    layer, ref = _pair(cls, s.config, weights)
+    x, mask = s.states(s.n), s.mask(s.n)
+    output, bias, _ = _outputs(layer(x, attention_mask=mask))
+    want, _, _ = ref(x, mask=_additive(mask, s.n, s.n, s.causal))
+    where = f"a {'decoder' if s.causal else 'encoder'} of {s.n} tokens, batch {s.batch}, mask {mask.tolist()}"
+    if not _close(output, want, mask):
+        return f"self-attention over {where}: the output differs from transformers' T5Attention"
+    if not _close(bias, ref.compute_bias(s.n, s.n)):
+        return f"self-attention over {where}: the position_bias differs"
+    config1 = {**s.config, "has_relative_bias": False}
+    second, ref1 = _pair(cls, config1, s.weights(table=False))
+    x1 = s.states(s.n)
+    got, _, _ = _outputs(second(x1, attention_mask=mask, position_bias=bias))
+    _, handed, _ = ref(x, mask=_additive(mask, s.n, s.n, s.causal))
+    want, _, _ = ref1(x1, mask=_additive(mask, s.n, s.n, s.causal), position_bias=handed)
+    if not _close(got, want, mask):
+        return f"a second layer handed layer 0's bias, {where}: the output differs"
+    return None
+
+
+def _cached_steps(cls, s: _Setting) -> str | None:
+    """A decoder token by token with the cache, against one full pass; the last step's position_bias."""
+    config = {**s.config, "causal": True}
+    layer, ref = _pair(cls, config, s.weights(table=True))
+    x, mask = s.states(s.n), s.mask(s.n)
+    past, outputs, bias = None, [], None
+    for t in range(s.n):
+        out, bias, past = _outputs(layer(x[:, t:t + 1], attention_mask=mask[:, :t + 1], past_key_value=past,
+                                         use_cache=True))
+        outputs.append(out)
+    want, _, _ = ref(x, mask=_additive(mask, s.n, s.n, True))
+    where = f"decoding {s.n} tokens with the cache, mask {mask.tolist()}"
+    if not all(isinstance(o, torch.Tensor) for o in outputs) or not _close(torch.cat(outputs, dim=1), want, mask):
+        return f"{where}: the outputs differ from one pass of transformers' T5Attention"
+    if not _close(bias, ref.compute_bias(1, s.n, past_seen_tokens=s.n - 1)):
+        return f"{where}: the last step's position_bias differs"
+    return None
+
+
+def _counting(layer):
+    """Hooks that count the calls of W_k and W_v; returns (the list they append to, the hooks)."""
+    calls = []
+    return calls, [getattr(layer, name).register_forward_hook(lambda *_: calls.append(1)) for name in "kv"]
+
+
+def _cross_attention(cls, s: _Setting) -> str | None:
+    """Cross-attention over padded encoder states: one pass, then token by token with the cache, counting the
+    calls of W_k and W_v after the first step (the outputs cannot tell a layer that recomputes them)."""
+    config = {**s.config, "causal": True, "has_relative_bias": False}
+    layer, ref = _pair(cls, config, s.weights(table=False))
+    enc_len = s.pick(1, 10)
+    x, states, mask = s.states(s.n), s.states(enc_len), s.mask(enc_len)
+    want, _, _ = ref(x, mask=_additive(mask, s.n, enc_len, False), key_value_states=states)
+    where = f"cross-attention from {s.n} decoder tokens to {enc_len} encoder states, mask {mask.tolist()}"
+    output, _, _ = _outputs(layer(x, attention_mask=mask, key_value_states=states))
+    if not _close(output, want):
+        return f"{where}: the output differs from transformers' T5Attention"
+    calls, hooks = _counting(layer)
+    try:
+        past, outputs = None, []
+        for t in range(s.n):
+            del calls[:]
+            out, _, past = _outputs(layer(x[:, t:t + 1], attention_mask=mask, key_value_states=states,
+                                          past_key_value=past, use_cache=True))
+            outputs.append(out)
+            if t and calls:
+                return f"{where}, with the cache: step {t + 1} runs W_k and W_v on the encoder's states again"
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if not all(isinstance(o, torch.Tensor) for o in outputs) or not _close(torch.cat(outputs, dim=1), want):
+        return f"{where}, token by token with the cache: the outputs differ"
+    return None
+
+
+def _packed_rows(cls, s: _Setting) -> str | None:
+    """Several examples packed into each row (segment ids), one pass, then a second layer handed the bias."""
+    weights = s.weights(table=True)
+    layer, ref = _pair(cls, s.config, weights)
+    x, segments = s.states(s.n), s.segments(s.n)
+    mask = (segments > 0).long()
+    additive = _additive(mask, s.n, s.n, s.causal, segments=segments.tolist())
+    output, bias, _ = _outputs(layer(x, attention_mask=mask, segment_ids=segments))
+    want, handed, _ = ref(x, mask=additive)
+    where = f"packed rows in a {'decoder' if s.causal else 'encoder'}, segment ids {segments.tolist()}"
+    if not _close(output, want, mask):
+        return f"{where}: the output differs from transformers' T5Attention with T5X's segment mask"
+    second, ref1 = _pair(cls, {**s.config, "has_relative_bias": False}, s.weights(table=False))
+    x1 = s.states(s.n)
+    got, _, _ = _outputs(second(x1, attention_mask=mask, position_bias=bias, segment_ids=segments))
+    want, _, _ = ref1(x1, mask=additive, position_bias=handed)
+    if not _close(got, want, mask):
+        return f"{where}, a second layer handed layer 0's bias: the output differs"
+    return None
+
+
+def _initialisation(cls, generator) -> str | None:
+    """T5's initial std of each projection, on a layer large enough to measure it within a few percent."""
+    from t5lesson.layer import init_stds
+
+    config = {"d_model": 192, "num_heads": 3, "d_kv": 48, "causal": bool(torch.randint(0, 2, (1,), generator=generator))}
+    torch.manual_seed(int(torch.randint(0, 10**6, (1,), generator=generator)))
+    layer = cls(**config)
+    for name, std in init_stds(192, 3, 48).items():
+        got = float(layer.state_dict()[f"{name}.weight"].std())
+        if abs(got - std) > 0.05 * std:
+            return f"W_{name} starts with std {got:.4f}; T5's is {std:.4f}"
+    return None
+
+
+LAYER_PROBES = (_self_attention, _cached_steps, _cross_attention, _packed_rows)
+
+
+def differs_layer(cls, seed):
+    """Many random layers (encoder and decoder, odd and even lengths, padding on either side, caches, cross-
+    attention, packed rows, trained-looking weights) against transformers' T5Attention: where `cls` differs."""
+    generator = torch.Generator().manual_seed(seed)
+    problem = _initialisation(cls, generator)
+    if problem:
+        return problem
+    with torch.no_grad():
+        for _ in range(12):
+            setting = _Setting(generator)
+            for probe in LAYER_PROBES:
+                problem = probe(cls, setting)
+                if problem:
+                    return problem
+    return None
