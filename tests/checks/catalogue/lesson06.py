@@ -8,9 +8,10 @@ renormalising after the softmax.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import torch
-from harness import TurnCheck, your_turn_answer
+from harness import QuestionCheck, TurnCheck, your_turn_answer
 
 import t5lesson as t5
 from t5lesson.layer import T5SelfAttention
@@ -464,3 +465,210 @@ def differs_layer(cls, seed):
                 if problem:
                     return problem
     return None
+
+
+ATTEND_LINES = ("        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)\n"
+                "        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)  # in float32, as t5lesson.softmax\n")
+KV_LINE = "            k, v = self.split_heads(self.k(source)), self.split_heads(self.v(source))\n"
+BIAS_CALL = "                position_bias = self.compute_bias(q_len, k_len, query_offset=past_len)\n"
+SUM_LINE = "        context = self.attend(self.scores(q, k) + position_bias, allowed, v)\n"
+CROSS_MASK = ("            allowed = torch.ones(1, 1, q_len, k_len, dtype=torch.bool)\n"
+              "            if attention_mask is not None:\n"
+              "                allowed = allowed & attention_mask.bool()[:, None, None, :]\n")
+SEGMENT_LINE = "            allowed = allowed & (segment_ids[:, None, :, None] == segment_ids[:, None, None, :])\n"
+
+LAYER_WRONG_EVERYWHERE = {  # the shared core: self-attention, cross-attention and packed rows all break
+    "the scores divided by sqrt(d_kv)": _slip(
+        ("        return q @ k.transpose(-1, -2)\n", "        return q @ k.transpose(-1, -2) / math.sqrt(self.d_kv)\n")),
+    "scores and bias divided by sqrt(d_kv)": _slip(
+        (SUM_LINE, "        context = self.attend((self.scores(q, k) + position_bias) / math.sqrt(self.d_kv), allowed, v)\n")),
+    "masked after the softmax (weights times the mask)": _slip(
+        (ATTEND_LINES, "        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype) * allowed\n")),
+    "masked scores set to 0": _slip(
+        ("scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)", "scores.masked_fill(~allowed, 0.0)")),
+    "the heads split with a reshape alone": _slip(
+        ("        return x.view(batch, n, self.num_heads, self.d_kv).transpose(1, 2)\n",
+         "        return x.reshape(batch, self.num_heads, n, self.d_kv)\n")),
+    "the heads merged without swapping back": _slip(
+        ("        return context.transpose(1, 2).reshape(batch, n, self.num_heads * self.d_kv)\n",
+         "        return context.reshape(batch, n, self.num_heads * self.d_kv)\n")),
+    "no output projection": _slip(
+        ("        return self.o(self.merge_heads(context)), position_bias, present\n",
+         "        return self.merge_heads(context), position_bias, present\n")),
+    "the softmax over the queries (dim=-2)": _slip(
+        ("torch.softmax(scores.float(), dim=-1)", "torch.softmax(scores.float(), dim=-2)")),
+    "the values projected with W_k": _slip(
+        (KV_LINE, "            k, v = self.split_heads(self.k(source)), self.split_heads(self.k(source))\n")),
+}
+
+LAYER_WRONG_BIAS = {  # the position bias: self-attention and packed rows break; cross-attention has none
+    "no position bias": _slip((BIAS_CALL, "                position_bias = q.new_zeros(1, self.num_heads, q_len, k_len)\n")),
+    "the bias looked up for query minus key": _slip(
+        ("relative_position_bucket(key_position - query_position,", "relative_position_bucket(query_position - key_position,")),
+    "the bias subtracted": _slip((SUM_LINE, SUM_LINE.replace("+ position_bias", "- position_bias"))),
+    "queries and keys swapped in the bias's permute": _slip(
+        (".permute(2, 0, 1).unsqueeze(0)", ".permute(2, 1, 0).unsqueeze(0)")),
+    "the bias added to the weights after the softmax": _slip(
+        (SUM_LINE, "        context = self.attend(self.scores(q, k), allowed, v)\n"),
+        ("        return weights @ v\n", "        return (weights + position_bias) @ v\n"),
+        ("    def attend(self, scores, allowed, v):", "    def attend(self, scores, allowed, v, position_bias=0):"),
+        ("self.attend(self.scores(q, k), allowed, v)", "self.attend(self.scores(q, k), allowed, v, position_bias)")),
+    "the offsets clipped into the table instead of bucketed": _slip(
+        ("        buckets = relative_position_bucket(key_position - query_position, bidirectional=not self.causal,\n"
+         "                                           num_buckets=self.num_buckets, max_distance=self.max_distance)\n",
+         "        buckets = (key_position - query_position).clamp(0, self.num_buckets - 1)\n")),
+}
+
+LAYER_WRONG_ONE_PART = {  # confined to cross-attention or to packed rows
+    "cross-attention recomputes the encoder's keys and values at every step": _slip(
+        ("        if cross and past_key_value is not None:  # the encoder's keys and values, computed at the first step\n"
+         "            k, v = past_key_value\n        else:\n", "        if True:\n"),
+        ("            if past_key_value is not None:  # self-attention", "            if past_key_value is not None and not cross:  # self-attention")),
+    "cross-attention adds a position bias (a table in every layer)": _slip(
+        ("        if has_relative_bias:\n            self.relative_attention_bias", "        if True:\n            self.relative_attention_bias"),
+        ('            if hasattr(self, "relative_attention_bias") and not cross:\n',
+         '            if hasattr(self, "relative_attention_bias"):\n')),
+    "cross-attention applies the causal mask": _slip(
+        (CROSS_MASK, "            allowed = self.allowed(q_len, k_len, attention_mask)\n")),
+    "cross-attention ignores the encoder's padding": _slip(
+        (CROSS_MASK, "            allowed = torch.ones(1, 1, q_len, k_len, dtype=torch.bool)\n")),
+    "cross-attention's keys and values from hidden_states": _slip(
+        ("            source = key_value_states if cross else hidden_states\n", "            source = hidden_states\n")),
+    "packed rows: segment_ids ignored": _slip((SEGMENT_LINE, "            pass\n")),
+    "packed rows: masked one way only (earlier examples visible)": _slip(
+        (SEGMENT_LINE, SEGMENT_LINE.replace("] == segment_ids", "] >= segment_ids"))),
+}
+
+LAYER_RIGHT = {
+    "transformers' T5Attention: shape/unshape, an additive finfo.min mask on the bias, softmax in float32": '''
+class MyT5Attention(nn.Module):
+    def __init__(self, d_model, num_heads, d_kv, causal=False, has_relative_bias=True, num_buckets=32,
+                 max_distance=128):
+        super().__init__()
+        self.is_decoder, self.n_heads, self.key_value_proj_dim = causal, num_heads, d_kv
+        self.relative_attention_num_buckets, self.relative_attention_max_distance = num_buckets, max_distance
+        self.inner_dim = num_heads * d_kv
+        self.q = nn.Linear(d_model, self.inner_dim, bias=False)
+        self.k = nn.Linear(d_model, self.inner_dim, bias=False)
+        self.v = nn.Linear(d_model, self.inner_dim, bias=False)
+        self.o = nn.Linear(self.inner_dim, d_model, bias=False)
+        self.q.weight.data.normal_(mean=0.0, std=(d_model * d_kv) ** -0.5)
+        self.k.weight.data.normal_(mean=0.0, std=d_model ** -0.5)
+        self.v.weight.data.normal_(mean=0.0, std=d_model ** -0.5)
+        self.o.weight.data.normal_(mean=0.0, std=(num_heads * d_kv) ** -0.5)
+        self.has_relative_attention_bias = has_relative_bias
+        if has_relative_bias:
+            self.relative_attention_bias = nn.Embedding(num_buckets, num_heads)
+
+    def compute_bias(self, query_length, key_length, past_seen_tokens=0):
+        context_position = torch.arange(past_seen_tokens, past_seen_tokens + query_length)[:, None]
+        memory_position = torch.arange(key_length)[None, :]
+        relative_position = memory_position - context_position
+        bucket = relative_position_bucket(relative_position, bidirectional=not self.is_decoder,
+                                          num_buckets=self.relative_attention_num_buckets,
+                                          max_distance=self.relative_attention_max_distance)
+        return self.relative_attention_bias(bucket).permute([2, 0, 1]).unsqueeze(0)
+
+    def forward(self, hidden_states, attention_mask=None, position_bias=None, past_key_value=None,
+                use_cache=False, key_value_states=None, segment_ids=None):
+        batch_size, seq_length = hidden_states.shape[:2]
+        is_cross_attention = key_value_states is not None
+        shape = lambda states: states.view(batch_size, -1, self.n_heads, self.key_value_proj_dim).transpose(1, 2)
+        query_states = shape(self.q(hidden_states))
+        past_len = 0
+        if is_cross_attention and past_key_value is not None:
+            key_states, value_states = past_key_value
+        else:
+            current_states = key_value_states if is_cross_attention else hidden_states
+            key_states, value_states = shape(self.k(current_states)), shape(self.v(current_states))
+            if past_key_value is not None:
+                past_len = past_key_value[0].shape[2]
+                key_states = torch.cat([past_key_value[0], key_states], dim=2)
+                value_states = torch.cat([past_key_value[1], value_states], dim=2)
+        key_length = key_states.shape[-2]
+        scores = torch.matmul(query_states, key_states.transpose(3, 2))
+        if position_bias is None:
+            if not self.has_relative_attention_bias or is_cross_attention:
+                position_bias = torch.zeros((1, self.n_heads, seq_length, key_length), dtype=scores.dtype)
+            else:
+                position_bias = self.compute_bias(seq_length, key_length, past_seen_tokens=past_len)
+        keep = torch.ones(batch_size, 1, seq_length, key_length, dtype=torch.bool)
+        if attention_mask is not None:
+            keep = keep & attention_mask[:, None, None, :].bool()
+        if self.is_decoder and not is_cross_attention:
+            keep = keep & (torch.arange(key_length)[None, :] <= torch.arange(seq_length)[:, None] + past_len)
+        if segment_ids is not None:
+            keep = keep & (segment_ids[:, None, :, None] == segment_ids[:, None, None, :])
+        causal_mask = (~keep).to(scores.dtype) * torch.finfo(scores.dtype).min
+        position_bias_masked = position_bias + causal_mask
+        scores += position_bias_masked
+        attn_weights = nn.functional.softmax(scores.float(), dim=-1).type_as(scores)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).contiguous().view(batch_size, -1, self.inner_dim)
+        present = (key_states, value_states) if use_cache else None
+        return self.o(attn_output), position_bias, present
+''',
+    "einsum and torch.where with -1e9, masks from tril-like comparisons, weights as Parameters of nn.Linear": '''
+class MyT5Attention(nn.Module):
+    def __init__(self, d_model, num_heads, d_kv, causal=False, has_relative_bias=True, num_buckets=32,
+                 max_distance=128):
+        super().__init__()
+        self.h, self.d, self.causal, self.nb, self.md = num_heads, d_kv, causal, num_buckets, max_distance
+        for name, (fan_out, fan_in), std in (("q", (num_heads * d_kv, d_model), (d_model * d_kv) ** -0.5),
+                                            ("k", (num_heads * d_kv, d_model), d_model ** -0.5),
+                                            ("v", (num_heads * d_kv, d_model), d_model ** -0.5),
+                                            ("o", (d_model, num_heads * d_kv), (num_heads * d_kv) ** -0.5)):
+            linear = nn.Linear(fan_in, fan_out, bias=False)
+            nn.init.normal_(linear.weight, 0.0, std)
+            setattr(self, name, linear)
+        if has_relative_bias:
+            self.relative_attention_bias = nn.Embedding(num_buckets, num_heads)
+
+    def heads(self, t):
+        return t.unflatten(-1, (self.h, self.d)).permute(0, 2, 1, 3)
+
+    def forward(self, hidden_states, attention_mask=None, position_bias=None, past_key_value=None,
+                use_cache=False, key_value_states=None, segment_ids=None):
+        q = self.heads(self.q(hidden_states))
+        offset = 0
+        if key_value_states is not None:
+            k, v = past_key_value if past_key_value is not None else (
+                self.heads(self.k(key_value_states)), self.heads(self.v(key_value_states)))
+        else:
+            k, v = self.heads(self.k(hidden_states)), self.heads(self.v(hidden_states))
+            if past_key_value is not None:
+                offset = past_key_value[0].shape[-2]
+                k, v = torch.cat((past_key_value[0], k), -2), torch.cat((past_key_value[1], v), -2)
+        i = torch.arange(q.shape[-2])[:, None] + offset
+        j = torch.arange(k.shape[-2])[None, :]
+        if position_bias is None:
+            if key_value_states is None and hasattr(self, "relative_attention_bias"):
+                b = relative_position_bucket(j - i, not self.causal, self.nb, self.md)
+                position_bias = self.relative_attention_bias.weight[b].permute(2, 0, 1)[None]
+            else:
+                position_bias = torch.zeros(1, self.h, i.shape[0], j.shape[1])
+        ok = torch.ones(1, 1, i.shape[0], j.shape[1], dtype=torch.bool)
+        if self.causal and key_value_states is None:
+            ok = ok & (j <= i)
+        if attention_mask is not None:
+            ok = ok & (attention_mask[:, None, None, :] == 1)
+        if segment_ids is not None:
+            ok = ok & (segment_ids.unsqueeze(1).unsqueeze(-1) == segment_ids.unsqueeze(1).unsqueeze(-2))
+        logits = torch.einsum("bhqd,bhkd->bhqk", q, k) + position_bias
+        weights = torch.where(ok, logits, torch.tensor(-1e9)).softmax(-1)
+        out = torch.einsum("bhqk,bhkd->bqhd", weights, v).flatten(-2)
+        return self.o(out), position_bias, (k, v) if use_cache else None
+''',
+}
+
+CHECKS += [
+    QuestionCheck(id="exercise 06 q4", answer=LAYER_ANSWER, wrong=LAYER_WRONG_EVERYWHERE, right=LAYER_RIGHT,
+                  differs=differs_layer, namespace=_layer_namespace, entry="MyT5Attention", max_mutants=20,
+                  exercise="06_t5_layer", question="q4"),
+    QuestionCheck(id="exercise 06 q4, two parts", answer=LAYER_ANSWER, wrong=LAYER_WRONG_BIAS, right=LAYER_RIGHT,
+                  differs=differs_layer, namespace=_layer_namespace, entry="MyT5Attention", max_mutants=0,
+                  exercise="06_t5_layer", question="q4", below=Fraction(5, 9)),
+    QuestionCheck(id="exercise 06 q4, one part", answer=LAYER_ANSWER, wrong=LAYER_WRONG_ONE_PART, right=LAYER_RIGHT,
+                  differs=differs_layer, namespace=_layer_namespace, entry="MyT5Attention", max_mutants=0,
+                  exercise="06_t5_layer", question="q4", below=Fraction(7, 9)),
+]
