@@ -212,7 +212,8 @@ CHECKS = [
 # under 1/3 of the whole when it breaks all three (the shared core: scores, masks, heads, projections),
 # under 1/3 + 2/9 = 5/9 when it breaks two (the position bias: self-attention and packed rows; cross-
 # attention has none), under 2/3 + 1/9 = 7/9 when it is confined to one part. The first entry makes the
-# mutants; the others have max_mutants=0.
+# mutants, from the shared core's methods only (a mutant elsewhere breaks one or two parts, which one fixed
+# `below` cannot judge); the others have max_mutants=0.
 
 def _solution_class() -> str:
     """The class of solutions/06_t5_layer.ipynb's q4 answer cell, the solution markers dropped."""
@@ -437,7 +438,8 @@ def _initialisation(cls, generator) -> str | None:
     """T5's initial std of each projection, on a layer large enough to measure it within a few percent."""
     from t5lesson.layer import init_stds
 
-    config = {"d_model": 192, "num_heads": 3, "d_kv": 48, "causal": bool(torch.randint(0, 2, (1,), generator=generator))}
+    causal = bool(torch.randint(0, 2, (1,), generator=generator))
+    config = {"d_model": 192, "num_heads": 3, "d_kv": 48, "causal": causal}
     torch.manual_seed(int(torch.randint(0, 10**6, (1,), generator=generator)))
     layer = cls(**config)
     for name, std in init_stds(192, 3, 48).items():
@@ -468,7 +470,8 @@ def differs_layer(cls, seed):
 
 
 ATTEND_LINES = ("        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)\n"
-                "        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)  # in float32, as t5lesson.softmax\n")
+                "        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype)"
+                "  # in float32, as t5lesson.softmax\n")
 KV_LINE = "            k, v = self.split_heads(self.k(source)), self.split_heads(self.v(source))\n"
 BIAS_CALL = "                position_bias = self.compute_bias(q_len, k_len, query_offset=past_len)\n"
 SUM_LINE = "        context = self.attend(self.scores(q, k) + position_bias, allowed, v)\n"
@@ -479,9 +482,11 @@ SEGMENT_LINE = "            allowed = allowed & (segment_ids[:, None, :, None] =
 
 LAYER_WRONG_EVERYWHERE = {  # the shared core: self-attention, cross-attention and packed rows all break
     "the scores divided by sqrt(d_kv)": _slip(
-        ("        return q @ k.transpose(-1, -2)\n", "        return q @ k.transpose(-1, -2) / math.sqrt(self.d_kv)\n")),
+        ("        return q @ k.transpose(-1, -2)\n",
+         "        return q @ k.transpose(-1, -2) / math.sqrt(self.d_kv)\n")),
     "scores and bias divided by sqrt(d_kv)": _slip(
-        (SUM_LINE, "        context = self.attend((self.scores(q, k) + position_bias) / math.sqrt(self.d_kv), allowed, v)\n")),
+        (SUM_LINE,
+         "        context = self.attend((self.scores(q, k) + position_bias) / math.sqrt(self.d_kv), allowed, v)\n")),
     "masked after the softmax (weights times the mask)": _slip(
         (ATTEND_LINES, "        weights = torch.softmax(scores.float(), dim=-1).to(v.dtype) * allowed\n")),
     "masked scores set to 0": _slip(
@@ -502,9 +507,11 @@ LAYER_WRONG_EVERYWHERE = {  # the shared core: self-attention, cross-attention a
 }
 
 LAYER_WRONG_BIAS = {  # the position bias: self-attention and packed rows break; cross-attention has none
-    "no position bias": _slip((BIAS_CALL, "                position_bias = q.new_zeros(1, self.num_heads, q_len, k_len)\n")),
+    "no position bias": _slip(
+        (BIAS_CALL, "                position_bias = q.new_zeros(1, self.num_heads, q_len, k_len)\n")),
     "the bias looked up for query minus key": _slip(
-        ("relative_position_bucket(key_position - query_position,", "relative_position_bucket(query_position - key_position,")),
+        ("relative_position_bucket(key_position - query_position,",
+         "relative_position_bucket(query_position - key_position,")),
     "the bias subtracted": _slip((SUM_LINE, SUM_LINE.replace("+ position_bias", "- position_bias"))),
     "queries and keys swapped in the bias's permute": _slip(
         (".permute(2, 0, 1).unsqueeze(0)", ".permute(2, 1, 0).unsqueeze(0)")),
@@ -521,11 +528,14 @@ LAYER_WRONG_BIAS = {  # the position bias: self-attention and packed rows break;
 
 LAYER_WRONG_ONE_PART = {  # confined to cross-attention or to packed rows
     "cross-attention recomputes the encoder's keys and values at every step": _slip(
-        ("        if cross and past_key_value is not None:  # the encoder's keys and values, computed at the first step\n"
+        ("        if cross and past_key_value is not None:"
+         "  # the encoder's keys and values, computed at the first step\n"
          "            k, v = past_key_value\n        else:\n", "        if True:\n"),
-        ("            if past_key_value is not None:  # self-attention", "            if past_key_value is not None and not cross:  # self-attention")),
+        ("            if past_key_value is not None:  # self-attention",
+         "            if past_key_value is not None and not cross:  # self-attention")),
     "cross-attention adds a position bias (a table in every layer)": _slip(
-        ("        if has_relative_bias:\n            self.relative_attention_bias", "        if True:\n            self.relative_attention_bias"),
+        ("        if has_relative_bias:\n            self.relative_attention_bias",
+         "        if True:\n            self.relative_attention_bias"),
         ('            if hasattr(self, "relative_attention_bias") and not cross:\n',
          '            if hasattr(self, "relative_attention_bias"):\n')),
     "cross-attention applies the causal mask": _slip(
@@ -533,7 +543,8 @@ LAYER_WRONG_ONE_PART = {  # confined to cross-attention or to packed rows
     "cross-attention ignores the encoder's padding": _slip(
         (CROSS_MASK, "            allowed = torch.ones(1, 1, q_len, k_len, dtype=torch.bool)\n")),
     "cross-attention's keys and values from hidden_states": _slip(
-        ("            source = key_value_states if cross else hidden_states\n", "            source = hidden_states\n")),
+        ("            source = key_value_states if cross else hidden_states\n",
+         "            source = hidden_states\n")),
     "packed rows: segment_ids ignored": _slip((SEGMENT_LINE, "            pass\n")),
     "packed rows: masked one way only (earlier examples visible)": _slip(
         (SEGMENT_LINE, SEGMENT_LINE.replace("] == segment_ids", "] >= segment_ids"))),
@@ -664,6 +675,7 @@ class MyT5Attention(nn.Module):
 CHECKS += [
     QuestionCheck(id="exercise 06 q4", answer=LAYER_ANSWER, wrong=LAYER_WRONG_EVERYWHERE, right=LAYER_RIGHT,
                   differs=differs_layer, namespace=_layer_namespace, entry="MyT5Attention", max_mutants=20,
+                  mutate=("split_heads", "scores", "attend", "merge_heads"),
                   exercise="06_t5_layer", question="q4"),
     QuestionCheck(id="exercise 06 q4, two parts", answer=LAYER_ANSWER, wrong=LAYER_WRONG_BIAS, right=LAYER_RIGHT,
                   differs=differs_layer, namespace=_layer_namespace, entry="MyT5Attention", max_mutants=0,
