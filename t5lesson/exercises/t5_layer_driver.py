@@ -30,8 +30,9 @@ Plans: "init" (the std of each projection right after construction), "full" (out
 pass), "bias" (the position_bias a pass returns), "steps" (outputs of token-by-token decoding
 with the cache, concatenated), "steps_bias" (the position_bias of the last cached step) and
 "two_layers" (the output of a layer without a table, handed the bias of layer 0); a case with
-`encoder` states is cross-attention: "full" (one pass) or "cross_steps" (token by token, the
-cache handed back each step); a case with `segments` (packed rows) passes them as `segment_ids`.
+`encoder` states is cross-attention: "full" (one pass) or "cross_steps" (a 2-token prompt, then
+token by token, the cache handed back each step); a case with `segments` (packed rows) passes them
+as `segment_ids`.
 
 Self-contained: standard library only at import time (torch is imported when a case runs),
 no relative imports, because it is run with `exec` from its source text; there the harvest hands
@@ -158,20 +159,22 @@ def _need_cache(past):
 
 
 def _cross_attention(torch, module, x, states, attention_mask, plan):
-    """Plans "full" (one pass) and "cross_steps" (token by token, the cache handed back each step)."""
+    """Plans "full" (one pass) and "cross_steps" (a 2-token prompt, then token by token, the cache handed back
+    each step; W_k and W_v may run only in the first call)."""
     if plan == "full":
         output, _, _ = _parts(_cross(module, x, states, attention_mask), torch)
         return _need(output, "output", torch)
     past, outputs, calls = None, [], []
     hooks = [getattr(module, name).register_forward_hook(lambda *_: calls.append(1)) for name in ("k", "v")]
     try:
-        for t in range(x.shape[1]):
+        first = min(2, x.shape[1])  # a 2-token prompt, then token by token (t5_layer_cases.decoding_steps)
+        for start, end in [(0, first)] + [(t, t + 1) for t in range(first, x.shape[1])]:
             del calls[:]
-            output, _, past = _parts(_cross(module, x[:, t:t + 1], states, attention_mask,
+            output, _, past = _parts(_cross(module, x[:, start:end], states, attention_mask,
                                             past_key_value=past, use_cache=True), torch)
             outputs.append(_need(output, "output", torch))
             _need_cache(past)
-            if t and calls:  # the outputs are the same either way: only the projections' calls tell
+            if start and calls:  # the outputs are the same either way: only the projections' calls tell
                 raise GradingSetupError(
                     "with the cache, cross-attention ran W_k and W_v on the encoder's states again at a later "
                     "step; those states do not change while the decoder writes, so later calls should use the "
