@@ -40,7 +40,7 @@ missing_variable,1,1,1,0,1,1,4,4,,13,graded
 not_a_notebook,0,0,0,0,0,0,0,0,,0,unreadable
 not_json,0,0,0,0,0,0,0,0,,0,unreadable
 output_flood,1,1,1,1,1,1,4,4,,14,graded
-partial,0,1,1,1,1,0,0.67,4,,8.22,graded
+partial,0,1,1,1,1,0,0.22,4,,8.22,graded
 raises,1,1,1,1,1,0,4,4,,13,graded
 reordered,1,1,1,1,0,1,4,4,,13,graded
 shortcut,1,1,1,1,1,1,0,4,,10,graded
