@@ -147,8 +147,13 @@ def test_each_submission_meets_its_own_hidden_cases_and_a_regrade_the_same(tmp_p
     write(edited, folder / "pat_again.ipynb")
     first, again = _drawn_for_each(folder, "one class seed"), _drawn_for_each(folder, "one class seed")
     assert first == again  # a regrade meets the same cases
+    shared = total = 0
     for one, other in (("pat", "sam"), ("pat", "pat_again"), ("sam", "pat_again")):
         for question in ("q7", "q8"):
             mine, theirs = first[one][question], first[other][question]
-            shared = sum(a == b for a, b in zip(mine, theirs, strict=True))
-            assert mine != theirs and shared < len(mine) / 2, (one, other, question, shared, len(mine))
+            assert mine != theirs, (one, other, question)
+            shared += sum(a == b for a, b in zip(mine, theirs, strict=True))
+            total += len(mine)
+    # each case comes from one of VARIANTS drawn sets, so two students share about a quarter of the
+    # drawn cases by chance (and every fixed one); one pair may share more, the class as a whole not
+    assert shared < total / 2, (shared, total)
