@@ -192,7 +192,9 @@ _HIDDEN_FAMILIES = (
     (lambda rng: (True, int(rng.choice([8, 10, 12])), int(rng.integers(14, 31))),
      [(0, "exact"), (1, "exact"), (-1, "exact"), (1, "log"), (1, "log"), (-1, "log"), (-1, "log"), (1, "beyond"),
       (-1, "beyond")]),
-    (lambda rng: (False, int(rng.choice([12, 16, 20])), int(rng.integers(24, 49))),
+    # an odd decoder table: its one side has an odd number of buckets, where per_side // 2 and
+    # per_side / 2 part (the public cases hold one too)
+    (lambda rng: (False, int(rng.choice([13, 17, 21])), int(rng.integers(24, 49))),
      [(0, "exact"), (-1, "exact")] + [(-1, "log")] * 3 + [(-1, "beyond"), (1, "log")]),
     (lambda rng: (True, int(rng.choice([27, 33, 41])), int(rng.integers(100, 201))),
      [(0, "exact"), (1, "log"), (-1, "log"), (1, "exact"), (-1, "exact"), (1, "beyond"), (-1, "beyond")]),

@@ -174,3 +174,13 @@ def your_turn_answer(stem: str, name: str) -> str:
                     if not (isinstance(node, ast.Assign) and "your_turn(" in ast.unparse(node.value))]
             return "\n\n".join(ast.get_source_segment(block, node) for node in body) + "\n"
     raise KeyError(f"no answer block {name!r} in solutions/your_turn/{stem}.py")
+
+
+def solution_answer(stem: str, name: str) -> str:
+    """The solution notebook's code for function `name` (solutions/<stem>.ipynb), its solution marks left out."""
+    cells = json.loads((ROOT / "solutions" / f"{stem}.ipynb").read_text())["cells"]
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and f"def {name}(" in source:
+            return "\n".join(line for line in source.splitlines() if "### " not in line) + "\n"
+    raise KeyError(f"no cell defines {name} in solutions/{stem}.ipynb")
