@@ -361,6 +361,10 @@ def _three_lengths(answers, budget):
     return len({len(a) for a in answers}) >= 3
 
 
+def _two_lengths(answers, budget):
+    return len({len(a) for a in answers}) >= 2
+
+
 TOPICS = (
     Topic("one string", (Row((3, 8), _long(5)),), 12, (0.0, 2.0)),
     Topic("a padded batch of two", (Row((5, 8), _long(3)), Row((1, 3), _long(3))), 12, (-2.0, 0.0)),
@@ -377,9 +381,10 @@ TOPICS = (
     # them give other tokens, each on at least one row: a string done at its first finished hypothesis
     # (a later one may beat it), no last-step rule (the last step's open beams may beat what finished
     # before), an end token finishing a hypothesis at any rank of the four. With a budget of 12 such
-    # rows are rare (about one in a hundred); with a short budget, common enough to draw
+    # rows are rare (about one in a hundred); with a short budget, common enough to draw. The rows end
+    # at different steps, so that the padding after an end token counts here too
 ) + tuple(Topic(f"rules 3 and 4 decide ({budget} new tokens)", (Row((1, 8), _any),) * rows, budget, (0.0, 3.0),
-                slips=("first", "no_last", "any_rank"), candidates=16, weight=5) for budget, rows in
+                _two_lengths, slips=("first", "no_last", "any_rank"), candidates=16, weight=5) for budget, rows in
           ((2, 3), (3, 3), (4, 3), (6, 4)))
 # what each case is worth: the four cases of rules 3 and 4 hold 20 of the 28 points, so a beam search
 # that breaks one of those rules, and gets every other case right, earns 8 / 28, under a third; no one
@@ -488,9 +493,22 @@ def draw_case(topic: Topic, rng, seeds=DRAWN_SEEDS, tries: int = 100) -> Case:
     raise RuntimeError(f"no case for {topic.name!r} in {tries} draws: the topic's ranges do not fit the model")
 
 
+_DRAWS: dict[str, tuple] = {}  # generator state -> (the cases drawn from it, the state after)
+
+
 def hidden_cases(rng) -> tuple[Case, ...]:
-    """The grading cases (`Code.hidden`'s recipe): one per topic, in TOPICS' order, drawn from `rng`."""
-    return tuple(draw_case(topic, rng) for topic in TOPICS)
+    """The grading cases (`Code.hidden`'s recipe): one per topic, in TOPICS' order, drawn from `rng`.
+
+    Drawn once per generator state in a process (a draw takes seconds; a grader or a test that asks
+    again for a seed's cases gets the same ones, and `rng` is left where the draw would leave it)."""
+    key = repr(rng.bit_generator.state)
+    if key not in _DRAWS:
+        if len(_DRAWS) >= 64:
+            _DRAWS.clear()
+        _DRAWS[key] = (tuple(draw_case(topic, rng) for topic in TOPICS), rng.bit_generator.state)
+    cases, after = _DRAWS[key]
+    rng.bit_generator.state = after
+    return cases
 
 
 # --- feedback ---
@@ -549,9 +567,9 @@ CASE_SPECS = (
      "a longer answer"),
     (dict(seed=45, prompts=("715", "06", "69206908", "37113"), max_new_tokens=12, eos_scale=-1.9, shift=745607256),
      "four strings, their ends at different steps"),
-    (dict(seed=287, prompts=("2", "8012", "36"), max_new_tokens=2, eos_scale=1.37, shift=1847246971),
+    (dict(seed=287, prompts=("222234", "8012", "36"), max_new_tokens=2, eos_scale=1.37, shift=1847246971),
      "rules 3 and 4 decide (2 new tokens)"),
-    (dict(seed=943, prompts=("614", "0", "66"), max_new_tokens=3, eos_scale=1.24, shift=2131627779),
+    (dict(seed=943, prompts=("614", "0", "672641"), max_new_tokens=3, eos_scale=1.24, shift=2131627779),
      "rules 3 and 4 decide (3 new tokens)"),
     (dict(seed=626, prompts=("04853", "57716741", "02033282"), max_new_tokens=4, eos_scale=2.46, shift=1174152236),
      "rules 3 and 4 decide (4 new tokens)"),
