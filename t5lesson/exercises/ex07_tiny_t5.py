@@ -165,6 +165,9 @@ def _deciding_gaps(candidates, last: bool, eos: int) -> list[float]:
     return gaps
 
 
+EOS_RANKS = {"any_rank": 2 * BEAMS}  # how far down the candidates an end token finishes, by beam_search's rule
+
+
 def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest", gaps=None, firsts=None,
                 against=None, rule="generate") -> list[list[int]] | None:
     """The question's five rules on a StepModel: each string's best finished hypothesis, start token
@@ -204,8 +207,7 @@ def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest",
                 firsts.append(candidates[0][2])
             if len(finished[b]) < needed:  # with BEAMS finished, a string is done
                 finished[b] = _finished_after(finished[b], running[b], candidates, last and rule != "no_last",
-                                              None if gaps is None else gaps[b], 2 * BEAMS if rule == "any_rank"
-                                              else BEAMS)
+                                              None if gaps is None else gaps[b], EOS_RANKS.get(rule, BEAMS))
                 if against is not None and len(finished[b]) == BEAMS and finished[b][0][1] != against[b]:
                     return None
             going = _going_on(candidates)
