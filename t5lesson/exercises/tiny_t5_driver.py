@@ -170,11 +170,16 @@ def adapt(function):
     from t5lesson.seq2seq import CONFIG, StepModel, padded, structured_model
 
     def run(seed, prompts, max_new_tokens, eos_scale=1.0, shift=None, **_ignored):
-        offset = None if shift is None else logit_offset(shift, CONFIG["vocab_size"])
-        model = StepModel(structured_model(seed, eos_scale), offset)
-        input_ids, attention_mask = padded(prompts)
-        with torch.no_grad():
-            out = function(model, input_ids, attention_mask, max_new_tokens)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # the model is tiny: on busy cores a thread pool makes each call many times slower
+        try:
+            offset = None if shift is None else logit_offset(shift, CONFIG["vocab_size"])
+            model = StepModel(structured_model(seed, eos_scale), offset)
+            input_ids, attention_mask = padded(prompts)
+            with torch.no_grad():
+                out = function(model, input_ids, attention_mask, max_new_tokens)
+        finally:
+            torch.set_num_threads(threads)
         _check_form(out, len(prompts), max_new_tokens, torch)
         _check_calls(model, len(prompts), max_new_tokens, torch)
         _check_padding(out)
