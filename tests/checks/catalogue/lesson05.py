@@ -6,11 +6,9 @@ takes the same steps, see t5lesson/lengthgen/step_check.py). q5: slips in the cl
 """
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import torch
-from harness import ROOT, QuestionCheck, TurnCheck, your_turn_answer
+from harness import QuestionCheck, TurnCheck, solution_answer, your_turn_answer
 from torch.nn import functional as F
 
 from t5lesson._validate import ArgumentError
@@ -223,14 +221,7 @@ def training_step(model, optimizer, schedule, tokens, targets):
 # --- exercise 5, q5 ---------------------------------------------------------------------------
 
 
-def _solution_source(stem: str, name: str) -> str:
-    """The solution notebook's answer cell that defines `name`, without the solution markers."""
-    cells = json.loads((ROOT / "solutions" / f"{stem}.ipynb").read_text())["cells"]
-    for cell in cells:
-        text = "".join(cell["source"])
-        if cell["cell_type"] == "code" and f"def {name}(" in text:
-            return "\n".join(line for line in text.splitlines() if "### " not in line) + "\n"
-    raise KeyError(f"no cell defines {name} in solutions/{stem}.ipynb")
+_solution_source = solution_answer
 
 
 def differs_q5(function, seed):
