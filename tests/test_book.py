@@ -117,7 +117,9 @@ def test_build_is_clean(site):
     log = result.stdout + result.stderr
     assert result.returncode == 0, f"build failed (warnings are errors):\n{log[-6000:]}"
     assert not re.search(r"warning", log, re.I), f"the build printed a warning:\n{log[-6000:]}"
-    assert seconds < 120, f"the build took {seconds:.0f} s"
+    # a bound for a broken build, not a speed target: the build now draws every explorer's frames
+    # (book/frames.py), and on a shared, loaded machine it took 184 s where an idle one takes under 90
+    assert seconds < 360, f"the build took {seconds:.0f} s"
 
 
 def test_build_needs_no_network(site):
