@@ -1,6 +1,6 @@
 """Notebook 00's one hint(): the practice question's hints and the your-turn cell's, by name."""
-from t5lesson.lessons import your_turn as yt
 from t5lesson.check import checker
+from t5lesson.lessons import your_turn as yt
 from t5lesson.lessons.start_here import weight_of_b
 
 
