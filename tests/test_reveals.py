@@ -68,3 +68,21 @@ def test_a_folded_reveal_shows_a_neutral_line(path):
     for r in reveal_cells(cells):
         line = placeholder(cells[r])
         assert line == NEUTRAL, f"{path.name}: folded, reveal cell {r} shows {line!r}; print {NEUTRAL!r} first"
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.name for p in LESSONS])
+def test_the_text_that_discusses_a_result_is_folded_too(path):
+    """The Markdown right after a reveal discusses its result (unless it opens the next section with a
+    heading): it starts folded in a <details>, so the answer is not on screen before the cell runs."""
+    cells = json.loads(path.read_text())["cells"]
+    reveals = set(reveal_cells(cells))
+    for r in sorted(reveals):
+        after = r + 1
+        while after in reveals:
+            after += 1
+        if after >= len(cells) or cells[after]["cell_type"] != "markdown":
+            continue
+        text = "".join(cells[after]["source"]).lstrip()
+        if text.startswith("#"):
+            text = text.split("\n", 1)[1].lstrip() if "Where the last bucket starts" in text else "<details>"
+        assert text.startswith("<details>"), f"{path.name}: cell {after} discusses reveal {r}'s result unfolded"
