@@ -672,16 +672,18 @@ EXERCISE = Exercise(
         FreeText(
             id="q6", points=3, objectives=(6, 7), name="q6-answer",
             rubric=(
-                ("measured kept apart from inferred, with what was measured: whole answers fail from 9 and 10 "
-                 "digits on, where no pair or almost none reads an untrained bucket; at 16 and 32 digits only the "
-                 "first answer tokens are mostly right; both stacks' untrained buckets (encoder 6, 7, 14, 15; "
-                 "decoder 9 to 15) are read by about a fifth of the pairs at 16 digits and half at 32", 1),
-                ("the intervention read right: with every bucket trained (8 buckets, max_distance 10) the model "
-                 "gains a little at 9 and 10 digits and nothing at 16 and 32, where answers stop too early; so "
-                 "untrained buckets are at most a second cause, and the main one (inferred) is a reversal learned "
-                 "for the training lengths only, where to stop included. Saying cross-attention finds positions "
-                 "'by content alone' earns nothing: it reads the position the self-attention biases wrote into "
-                 "the hidden states", 1),
+                ("measured kept apart from inferred, with what was measured at each length: whole answers fail "
+                 "from 9 digits on, where no pair reads an untrained bucket; at 16 and 32 digits no whole answer is "
+                 "right and most answers stop too early, and at 32 digits even answer token 1 is often wrong; the "
+                 "untrained buckets (encoder 6, 7, 14, 15; decoder 9 to 15) are read by no pair at 9 digits, a few "
+                 "at 10, about a fifth at 16 and half at 32", 1),
+                ("the controls read right: patching the untrained buckets changes nothing at 9 digits, more than "
+                 "doubles whole answers at 10 (so there they cause much of the failure) and rescues nothing at 16 "
+                 "and 32; every bucket trained agrees at 10 and does better at 9, which it owes to its coarser "
+                 "bucketing, not to bucket values. Calling the untrained buckets the main cause at every length, or "
+                 "only a minor cause at every length, earns nothing here; so does saying cross-attention finds "
+                 "positions 'by content alone': it reads the position the self-attention biases wrote into the "
+                 "hidden states", 1),
                 ("a concrete further change with a predicted effect: train on a mix of lengths up to the test "
                  "length, with what it would and would not fix (lengths beyond the new training range), or "
                  "another test that separates the causes, with what each outcome would mean", 1),
@@ -689,8 +691,8 @@ EXERCISE = Exercise(
             checklist=(
                 "Does your answer say what section 6 measured, at which lengths, and which buckets those inputs "
                 "read, keeping each measurement apart from what you infer from it?",
-                "Does it say what the run with every bucket trained showed, and what that tells you about how "
-                "much the untrained buckets explain?",
+                "Does it say what the patch and the runs with every bucket trained showed, at which lengths, "
+                "and what that tells you about how much the untrained buckets explain?",
                 "Does it propose one further change or test, and say what you expect it to do, and what it "
                 "would leave unexplained?",
             ),

@@ -5,12 +5,15 @@
     untrained_buckets / untrained_pairs / untrained_table
                                                     per stack: the buckets no training pair reached, and the
                                                     (query, key) pairs of a longer input that read them
-    whole_answer_lines(results), run_figure(losses, results)
-                                                    what the lesson shows of its own run: bands, a figure
+    patch_untrained(model, train_tokens, config)    the control: a copy whose untrained buckets hold their
+                                                    nearest trained bucket's values, nothing retrained
+    run_lines(results, patched), run_figure(losses, results)
+                                                    what the lesson shows of its own run: numbers, a figure
     train_reversal(config, lengths, seed, recipe)   the lesson's training loop on transformers' T5 (section 2
                                                     shows it computes what the lesson's model computes)
-    SETTINGS, run_setting(name, seed)               the intervention: a bucketing whose every bucket training
-                                                    reaches, against the lesson's
+    SETTINGS, run_seed(seed)                        the stored experiment: the lesson's bucketing at 150 and
+                                                    400 steps, each also patched, and a bucketing whose
+                                                    every bucket training reaches
     load_intervention(), intervention_lines(data), findings(data)
                                                     the stored runs (benchmarks/length_intervention.py writes
                                                     and checks length_intervention.json)
@@ -35,9 +38,9 @@ from .pair_counts import bucket_pair_counts
 from .tiny_t5 import reverse_batch
 
 __all__ = ["LENGTHS", "STRINGS", "LengthResult", "per_position_accuracy", "accuracy_at_lengths",
-           "untrained_buckets", "untrained_pairs", "untrained_table", "WHOLE_BANDS", "whole_answer_lines",
-           "position_cells", "run_figure", "RECIPE", "train_reversal", "generate_decoder", "SETTINGS", "SEEDS",
-           "INTERVENTION_RECIPE", "INTERVENTION_PATH", "run_setting", "load_intervention", "mean_results",
+           "untrained_buckets", "untrained_pairs", "untrained_table", "nearest_trained", "patch_untrained",
+           "run_lines", "run_figure", "RECIPE", "train_reversal", "generate_decoder", "SETTINGS", "SEEDS",
+           "INTERVENTION_PATH", "run_seed", "load_intervention", "mean_results",
            "intervention_lines", "findings"]
 
 LENGTHS = (8, 9, 10, 16, 32)  # the longest trained length, one and two digits more, 2x and 4x
@@ -125,35 +128,62 @@ def untrained_table(lengths, train_tokens, config) -> str:
     return "\n".join(lines)
 
 
-# The whole-answer share of the lesson's own run, told in bands whose edges sit far from what the
-# run measured (on 500 strings, plain, under T5LESSON_PERTURB=1e-6 with seeds 0-2 and with
-# ATEN_CPU_CAPABILITY default and avx2): 8 digits 0.76-0.86, 9 digits 0.36-0.51, 10 digits and
-# more 0.014 or less. The lesson's 200 strings print the same bands in each of those runs.
-WHOLE_BANDS = ((0.05, "under 5%"), (0.25, "5% to 25%"), (0.65, "25% to 65%"), (0.97, "65% to 97%"),
-               (np.inf, "97% or more"))
+def nearest_trained(train_tokens, bidirectional, config) -> dict[int, int]:
+    """{untrained bucket: the trained bucket whose values it gets}: the nearest one below it on its side.
 
-
-def whole_answer_lines(results, lengths=None) -> str:
-    """One line per length (of `lengths`, default all): the share of strings whose whole answer is right, as a band.
-
-    At 9 and 10 digits one run's share sits near a band's edge (near 0.65 and near 0.05): runs here
-    printed both neighbouring bands, with the weights nudged and on other kernels. So the lesson
-    prints the lengths where it does not, and the stored runs give the others.
+    A higher bucket holds longer offsets, so the nearest trained bucket below an untrained one
+    holds the longest offsets training saw on that side (encoder 6, 7 <- 5 and 14, 15 <- 13,
+    decoder 9-15 <- 8 in the lesson's model).
     """
-    return "\n".join(f"{r.length:>2} digits: whole answer right {next(t for e, t in WHOLE_BANDS if r.whole < e)}"
-                     for r in results if lengths is None or r.length in lengths)
+    untrained = untrained_buckets(train_tokens, bidirectional, config)
+    half = config["num_buckets"] // 2 if bidirectional else 0
+    source = {}
+    for b in untrained:
+        first = half if bidirectional and b >= half else 0
+        below = [t for t in range(first, b) if t not in untrained]
+        if not below:
+            raise ArgumentError(f"bucket {b} has no trained bucket below it on its side")
+        source[b] = below[-1]
+    return source
 
 
-def _rounded(value, step=0.1):
-    return f"{round(float(value) / step) * step:.1f}"
+@torch.no_grad()
+def patch_untrained(model, train_tokens, config):
+    """A copy of `model` whose untrained bias buckets hold their nearest trained bucket's values.
+
+    Nothing is retrained, and only the bias tables change: a pair that reads a trained bucket
+    sees exactly what it saw before. Works on any model whose tables are named
+    `encoder...relative_attention_bias.weight` and `decoder...` ([num_buckets, heads]), as
+    transformers' T5 and the lesson's TinyT5 are.
+    """
+    import copy
+
+    patched = copy.deepcopy(model)
+    tables = [(name, weight) for name, weight in patched.named_parameters()
+              if name.endswith("relative_attention_bias.weight")]
+    if not tables:
+        raise ArgumentError("the model has no parameter named ...relative_attention_bias.weight")
+    for name, weight in tables:
+        for target, source in nearest_trained(train_tokens, name.startswith("encoder"), config).items():
+            weight[target] = weight[source]
+    return patched
 
 
-def position_cells(r, step=0.1) -> str:
-    """Answer tokens 1.. of one LengthResult rounded to `step`; past 10 tokens, 1-4 then means of 5-8, 9-12, 13-L."""
-    groups = [(t, t) for t in range(1, r.length + 1)] if r.length <= 10 else \
-        [(1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 12), (13, r.length)]
-    return " ".join(f"{lo if lo == hi else f'{lo}-{hi}'}:{_rounded(r.per_position[lo - 1:hi].mean(), step)}"
-                    for lo, hi in groups)
+def run_lines(results, patched=None) -> str:
+    """Per length: whole answers right, answers ended too early, answer token 1 right; beside each, if
+    `patched` is given, the same measured on the patched model."""
+    columns = ("whole answer right", "ended too early", "answer token 1 right")
+    if patched is None:
+        lines = [f"{'digits':>6}  " + "  ".join(f"{c:>20}" for c in columns)]
+        for r in results:
+            lines.append(f"{r.length:>6}  " + "  ".join(f"{v:>20.2f}" for v in (r.whole, r.early, r.per_position[0])))
+        return "\n".join(lines)
+    lines = [f"{'':>6}  " + "  ".join(f"{c:^20}" for c in columns),
+             f"{'digits':>6}  " + "  ".join([f"{'trained':>10}{'patched':>10}"] * 3)]
+    for r, p in zip(results, patched, strict=True):
+        pairs = ((r.whole, p.whole), (r.early, p.early), (r.per_position[0], p.per_position[0]))
+        lines.append(f"{r.length:>6}  " + "  ".join(f"{a:>10.2f}{b:>10.2f}" for a, b in pairs))
+    return "\n".join(lines)
 
 
 def _accuracy_axes(ax, results, chance=0.1):
@@ -242,37 +272,59 @@ def generate_decoder(model):
     return decode
 
 
-# The intervention. With 16 buckets the decoder's exact region alone spans offsets 0 to -7, and
-# its last bucket starts at -21: no bucketing with 16 buckets lets strings of 8 digits (9
-# tokens, offsets up to 8) reach every bucket. With 8 buckets and max_distance 10, every bucket
-# an offset can use is reached in both stacks by training offsets up to 8 (and no offset sits
-# on a float32 bucket edge). If untrained buckets were what breaks longer inputs, this model
-# would do much better at 16 and 32 digits than the lesson's.
+# The stored experiment. Each setting: (what it is, bucketing overrides, training steps, whether
+# the untrained buckets are patched after training). A patched setting decodes the very models
+# of the setting above it, so the two differ only in the untrained buckets' values.
+#
+# With 16 buckets the decoder's exact region alone spans offsets 0 to -7, and its last bucket
+# starts at -21: no bucketing with 16 buckets lets strings of 8 digits (9 tokens, offsets up to
+# 8) reach every bucket. With 8 buckets and max_distance 10, every bucket an offset uses is
+# reached in both stacks by training offsets up to 8 (and no offset sits on a float32 bucket
+# edge); but that bucketing is also much coarser, so it changes two things at once. The patch
+# changes one.
+#
+# The lesson trains 150 steps, which leaves some seeds short of learning even the training
+# lengths; 400 steps, the one-cycle schedule stretched to match, let every run learn them, so
+# that what fails at longer lengths is length.
 SETTINGS = {
-    "lesson": ("16 buckets, max_distance 24, as in the lesson", {}),
-    "all buckets trained": ("8 buckets, max_distance 10, every bucket of both stacks reached in training",
-                            {"num_buckets": 8, "max_distance": 10}),
+    "150 steps": ("the lesson's model and loop (16 buckets, max_distance 24)", {}, 150, False),
+    "150 steps, patched": ("those models, each untrained bucket set to its nearest trained one",
+                           {}, 150, True),
+    "400 steps": ("the lesson's model, trained longer", {}, 400, False),
+    "400 steps, patched": ("those models, patched the same way", {}, 400, True),
+    "all buckets trained": ("8 buckets and max_distance 10, every one trained; 400 steps",
+                            {"num_buckets": 8, "max_distance": 10}, 400, False),
 }
 SEEDS = (0, 1, 2, 3, 4)
 TRAIN_LENGTHS = (3, 8)
-# The lesson's 150 steps leave some seeds short of learning even the training lengths (a
-# mean loss over the last 20 steps of 0.1 to 0.4); 400 steps, the one-cycle schedule stretched
-# to match, let every run learn them, so that what fails at longer lengths is length.
-INTERVENTION_RECIPE = {**RECIPE, "steps": 400}
+TRAIN_TOKENS = TRAIN_LENGTHS[1] + 1  # the longest training sequence: 8 digits and the end token
 INTERVENTION_PATH = Path(__file__).with_name("length_intervention.json")
 
 
-def run_setting(name, seed, config=CONFIG, n=STRINGS) -> dict:
-    """Train one run of a setting of SETTINGS and measure it at LENGTHS: a JSON-ready row."""
-    if name not in SETTINGS:
-        raise ArgumentError(f"setting must be one of {list(SETTINGS)}, got {name!r}")
-    config = {**config, **SETTINGS[name][1]}
-    model, losses = train_reversal(config, TRAIN_LENGTHS, seed, INTERVENTION_RECIPE)
-    results = accuracy_at_lengths(generate_decoder(model), n=n)
+def _row(name, seed, losses, results) -> dict:
     return {"setting": name, "seed": seed, "final_loss": round(float(np.mean(losses[-20:])), 4),
             "whole": {str(r.length): round(r.whole, 4) for r in results},
             "early": {str(r.length): round(r.early, 4) for r in results},
             "per_position": {str(r.length): [round(float(a), 4) for a in r.per_position] for r in results}}
+
+
+def run_seed(seed, config=CONFIG, n=STRINGS, settings=SETTINGS):
+    """Train each distinct (bucketing, steps) of `settings` once with this seed, and measure each setting.
+
+    Yields one JSON-ready row per setting: the final loss, and per length of LENGTHS the whole,
+    early and per-position accuracies. A patched setting reuses the trained model of its
+    unpatched twin and only patches a copy.
+    """
+    trained = {}
+    for name, (_, overrides, steps, patched) in settings.items():
+        key = (tuple(sorted(overrides.items())), steps)
+        setting_config = {**config, **overrides}
+        if key not in trained:
+            trained[key] = train_reversal(setting_config, TRAIN_LENGTHS, seed, {**RECIPE, "steps": steps})
+        model, losses = trained[key]
+        if patched:
+            model = patch_untrained(model, TRAIN_TOKENS, setting_config)
+        yield _row(name, seed, losses, accuracy_at_lengths(generate_decoder(model), n=n))
 
 
 def load_intervention(path=INTERVENTION_PATH) -> dict:
@@ -301,17 +353,33 @@ def mean_results(data, setting) -> list[LengthResult]:
             for n in data["lengths"]]
 
 
-def intervention_lines(data, step=0.1) -> str:
-    """Per setting: the whole answer, the share that ended too early and each answer token, means over seeds."""
-    seeds = sorted({r["seed"] for r in data["runs"]})
-    lines = [f"{len(seeds)} runs per setting (seeds {seeds[0]}-{seeds[-1]}), {data['recipe']['steps']} steps each;",
-             f"means over the runs, {data['strings']} strings per length"]
-    for name, (description, _) in data["settings"].items():  # lines fit a 90-character page
-        lines += [f"{name}:", f"  {description}",
-                  f"{'digits':>6} {'whole':>5} {'ended early':>11}  answer token t: share right"]
-        for r in mean_results(data, name):
-            lines.append(f"{r.length:>6} {_rounded(r.whole, step):>5} {_rounded(r.early, step):>11}  "
-                         + position_cells(r, step))
+def _runs(data, setting) -> list[dict]:
+    return sorted((r for r in data["runs"] if r["setting"] == setting), key=lambda r: r["seed"])
+
+
+def intervention_lines(data) -> str:
+    """The stored settings as a table: per length, whole answers, early stops and token 1, means over runs;
+    then the 400-step runs one by one at 9 and 10 digits, as trained and patched."""
+    seeds = [r["seed"] for r in _runs(data, next(iter(data["settings"])))]
+    width = 27  # the row labels' column
+    lines = [f"{len(seeds)} runs per setting (seeds {seeds[0]}-{seeds[-1]}), {data['strings']} strings per length:"]
+    lines += [f"  {name}: {description}" for name, (description, *_) in data["settings"].items()]
+    lines += ["", "means over the runs" + " " * (width - 19) + "".join(f"{n:>6}" for n in data["lengths"])
+              + "  digits"]
+    for title, value in (("whole answer right", lambda r: r.whole), ("ended too early", lambda r: r.early),
+                         ("answer token 1 right", lambda r: r.per_position[0])):
+        lines.append(title)
+        for name in data["settings"]:
+            lines.append(f"  {name:<{width - 2}}" + "".join(f"{value(r):>6.2f}" for r in mean_results(data, name)))
+    lines += ["", "each run" + " " * (width - 8) + "".join(f"{s:>6}" for s in seeds) + "  seed"]
+    for title, rows in (("whole answer right", ((8, "150 steps"), (9, "400 steps"), (10, "400 steps"),
+                                                (10, "400 steps, patched"))),
+                        ("answer token 1 right at 32 digits", ((32, "150 steps"), (32, "400 steps")))):
+        lines.append(title)
+        for n, name in rows:
+            label = name if n == 32 else f"{n} digits, {name}".replace(" steps, patched", ", patched")
+            values = [r["per_position"][str(n)][0] if n == 32 else r["whole"][str(n)] for r in _runs(data, name)]
+            lines.append(f"  {label:<{width - 2}}" + "".join(f"{v:>6.2f}" for v in values))
     return "\n".join(lines)
 
 
@@ -321,22 +389,61 @@ def findings(data) -> list[tuple[str, bool]]:
     benchmarks/length_intervention.py --check recomputes the runs and checks these on the new
     numbers: on another CPU the runs differ in their digits, and these statements must not.
     """
-    means = {name: {r.length: r for r in mean_results(data, name)} for name in data["settings"]}
-    lesson, trained = means["lesson"], means["all buckets trained"]
-    both = (lesson, trained)
+    mean = {name: {r.length: r for r in mean_results(data, name)} for name in data["settings"]}
+    runs = {name: _runs(data, name) for name in data["settings"]}
+    return _patch_findings(mean, runs) + _long_input_findings(mean, runs)
+
+
+LONG = ("400 steps", "400 steps, patched", "all buckets trained")  # the settings whose runs learn 8 digits
+
+
+def _whole(runs, name, n) -> list[float]:
+    return [r["whole"][str(n)] for r in runs[name]]
+
+
+def _patch_findings(mean, runs) -> list[tuple[str, bool]]:
+    """8 to 10 digits: what training length and the patch do."""
+    learned_9 = [i for i, w in enumerate(_whole(runs, "400 steps", 9)) if w > 0.5]
+    before, after = _whole(runs, "400 steps", 10), _whole(runs, "400 steps, patched", 10)
+    unchanged = all(a["whole"][n] == b["whole"][n] and a["per_position"][n] == b["per_position"][n]
+                    for steps in ("150", "400") for n in ("8", "9")
+                    for a, b in zip(runs[f"{steps} steps"], runs[f"{steps} steps, patched"], strict=True))
     return [
-        ("both settings learn the training lengths: whole answers at 8 digits right in over 90%",
-         all(m[8].whole > 0.9 for m in both)),
-        ("the lesson's bucketing already fails at 9 and 10 digits: whole answers under 80% and under 30%",
-         lesson[9].whole < 0.8 and lesson[10].whole < 0.3),
-        ("at 9 and 10 digits most wrong answers, in both settings, stop too early",
-         all(m[n].early > 0.5 * (1 - m[n].whole) for m in both for n in (9, 10))),
-        ("at 16 and 32 digits no setting gets 5% of whole answers right",
-         all(m[n].whole < 0.05 for m in both for n in (16, 32))),
-        ("at 16 digits both settings get answer tokens 1 to 8 right more than 60% of the time",
-         all(m[16].per_position[:8].mean() > 0.6 for m in both)),
-        ("at 16 and 32 digits, in both settings, answer tokens 13 on are right under 10% of the time (chance)",
-         all(m[n].per_position[12:].mean() < 0.1 for m in both for n in (16, 32))),
-        ("with every bucket trained, at 16 and 32 digits over 90% of answers stop too early",
-         all(trained[n].early > 0.9 for n in (16, 32))),
+        ("at 400 steps every run learns the training lengths: over 95% of 8-digit answers right",
+         all(min(_whole(runs, name, 8)) > 0.95 for name in LONG)),
+        ("at 150 steps none has yet: under 90% of 8-digit answers right in every run",
+         max(_whole(runs, "150 steps", 8)) < 0.9),
+        ("patching changes no answer at 8 and 9 digits (no pair of those inputs reads an untrained bucket)",
+         unchanged),
+        ("at 9 digits every bucket trained (8 buckets) does better than the lesson's bucketing at 400 steps",
+         mean["all buckets trained"][9].whole > mean["400 steps"][9].whole),
+        ("at 10 digits the patch at least doubles the mean share of whole answers right, at 150 and 400 steps",
+         all(mean[f"{s} steps, patched"][10].whole >= 2 * mean[f"{s} steps"][10].whole for s in ("150", "400"))),
+        ("at 10 digits the patch at least doubles it in every 400-step run with most 9-digit answers right",
+         bool(learned_9) and all(after[i] >= 2 * before[i] for i in learned_9)),
+        ("the 400-step runs with most 9-digit answers wrong get under 5% of 10-digit answers right, patched or not",
+         all(max(before[i], after[i]) < 0.05 for i in range(len(before)) if i not in learned_9)),
+        ("at 10 digits training every bucket (8 buckets) gives about what the patch gives: within 0.15",
+         abs(mean["all buckets trained"][10].whole - mean["400 steps, patched"][10].whole) < 0.15),
+        ("at 9 and 10 digits the 400-step runs get answer tokens 1 to 8 right in over 95% of strings",
+         all(mean[name][n].per_position[:8].mean() > 0.95 for name in LONG for n in (9, 10))),
+    ]
+
+
+def _long_input_findings(mean, runs) -> list[tuple[str, bool]]:
+    """16 and 32 digits: no rescue, early stops, the first answer token."""
+    first_at_32 = [r["per_position"]["32"][0] for rs in runs.values() for r in rs]
+    return [
+        ("at 16 and 32 digits every setting gets under 1% of whole answers right",
+         all(m[n].whole < 0.01 for m in mean.values() for n in (16, 32))),
+        ("at 16 and 32 digits most 400-step answers stop too early, and over 90% once the untrained "
+         "buckets hold trained values (patched, or all trained)",
+         all(mean[name][n].early > 0.5 for name in LONG for n in (16, 32))
+         and all(mean[name][n].early > max(0.9, mean["400 steps"][n].early) for name in LONG[1:] for n in (16, 32))),
+        ("at 16 digits the 400-step runs get answer token 1 right in over 85% of strings",
+         all(mean[name][16].per_position[0] > 0.85 for name in LONG)),
+        ("at 32 digits no setting gets answer token 1 right in 75% of strings, and some runs in under 20%",
+         all(m[32].per_position[0] < 0.75 for m in mean.values()) and min(first_at_32) < 0.2),
+        ("at 16 and 32 digits answer tokens 13 on are right in under 10% of strings in every setting",
+         all(m[n].per_position[12:].mean() < 0.1 for m in mean.values() for n in (16, 32))),
     ]

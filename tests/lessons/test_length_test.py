@@ -1,4 +1,8 @@
-"""Lesson 7, section 6: per-position accuracy, untrained-bucket counts, the stored intervention runs."""
+"""Lesson 7, section 6: per-position accuracy, untrained-bucket counts, the patch, the stored runs."""
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -14,14 +18,17 @@ from t5lesson.lessons.length_test import (
     intervention_lines,
     load_intervention,
     mean_results,
+    nearest_trained,
+    patch_untrained,
     per_position_accuracy,
     run_figure,
+    run_lines,
     untrained_buckets,
     untrained_pairs,
     untrained_table,
-    whole_answer_lines,
 )
 from t5lesson.lessons.tiny_t5 import CONFIG, EOS, PAD
+from t5lesson.seq2seq import random_model
 
 
 def perfect(input_ids, attention_mask, max_new_tokens):
@@ -76,8 +83,32 @@ def fake_results(lengths=LENGTHS):
     return [LengthResult(n, 0.5, np.linspace(1, 0.1, n), 0.0) for n in lengths]
 
 
+def test_each_untrained_bucket_takes_the_nearest_trained_bucket_below_it_on_its_side():
+    assert nearest_trained(9, True, CONFIG) == {6: 5, 7: 5, 14: 13, 15: 13}
+    assert nearest_trained(9, False, CONFIG) == dict.fromkeys(range(9, 16), 8)
+    assert nearest_trained(9, True, {**CONFIG, **SETTINGS["all buckets trained"][1]}) == {}
+
+
+def test_the_patch_changes_only_the_untrained_buckets_of_a_copy():
+    model = random_model(0)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    patched = dict(patch_untrained(model, 9, CONFIG).named_parameters())
+    changed = {}
+    for name, value in before.items():
+        assert torch.equal(dict(model.named_parameters())[name], value)  # the original is untouched
+        rows = [i for i in range(value.shape[0]) if not torch.equal(patched[name][i], value[i])]
+        if rows:
+            changed[name.split(".")[0]] = rows
+            assert all(torch.equal(patched[name][i], value[src])
+                       for i, src in nearest_trained(9, name.startswith("encoder"), CONFIG).items())
+    assert changed == {"encoder": [6, 7, 14, 15], "decoder": list(range(9, 16))}
+    with pytest.raises(ArgumentError, match="relative_attention_bias"):
+        patch_untrained(torch.nn.Linear(2, 2), 9, CONFIG)
+
+
 def test_lines_and_figures():
-    assert "8 digits" in whole_answer_lines(fake_results())
+    table = run_lines(fake_results(), fake_results())
+    assert "patched" in table and len(table.splitlines()) == 2 + len(LENGTHS)
     fig = run_figure(np.geomspace(3, 0.05, 150), fake_results())
     assert "loss" in alt_text(fig) and "32 digits" in alt_text(fig)
 
@@ -94,7 +125,8 @@ def test_stored_intervention_is_well_formed():
                 assert values.shape == (n,) and ((0 <= values) & (values <= 1)).all()
                 assert 0 <= r["whole"][str(n)] <= values.min() + 1e-9  # a whole answer needs every token
         assert len(mean_results(data, setting)) == len(LENGTHS)
-    assert "all buckets trained" in intervention_lines(data)
+    printed = intervention_lines(data)
+    assert all(name in printed for name in SETTINGS) and max(map(len, printed.splitlines())) <= 90
     assert all(holds for _, holds in findings(data))  # what the lesson says of the stored runs
 
 
@@ -103,3 +135,18 @@ def test_missing_file_and_unknown_setting_are_clear_errors(tmp_path):
         load_intervention(tmp_path / "none.json")
     with pytest.raises(ArgumentError, match="no stored runs"):
         mean_results(load_intervention(), "no such setting")
+
+
+def _section_six_text() -> str:
+    root = Path(__file__).resolve().parents[2]
+    cells = json.loads((root / "notebooks" / "07_tiny_t5.ipynb").read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    answer = [c for c in json.loads((root / "solutions" / "07_tiny_t5.ipynb").read_text())["cells"]
+              if "".join(c["source"]).startswith("Measured, in the stored runs")]
+    return text[text.index("## 6. Past"):text.index("## Check yourself")] + "".join(answer[0]["source"])
+
+
+def test_every_share_lesson_7_and_its_model_answer_quote_is_printed_from_the_stored_runs():
+    printed = intervention_lines(load_intervention())
+    quoted = set(re.findall(r"\b[01]\.\d\d\b", _section_six_text()))
+    assert len(quoted) >= 10 and sorted(n for n in quoted if n not in printed) == []
