@@ -5,8 +5,9 @@
     a = attention(q(h), k(h), v(h), bias)     T5 style: unscaled q.k + position bias + causal mask
     logits = unembed(LayerNorm(x + o(a)))
 
-With no positional embeddings and no MLP, everything the model knows about order comes from
-the position bias, so changing the scheme changes only that.
+With no positional embeddings and no MLP, everything the model knows about relative order comes
+from the position bias, so changing the scheme changes only that. (The causal mask still tells a
+query how many keys it sees, through the softmax's normaliser: a hint of absolute position.)
 
 One instance holds several independent models (one per seed) side by side: every weight has a
 leading "model" axis and the models never mix. Training three seeds together costs little more

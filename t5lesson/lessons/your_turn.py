@@ -153,10 +153,16 @@ def _kind(value) -> str:
     return f"a {type(value).__name__}"
 
 
+def _is_module(value) -> bool:
+    """A torch `nn.Module`, known by its class's ancestry (this file imports no torch)."""
+    return any(c.__name__ == "Module" and c.__module__.startswith("torch.nn") for c in type(value).__mro__)
+
+
 def _short(value) -> str:
     array = _as_array(value)
     if array is None:
-        return _kind(value) if type(value).__repr__ is object.__repr__ or len(repr(value)) > 60 else repr(value)
+        plain = type(value).__repr__ is object.__repr__ or _is_module(value) or len(repr(value)) > 60
+        return _kind(value) if plain else repr(value)
     if array.ndim == 0 and np.issubdtype(array.dtype, np.floating):
         return f"{float(array):.6g}"  # 1.0 as 1, not "1." (which reads as the end of a sentence)
     return np.array2string(array, precision=4, threshold=12, edgeitems=3, max_line_width=10**6)

@@ -26,3 +26,13 @@ def test_a_large_array_argument_is_named_by_its_shape(capsys):
     assert "table=an array of shape [32, 4], n=3" in out and "1, expected 0." in out
     yt.your_turn("first", lambda table, n: table[:n] + 1, _first, [(np.arange(3.0), 1)])
     assert "([0. 1. 2.], 1)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_module_argument_is_named_by_its_class_not_its_repr(capsys):
+    torch = __import__("pytest").importorskip("torch")
+    layer = torch.nn.Sequential(torch.nn.Linear(64, 64, bias=False), torch.nn.Linear(64, 64, bias=False))
+    for module, name in ((layer, "a Sequential"), (torch.nn.Linear(2, 2), "a Linear")):
+        yt.your_turn("first", lambda table, n, model: table[:n] + 1, lambda table, n, model: table[:n],
+                     [dict(table=np.zeros(4), n=2, model=module)])
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"model={name}" in out and "in_features" not in out, out
