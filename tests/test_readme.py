@@ -47,3 +47,14 @@ def test_module_table_matches_the_folders():
         if path.name != "__init__.py" and not folder.startswith(DOCUMENTED_IN_GRADING_MD):
             actual[folder].add(path.stem)
     assert dict(listed) == dict(actual)
+
+
+def test_suggested_times_are_the_stated_estimate():
+    """The lesson table's times are what tools/sitting_times.py computes from the notebooks as they are."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sitting_times", ROOT / "tools" / "sitting_times.py")
+    sitting_times = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sitting_times)
+    quoted = sitting_times.readme_times((ROOT / "README.md").read_text())
+    assert quoted == sitting_times.estimates(), "run python tools/sitting_times.py and copy its column into README.md"
