@@ -144,6 +144,8 @@ def _check_per_offset(per_offset, q_len, k_len):
 def bias_score_mod(per_offset, q_len, query_offset=0):
     """A FlexAttention score_mod that adds T5's bias: score + per_offset[h, kv_idx - q_idx + q_len - 1].
 
+    per_offset: [heads, q_len + k_len - 1], from `per_offset_bias`.
+
     The index is the offset kv_idx - (q_idx + query_offset) minus the lowest offset,
     -(q_len - 1 + query_offset): query_offset cancels, as the cache only moves which values
     `per_offset_bias` looked up. No 1/sqrt(d_kv) anywhere: flex_t5_attention passes scale=1.0.
@@ -153,24 +155,28 @@ def bias_score_mod(per_offset, q_len, query_offset=0):
     if not isinstance(per_offset, torch.Tensor) or per_offset.ndim != 2 or per_offset.shape[1] < q_len:
         raise ArgumentError(f"per_offset must be a tensor [heads, q_len + k_len - 1] with q_len={q_len}, "
                             f"got {_described(per_offset)}")
-    lowest = q_len - 1
+    lowest, last = q_len - 1, per_offset.shape[1] - 1
 
     def score_mod(score, b, h, q_idx, kv_idx):
-        return score + per_offset[h, kv_idx - q_idx + lowest]
+        # The clamp changes no index of a real (query, key) pair. It keeps the lookup inside the
+        # vector where a fused kernel also scores the padding of a partial block, and it lets the
+        # compiler prove the bound (PyTorch 2.13's CPU code for the bounds check does not compile).
+        return score + per_offset[h, (kv_idx - q_idx + lowest).clamp(0, last)]
 
     return score_mod
 
 
 def full_bias_score_mod(position_bias):
     """A score_mod for a materialised bias [1 or batch, heads, q_len, k_len] (a stack whose layer 0 is eager)."""
+    last_q, last_kv = position_bias.shape[2] - 1, position_bias.shape[3] - 1  # clamped as in bias_score_mod
     if position_bias.shape[0] == 1:
         bias = position_bias[0]
 
         def score_mod(score, b, h, q_idx, kv_idx):
-            return score + bias[h, q_idx, kv_idx]
+            return score + bias[h, q_idx.clamp(0, last_q), kv_idx.clamp(0, last_kv)]
     else:
         def score_mod(score, b, h, q_idx, kv_idx):
-            return score + position_bias[b, h, q_idx, kv_idx]
+            return score + position_bias[b, h, q_idx.clamp(0, last_q), kv_idx.clamp(0, last_kv)]
 
     return score_mod
 
