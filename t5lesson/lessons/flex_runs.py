@@ -64,7 +64,10 @@ def _layer_lines(rows) -> list[str]:
     for r in rows:
         ours_ms, ours_gib = r["score_mod_ms"], r["score_mod_peak_gib"]
         for key, label in LAYER_BACKENDS:
-            ms, gib = r[f"{key}_ms"], r[f"{key}_peak_gib"]
+            ms, gib = r.get(f"{key}_ms"), r.get(f"{key}_peak_gib")
+            if ms is None:  # a backend that could not run on that machine (a new run records why)
+                lines.append(f"{r['L']:>7,}  {label:<28} {'did not run':>17}")
+                continue
             ratios = f"{ms / ours_ms:>14.0f}x {gib / ours_gib:>11.0f}x" if key != "score_mod" else ""
             lines.append(f"{r['L']:>7,}  {label:<28} {ms:>7g} {gib:>9g} {ratios}".rstrip())
     return lines
