@@ -235,7 +235,8 @@ def flex_t5_attention(q, k, v, *, score_mod=None, mask_mod=None, compiled=False)
     q [batch, heads, q_len, d_kv], k and v [batch, heads, k_len, d_kv]. With a mask_mod the
     BlockMask is built here, with create_block_mask. compiled=False runs flex_attention eagerly
     (its unfused reference path; PyTorch's warning about it is silenced), compiled=True through
-    torch.compile (the fused kernel; slow to compile on first use).
+    torch.compile (the fused kernel; slow to compile on first use, and compiled again for each new
+    shape: meant for fixed lengths, such as a benchmark or a prompt, not token-by-token decoding).
 
     On CPU, when q, k or v require grad (training), PyTorch has no flex_attention backward: the
     call then goes to `flex_reference`, the same score_mod and mask_mod applied to dense scores,
@@ -249,7 +250,10 @@ def flex_t5_attention(q, k, v, *, score_mod=None, mask_mod=None, compiled=False)
     block_mask = None
     if mask_mod is not None:
         batch = q.shape[0] if getattr(mask_mod, "per_batch", True) else None
-        block_mask = create_block_mask(mask_mod, batch, None, q.shape[2], k.shape[2], device=q.device)
+        # On a GPU the compiled path also compiles the block mask's construction, so that no
+        # [batch, 1, q_len, k_len] grid of booleans is built there either.
+        block_mask = create_block_mask(mask_mod, batch, None, q.shape[2], k.shape[2], device=q.device,
+                                       _compile=compiled and q.device.type == "cuda")
     if compiled:
         return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=1.0)
     with warnings.catch_warnings():
