@@ -201,13 +201,14 @@ def t5_mask_mod(*, causal, key_padding=None, query_offset=0):
             raise ArgumentError("key_padding must be a tensor [batch, k_len] of 1 (token) and 0 (padding), "
                                 f"got {_described(key_padding)}")
         key_padding = key_padding.bool()
+    last = key_padding.shape[1] - 1 if key_padding is not None else 0
 
     def mask_mod(b, h, q_idx, kv_idx):
         allowed = kv_idx >= 0  # a boolean of the right shape: every key, before the two masks
         if causal:
             allowed = allowed & (kv_idx <= q_idx + query_offset)
-        if key_padding is not None:
-            allowed = allowed & key_padding[b, kv_idx]
+        if key_padding is not None:  # clamped as in bias_score_mod: the padding of a partial block stays inside
+            allowed = allowed & key_padding[b, kv_idx.clamp(0, last)]
         return allowed
 
     mask_mod.per_batch = key_padding is not None
