@@ -237,20 +237,24 @@ class T5SelfAttention(nn.Module):
                                     f"got {list(attention_mask.shape)}")
         return 0 if cross else past_len
 
+    def project(self, hidden_states, past_key_value=None, key_value_states=None):
+        """(q, k, v), each [batch, heads, length, d_kv]: the projections, with the cache's keys and values."""
+        q = self.split_heads(self.q(hidden_states))
+        if key_value_states is not None and past_key_value is not None:  # cross, later steps: the cache as it is
+            return (q, *past_key_value)
+        source = hidden_states if key_value_states is None else key_value_states
+        k, v = self.split_heads(self.k(source)), self.split_heads(self.v(source))
+        if past_key_value is not None:  # self-attention: the cached keys and values go first
+            k = torch.cat([past_key_value[0], k], dim=2)
+            v = torch.cat([past_key_value[1], v], dim=2)
+        return q, k, v
+
     def forward(self, hidden_states, attention_mask=None, position_bias=None, past_key_value=None,
                 use_cache=False, key_value_states=None) -> AttentionOutput:
         """hidden_states [batch, seq_len, d_model]; attention_mask of 1/0, [batch, past_len + seq_len]
         (self-attention) or [batch, enc_len] (cross-attention, the encoder's padding)."""
         past_len = self._check_inputs(hidden_states, attention_mask, past_key_value, key_value_states)
-        q = self.split_heads(self.q(hidden_states))
-        if key_value_states is not None and past_key_value is not None:  # cross, later steps: the cache as it is
-            k, v = past_key_value
-        else:
-            source = hidden_states if key_value_states is None else key_value_states
-            k, v = self.split_heads(self.k(source)), self.split_heads(self.v(source))
-            if past_key_value is not None:  # self-attention: the cached keys and values go first
-                k = torch.cat([past_key_value[0], k], dim=2)
-                v = torch.cat([past_key_value[1], v], dim=2)
+        q, k, v = self.project(hidden_states, past_key_value, key_value_states)
         q_len, k_len = q.shape[2], k.shape[2]
         if position_bias is None:  # layer 0 computes it; a layer without a table is handed it
             if self.has_relative_bias:

@@ -110,5 +110,5 @@ def test_no_import_cycles():
 def test_top_folder_holds_only_the_core_and_the_composition_roots():
     top = {p.stem for p in PACKAGE.glob("*.py")}
     assert top == {"__init__", "_validate", "buckets", "bias", "scores", "layer", "saturation",
-                   "reference", "perturbation", "seq2seq", "check", "grade"}
+                   "reference", "perturbation", "seq2seq", "flex", "check", "grade"}
     assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")} == set(ROOMS)
