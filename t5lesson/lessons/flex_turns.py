@@ -218,7 +218,7 @@ def check_flex_attend(learner, reference):
 FLEX_HINTS = (
     "The bias of a pair depends only on its offset, key position minus query position. How many different "
     "offsets occur between q_len queries that start at position query_offset and k_len keys, and which is the "
-    "lowest? Where does flex_attention's own 1/sqrt(d) come in, and how do you turn it off?",
+    "lowest? And what does flex_attention do to the scores by default that T5 does not?",
     "Bucket the offsets from the lowest, -(query_offset + q_len - 1), up to k_len - query_offset - 1, with the "
     "layer's own rule and settings, and read the table at those buckets: one row per head. In score_mod the "
     "pair (q_idx, kv_idx) has offset kv_idx - (q_idx + query_offset); subtract the lowest offset to get its "

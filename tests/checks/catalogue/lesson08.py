@@ -64,7 +64,8 @@ def differs(function, seed):
             got, want = torch.where(seen, got, 0.0), torch.where(seen, want, 0.0)
             if not torch.allclose(got, want, atol=1e-5, rtol=0):
                 kind = "decoder" if layer.causal else "encoder"
-                return f"flex_attend on a {kind} ({layer.num_buckets} buckets), {q.shape[2]} queries from {offset}: differs"
+                return (f"flex_attend on a {kind} ({layer.num_buckets} buckets), {q.shape[2]} queries from "
+                        f"{offset}: differs")
     return None
 
 
@@ -101,7 +102,8 @@ WRONG = {
                                                     "max_distance=layer.max_distance)", ")")),
     "the causal mask forgotten": _slip(
         ("            allowed = allowed & (kv_idx <= q_idx + query_offset)\n", "            pass\n")),
-    "query_offset counted twice in the index": _slip((INDEX, "per_offset[h, kv_idx - q_idx - query_offset + q_len - 1]")),
+    "query_offset counted twice in the index": _slip(
+        (INDEX, "per_offset[h, kv_idx - q_idx - query_offset + q_len - 1]")),
     "the causal mask without query_offset": _slip(("kv_idx <= q_idx + query_offset", "kv_idx <= q_idx")),
 }
 
