@@ -75,3 +75,19 @@ def test_the_check_leaves_the_layers_methods_as_they_were():
     with flex_turns._Watched(layer):
         assert "compute_bias" in layer.__dict__
     assert "compute_bias" not in layer.__dict__ and "allowed" not in layer.__dict__
+
+
+def test_handing_the_work_to_the_package_is_told_so(capsys):
+    from t5lesson import flex
+    from t5lesson.lessons.your_turn import CALLS_COURSE, your_turn
+
+    def flex_attend(layer, q, k, v, query_offset=0, key_padding=None):
+        per_offset = flex.per_offset_bias(layer.relative_attention_bias.weight, q.shape[2], k.shape[2],
+                                          bidirectional=not layer.causal, max_distance=layer.max_distance,
+                                          query_offset=query_offset)
+        return flex.flex_t5_attention(q, k, v, score_mod=flex.bias_score_mod(per_offset, q.shape[2], query_offset),
+                                      mask_mod=flex.t5_mask_mod(causal=layer.causal, key_padding=key_padding,
+                                                                query_offset=query_offset))
+
+    assert your_turn("flex_attend", flex_attend) is flex_turns.flex_attend
+    assert CALLS_COURSE in " ".join(capsys.readouterr().out.split())
