@@ -16,11 +16,12 @@ cannot do this, as it takes no arbitrary additive bias.
 Two paths, the same numbers:
 - eager (`compiled=False`, the default): `flex_attention` without `torch.compile`. PyTorch then
   runs an unfused reference implementation that evaluates score_mod and mask_mod on the whole
-  score grid, so it does build [batch, heads, q_len, k_len] scores internally; our code builds no
-  bias or mask tensor of that size. Starts at once, works everywhere: what the lessons and the
-  tests use.
+  score grid (and `create_block_mask` evaluates the mask_mod on a [batch, 1, q_len, k_len] grid of
+  booleans), so it does hold full-size scores internally; our code builds no bias or mask tensor
+  of that size. Starts at once, works everywhere: what the lessons and the tests use.
 - compiled (`compiled=True`): `torch.compile(flex_attention)`, the fused kernel. Compiling takes
-  a while on first use (gcc on CPU, Triton on a GPU); `benchmarks/flex_attention.py` uses it.
+  a while on first use (a C++ compiler on CPU, Triton on a GPU); `benchmarks/flex_attention.py`
+  uses it.
 
 Rows whose every key is masked (a padding query of a causal layer with left padding, or a batch
 row whose mask is all zeros): `T5SelfAttention` fills masked scores with finfo.min, so such a row
@@ -30,13 +31,17 @@ padding position, which T5 ignores downstream (its output is the output projecti
 i.e. zeros). Every other row never sees it either: a padding position is masked as a key.
 
 Bucketing on the device: `offset_buckets` runs transformers' float32 operations with torch, on the
-table's device, over the distinct offsets only; no NumPy and no copy to the host. At the few tie
-offsets (see `t5lesson.buckets`), it returns the exact bucket, as `relative_position_bucket` does;
-the tie offsets depend only on the configuration and are found once, with integers.
+table's device, over the distinct offsets only: the offsets and buckets never leave the device.
+At the few tie offsets (see `t5lesson.buckets`) it returns the exact bucket, as
+`relative_position_bucket` does; which offsets are ties depends only on the configuration, so
+they are found once per configuration, with integer arithmetic, and cached.
 
-Gradients: the per-offset values come from the table by indexing, so gradients flow to the table
-through flex_attention's backward. On CPU both paths are deterministic; on a GPU the gradient
-to the per-offset values is accumulated with atomics and is not.
+Gradients: the per-offset values come from the table by indexing, so gradients flow to the table.
+PyTorch 2.13 has no flex_attention backward on CPU when q, k or v need gradients (training);
+there `flex_t5_attention` runs `flex_reference`, the same mods applied to dense scores. With q, k
+and v frozen, the table's gradient goes through flex_attention's own backward. On CPU every path
+is deterministic; on a GPU the gradient to the per-offset values is accumulated with atomics and
+is not.
 """
 from __future__ import annotations
 
@@ -144,6 +149,8 @@ def _check_per_offset(per_offset, q_len, k_len):
 def bias_score_mod(per_offset, q_len, query_offset=0):
     """A FlexAttention score_mod that adds T5's bias: score + per_offset[h, kv_idx - q_idx + q_len - 1].
 
+    per_offset: [heads, q_len + k_len - 1], from `per_offset_bias`.
+
     The index is the offset kv_idx - (q_idx + query_offset) minus the lowest offset,
     -(q_len - 1 + query_offset): query_offset cancels, as the cache only moves which values
     `per_offset_bias` looked up. No 1/sqrt(d_kv) anywhere: flex_t5_attention passes scale=1.0.
@@ -153,24 +160,28 @@ def bias_score_mod(per_offset, q_len, query_offset=0):
     if not isinstance(per_offset, torch.Tensor) or per_offset.ndim != 2 or per_offset.shape[1] < q_len:
         raise ArgumentError(f"per_offset must be a tensor [heads, q_len + k_len - 1] with q_len={q_len}, "
                             f"got {_described(per_offset)}")
-    lowest = q_len - 1
+    lowest, last = q_len - 1, per_offset.shape[1] - 1
 
     def score_mod(score, b, h, q_idx, kv_idx):
-        return score + per_offset[h, kv_idx - q_idx + lowest]
+        # The clamp changes no index of a real (query, key) pair. It keeps the lookup inside the
+        # vector where a fused kernel also scores the padding of a partial block, and it lets the
+        # compiler prove the bound (PyTorch 2.13's CPU code for the bounds check does not compile).
+        return score + per_offset[h, (kv_idx - q_idx + lowest).clamp(0, last)]
 
     return score_mod
 
 
 def full_bias_score_mod(position_bias):
     """A score_mod for a materialised bias [1 or batch, heads, q_len, k_len] (a stack whose layer 0 is eager)."""
+    last_q, last_kv = position_bias.shape[2] - 1, position_bias.shape[3] - 1  # clamped as in bias_score_mod
     if position_bias.shape[0] == 1:
         bias = position_bias[0]
 
         def score_mod(score, b, h, q_idx, kv_idx):
-            return score + bias[h, q_idx, kv_idx]
+            return score + bias[h, q_idx.clamp(0, last_q), kv_idx.clamp(0, last_kv)]
     else:
         def score_mod(score, b, h, q_idx, kv_idx):
-            return score + position_bias[b, h, q_idx, kv_idx]
+            return score + position_bias[b, h, q_idx.clamp(0, last_q), kv_idx.clamp(0, last_kv)]
 
     return score_mod
 
@@ -207,7 +218,9 @@ def t5_mask_mod(*, causal, key_padding=None, query_offset=0):
 
 @functools.cache
 def _compiled_flex():
-    return torch.compile(flex_attention)
+    # One static kernel per shape: with dynamic shapes PyTorch 2.13's CPU code generator can emit
+    # C++ that does not compile once a second length has been seen.
+    return torch.compile(flex_attention, dynamic=False)
 
 
 def _needs_dense_path(q, k, v) -> bool:

@@ -385,7 +385,8 @@ EXERCISE = Exercise(
             )) + ("t5lesson.bias:relative_bias", "t5lesson.lessons.bucket_steps:bucket_steps",
                   "t5lesson.lessons.bucket_steps:bucket_of", f"{__name__}:reference_buckets",
                   "t5lesson.reference:reference_bucket", "transformers:",
-                  "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket"),
+                  "transformers.models.t5.modeling_t5:T5Attention._relative_position_bucket",
+                  "t5lesson.flex:offset_buckets", "t5lesson.flex:_log_buckets"),
             # question 8 is answered with the package's bucketing (and question 4 with its ranges):
             # these stay usable until this answer is read
             open_until_read=tuple(f"t5lesson.buckets:{name}" for name in (

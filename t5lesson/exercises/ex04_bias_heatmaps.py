@@ -236,7 +236,9 @@ EXERCISE = Exercise(
                      "t5lesson.exercises.ex04_bias_heatmaps:reference_bias_lists",
                      "t5lesson.exercises.ex04_bias_heatmaps:reference_step_biases",
                      "t5lesson.lessons.toy_heads:bias_from_table",
-                     "t5lesson.lessons.position_figures:bias_by_offset", "transformers:"),
+                     "t5lesson.lessons.position_figures:bias_by_offset", "transformers:",
+                     "t5lesson.flex:offset_buckets", "t5lesson.flex:per_offset_bias", "t5lesson.flex:dense_bias",
+                     "t5lesson.flex:FlexT5SelfAttention.per_offset_bias"),
             hints=(
                 "at each call, which tokens are queries, and at which positions do they sit? Which keys can "
                 "they see, the cached ones included?",

@@ -28,7 +28,7 @@ _CASES = f"{t5_layer_cases.__name__}"
 _T5_COPIES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "udop", "pop2piano", "pix2struct")
 _BLOCKED = (
     *(f"transformers.models.{name}.modeling_{name}:*" for name in _T5_COPIES),
-    "t5lesson.layer:*", "t5lesson.bias:*", "t5lesson.reference:*", "t5lesson.lessons.layer_build:*",
+    "t5lesson.layer:*", "t5lesson.bias:*", "t5lesson.flex:*", "t5lesson.reference:*", "t5lesson.lessons.layer_build:*",
     "t5lesson.scores:attention", "t5lesson.scores:attention_scores", f"{_CASES}:*",
 )
 

@@ -53,20 +53,24 @@ def _attention_lines(rows) -> list[str]:
     lines = [f"{'L':>7} {'dtype':>5} {'eager ms':>9} {'GiB':>6} {'flex ms':>8} {'GiB':>6} {'faster':>7} "
              f"{'less memory':>11} {'largest diff':>12}"]
     for r in rows:
-        lines.append(f"{r['L']:>7,} {r['dtype']:>5} {r['eager_ms']:>9g} {r['eager_peak_gib']:>6g} "
-                     f"{r['flex_ms']:>8g} {r['flex_peak_gib']:>6g} {r['eager_ms'] / r['flex_ms']:>6.1f}x "
+        lines.append(f"{r['L']:>7,} {r['dtype']:>5} {r['eager_ms']:>9.4g} {r['eager_peak_gib']:>6.4g} "
+                     f"{r['flex_ms']:>8.4g} {r['flex_peak_gib']:>6.4g} {r['eager_ms'] / r['flex_ms']:>6.1f}x "
                      f"{r['eager_peak_gib'] / r['flex_peak_gib']:>10.0f}x {r['largest_difference']:>12.1e}")
     return lines
 
 
 def _layer_lines(rows) -> list[str]:
-    lines = [f"{'L':>7}  {'one layer, bf16':<28} {'ms':>7} {'peak GiB':>9} {'ours is faster':>15} {'less memory':>12}"]
+    title = "one layer, " + (rows[0]["dtype"] if rows else "")
+    lines = [f"{'L':>7}  {title:<28} {'ms':>7} {'peak GiB':>9} {'ours is faster':>15} {'less memory':>12}"]
     for r in rows:
         ours_ms, ours_gib = r["score_mod_ms"], r["score_mod_peak_gib"]
         for key, label in LAYER_BACKENDS:
-            ms, gib = r[f"{key}_ms"], r[f"{key}_peak_gib"]
+            ms, gib = r.get(f"{key}_ms"), r.get(f"{key}_peak_gib")
+            if ms is None:  # a backend that could not run on that machine (a new run records why)
+                lines.append(f"{r['L']:>7,}  {label:<28} {'did not run':>17}")
+                continue
             ratios = f"{ms / ours_ms:>14.0f}x {gib / ours_gib:>11.0f}x" if key != "score_mod" else ""
-            lines.append(f"{r['L']:>7,}  {label:<28} {ms:>7g} {gib:>9g} {ratios}".rstrip())
+            lines.append(f"{r['L']:>7,}  {label:<28} {ms:>7.4g} {gib:>9.4g} {ratios}".rstrip())
     return lines
 
 
@@ -90,7 +94,7 @@ def gpu_runs_table(which="attention", runs=None) -> str:
     lines = _header(runs) + body(runs[which]["rows"])
     if which == "layer" and runs["layer"].get("largest_difference_note"):
         lines.append(runs["layer"]["largest_difference_note"])
-    lines.append("measured on that GPU and stored; not re-measured here")
+    lines.append("measured on that machine and stored; not re-measured here")
     return "\n".join(_wrapped(lines))
 
 

@@ -289,3 +289,17 @@ def test_gradients_reach_the_table_as_in_the_eager_layer(causal):
 def test_errors(call, message):
     with pytest.raises(ArgumentError, match=message):
         call()
+
+
+def test_the_compiled_kernel_matches_on_a_length_that_is_not_a_whole_block():
+    """torch.compile's fused kernel (the benchmark's path), causal with padding, at 130 = one block of 128 + 2."""
+    import shutil
+
+    if not shutil.which("g++") and not shutil.which("gcc"):
+        pytest.skip("torch.compile on CPU needs a C++ compiler")
+    eager, flex = _pair(True, 5)
+    flex.compiled = True
+    x, pad = _inputs(5, length=130)
+    with torch.no_grad():
+        _assert_rows_match(flex(x, attention_mask=pad).output, eager(x, attention_mask=pad).output,
+                           _valid_rows(pad, True, 130))

@@ -144,3 +144,38 @@ def test_float_tolerance():
     assert q5.problem(want, {"ok": harvest.to_plain([call + 1e-12 for call in calls])}) is None
     assert q5.problem(want, {"ok": harvest.to_plain([call + 1e-3 for call in calls])}) is not None
     assert math.isclose(EX04.auto_points, 11) and math.isclose(EX03.auto_points, 14)
+
+
+def _flex_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+    """Question 7 answered with lesson 8's device-side bucketing: every offset in one range, then looked up."""
+    from t5lesson.flex import offset_buckets
+
+    rel = np.asarray(relative_position)
+    n = int(np.abs(rel).max()) + 1
+    buckets = offset_buckets(n, n, bidirectional=bidirectional, num_buckets=num_buckets, max_distance=max_distance)
+    out = buckets.numpy()[rel + n - 1]
+    return int(out) if out.ndim == 0 else out.tolist()
+
+
+def _flex_step_biases(table, prompt_len, new_tokens, max_distance=128):
+    """Question 5 of exercise 4 answered with lesson 8's per-offset bias, laid out."""
+    import torch
+
+    from t5lesson.flex import dense_bias, per_offset_bias
+
+    table = torch.as_tensor(np.asarray(table, dtype=np.float64))
+    calls = [(prompt_len, prompt_len, 0)] + [(1, prompt_len + t, prompt_len + t - 1) for t in range(1, new_tokens + 1)]
+    return [dense_bias(per_offset_bias(table, q, k, bidirectional=False, max_distance=max_distance, query_offset=o),
+                       q, k)[0].tolist() for q, k, o in calls]
+
+
+def test_lesson_8s_flex_module_cannot_answer_the_bucket_and_bias_questions():
+    """t5lesson.flex buckets and lays out the bias too: blocked with the rest while these answers run."""
+    from t5lesson.exercises.ex04_bias_heatmaps import reference_step_biases
+
+    assert _flex_buckets([-10, 10, 0]) == [8, 24, 0]  # both work outside grading
+    table = np.random.default_rng(0).normal(size=(32, 2))
+    assert _flex_step_biases(table, 5, 3, 20) == reference_step_biases(table, 5, 3, 20)
+    assert score(EX03["q7"], _flex_buckets).status == ERROR
+    assert score(EX04["q5"], _flex_step_biases).status == ERROR
+    assert _flex_buckets(-10) == 8  # and again afterwards

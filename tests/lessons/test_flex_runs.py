@@ -55,3 +55,10 @@ def test_a_new_run_of_the_same_shape_loads(tmp_path):
     with pytest.raises(ArgumentError, match="which must be one of"):
         gpu_runs_table("speed")
     assert GPU_RUNS_PATH.name == "flex_gpu_runs.json"
+
+
+def test_a_backend_that_did_not_run_is_said_so():
+    runs = load_gpu_runs()
+    runs["layer"]["rows"][0]["transformers_flex_attention_ms"] = None
+    lines = gpu_runs_table("layer", runs).splitlines()
+    assert any("transformers flex_attention" in line and "did not run" in line for line in lines)
