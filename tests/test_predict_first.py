@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HEADING = re.compile(r"^#{1,6}\s+Predict first\b", re.MULTILINE)
 
-LESSONS = ["00", "01", "02", "03", "04", "05", "06", "07"]
+LESSONS = ["00", "01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 def lesson(prefix):

@@ -65,6 +65,7 @@ TURNS = {
     "attend": "t5lesson.lessons.layer_build",
     "block_forward": "t5lesson.lessons.tiny_t5_checks",
     "greedy": "t5lesson.lessons.tiny_t5_checks",
+    "flex_attend": "t5lesson.lessons.flex_turns",
 }
 
 

@@ -160,6 +160,15 @@ def proven_wrong(check: Check, function: Callable, seeds=(0, 1)) -> str | None:
     return None
 
 
+def edited(source: str, *edits: tuple[str, str]) -> str:
+    """`source` with each (old, new) edit made: a slip written as a change of the course's answer. Each `old`
+    must occur exactly once, so an edit that finds nothing (the answer changed) fails loudly."""
+    for old, new in edits:
+        assert source.count(old) == 1, f"the answer has {source.count(old)} of {old!r}"
+        source = source.replace(old, new)
+    return source
+
+
 def your_turn_answer(stem: str, name: str) -> str:
     """The course's answer to a your-turn cell (solutions/your_turn/<stem>.py), without its checking line."""
     import ast

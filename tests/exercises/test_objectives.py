@@ -30,7 +30,7 @@ GRADED = [e for e in EXERCISES if not e.practice]
 QUESTIONS = [(e, q) for e in EXERCISES for q in e.questions]
 
 # What each lesson teaches (README's lesson table says the same): exercise NN may assess only these.
-TAUGHT = {"01": {1, 2, 3}, "02": {3, 4}, "03": {5, 6}, "04": {5, 7}, "05": {6}, "06": {7}, "07": {6, 7}}
+TAUGHT = {"01": {1, 2, 3}, "02": {3, 4}, "03": {5, 6}, "04": {5, 7}, "05": {6}, "06": {7}, "07": {6, 7}, "08": {1, 7}}
 
 
 @pytest.mark.parametrize("exercise, question", QUESTIONS, ids=[f"{e.id}-{q.id}" for e, q in QUESTIONS])
@@ -80,6 +80,8 @@ FLOAT_DISTRACTORS = {
     ("01_unscaled_scores", "q8"): [3 ** 0.5 / 4],
     ("02_where_sqrt_d_went", "q3"): [math.exp(4), math.exp(4 / 64)],
     ("02_where_sqrt_d_went", "q4"): [1024 ** -0.5, 64 ** -0.5, 1 / (1024 * 64)],
+    ("08_flex_attention", "q1"): [2 * 16 * 8192 ** 2 * 4 / 2 ** 30, 16 * 8192 ** 2 * 2 / 2 ** 30,
+                                  2 * 16 * 8192 ** 2 * 2 / 2 ** 20],  # fp32, one sequence, MiB
 }
 
 

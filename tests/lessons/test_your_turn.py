@@ -12,10 +12,10 @@ from your_turn_fill import ANSWERS, LESSONS, answers_for, last_line, printed, yo
 from t5lesson.lessons.your_turn import MATCHES, NOT_WRITTEN
 
 WITH_TURNS = [p for p in sorted(LESSONS.glob("[0-9]*.ipynb")) if your_turn_cells(json.loads(p.read_text()))]
-REQUIRED = ["01", "02", "03", "04", "05", "06", "07"]  # every lesson from 1 to 7 asks the learner to write a step
+REQUIRED = ["01", "02", "03", "04", "05", "06", "07", "08"]  # every lesson from 1 to 8 asks the learner to write a step
 
 
-def test_every_lesson_1_to_7_has_a_your_turn_cell():
+def test_every_lesson_1_to_8_has_a_your_turn_cell():
     have = {p.name[:2] for p in WITH_TURNS}
     assert not [n for n in REQUIRED if n not in have], f"lessons without a your-turn cell: {set(REQUIRED) - have}"
 
