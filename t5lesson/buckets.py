@@ -283,7 +283,7 @@ def bucket_ranges(bidirectional=True, num_buckets=32, max_distance=128) -> Bucke
     unused = tuple(b for b in range(num_buckets) if b not in used)
 
     n = np.arange(reach + 1)
-    last = bucket_ids(-n, bidirectional, num_buckets, max_distance)
+    last = np.asarray(bucket_ids(-n, bidirectional, num_buckets, max_distance))
     last_bucket_start = int(n[last == last.max()].min())
     tie_n, _ = exact_ties(n, per_direction, max_exact, max_distance)
     ties = sorted([-t for t in tie_n] + (list(tie_n) if bidirectional else []))

@@ -102,7 +102,8 @@ def init_stds(d_model: int, num_heads: int, d_kv: int) -> dict[str, float]:
     """T5's initial std of each projection, by name ("q", "k", "v", "o"), in the order they are drawn.
 
     The one place these numbers are written: the layer draws with them, lesson 6 checks a learner's
-    class against them and exercise 6 grades with them. The query's extra d_kv^-1/2 is where the
+    class against them, exercise 6 grades with them, and lesson 7's model (`lessons.tiny_t5`) and the
+    length experiment's (`lengthgen.model`) start from them. The query's extra d_kv^-1/2 is where the
     1/sqrt(d_kv) of standard attention went.
     """
     return {"q": (d_model * d_kv) ** -0.5, "k": d_model ** -0.5, "v": d_model ** -0.5,
@@ -119,6 +120,8 @@ class AttentionOutput(NamedTuple):
 class T5SelfAttention(nn.Module):
     """T5 attention: `causal=False` is the encoder, `causal=True` the decoder; cross-attention with
     `key_value_states`. Its steps are the ones lesson 6 builds, in the same order of operations."""
+
+    _table_view: RelativePositionBias | None  # set in __init__, outside nn.Module's registry
 
     def __init__(self, d_model, num_heads, d_kv, causal=False, has_relative_bias=True,
                  num_buckets=32, max_distance=128, bias_init="normal"):
@@ -183,7 +186,7 @@ class T5SelfAttention(nn.Module):
         buckets = relative_position_bucket(key_position - query_position, bidirectional=not self.causal,
                                            num_buckets=self.num_buckets, max_distance=self.max_distance)
         table = self.relative_attention_bias
-        return table(buckets.to(table.weight.device)).permute(2, 0, 1).unsqueeze(0)
+        return table(torch.as_tensor(buckets, device=table.weight.device)).permute(2, 0, 1).unsqueeze(0)
 
     def allowed(self, q_len, k_len, attention_mask=None, query_offset=0):
         """Boolean [batch or 1, 1, q_len, k_len]: the causal mask (decoder) AND the padding mask."""

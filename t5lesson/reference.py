@@ -6,6 +6,8 @@ No weights are downloaded: everything is built from a `T5Config` and copied from
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -15,7 +17,9 @@ __all__ = ["reference_attention", "reference_bucket", "reference_bias", "referen
            "report_match", "t5_attention"]
 
 
-def _t5():
+def _t5() -> tuple[Any, Any]:
+    """transformers' T5Config and T5Attention (untyped here: the config takes keyword arguments of its
+    base class, such as attn_implementation, that its signature does not list)."""
     from transformers import T5Config
     from transformers.models.t5.modeling_t5 import T5Attention
     return T5Config, T5Attention
@@ -37,8 +41,8 @@ def _bucket_function():
         theirs = original(relative_position, bidirectional, num_buckets, max_distance)
         ties = torch.tensor(bucket_ranges(bidirectional, num_buckets, max_distance).ties, dtype=torch.long)
         at_tie = torch.isin(relative_position, ties.to(relative_position.device))
-        return torch.where(at_tie, relative_position_bucket(relative_position, bidirectional, num_buckets,
-                                                             max_distance) - 1, theirs)
+        ours = torch.as_tensor(relative_position_bucket(relative_position, bidirectional, num_buckets, max_distance))
+        return torch.where(at_tie, ours - 1, theirs)
 
     return below_at_ties
 

@@ -19,6 +19,7 @@ transformers is imported only when a model is built.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import torch
 
@@ -46,12 +47,13 @@ def t5_config(config=CONFIG):
     """transformers' T5Config for our configuration: ReLU feed-forward (the original T5), no dropout."""
     from transformers import T5Config
 
-    return T5Config(vocab_size=config["vocab_size"], d_model=config["d_model"], d_kv=config["d_kv"],
-                    d_ff=config["d_ff"], num_layers=config["layers"], num_decoder_layers=config["layers"],
-                    num_heads=config["num_heads"], relative_attention_num_buckets=config["num_buckets"],
-                    relative_attention_max_distance=config["max_distance"], dropout_rate=0.0,
-                    feed_forward_proj="relu", layer_norm_epsilon=1e-6, pad_token_id=PAD, eos_token_id=EOS,
-                    decoder_start_token_id=PAD, attn_implementation="eager")
+    make: Any = T5Config  # takes its base class's keyword arguments (attn_implementation), which its signature omits
+    return make(vocab_size=config["vocab_size"], d_model=config["d_model"], d_kv=config["d_kv"],
+                d_ff=config["d_ff"], num_layers=config["layers"], num_decoder_layers=config["layers"],
+                num_heads=config["num_heads"], relative_attention_num_buckets=config["num_buckets"],
+                relative_attention_max_distance=config["max_distance"], dropout_rate=0.0,
+                feed_forward_proj="relu", layer_norm_epsilon=1e-6, pad_token_id=PAD, eos_token_id=EOS,
+                decoder_start_token_id=PAD, attn_implementation="eager")
 
 
 def padded(strings) -> tuple[torch.Tensor, torch.Tensor]:
@@ -113,8 +115,9 @@ def structured_model(seed, eos_scale=1.0, config=CONFIG):
     """
     model = random_model(seed, eos_scale, config)
     with torch.no_grad():
-        model.decoder.block[0].layer[0].SelfAttention.relative_attention_bias.weight *= SELF_BIAS_FACTOR
-        for block in model.decoder.block:
+        blocks: Any = model.decoder.block  # an nn.ModuleList, which torch's stubs see as a plain Module
+        blocks[0].layer[0].SelfAttention.relative_attention_bias.weight *= SELF_BIAS_FACTOR
+        for block in blocks:
             attention = block.layer[0].SelfAttention
             attention.v.weight *= SELF_VALUE_FACTOR
             attention.o.weight *= SELF_VALUE_FACTOR

@@ -186,7 +186,7 @@ class ScoreCode(FloatCode):
 
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__), salted=True,
+    id=id_of_module(__name__),
     title="Exercise 1: T5's unscaled score, and what dropping $\\sqrt{d}$ does",
     questions=(
         MultipleChoice(

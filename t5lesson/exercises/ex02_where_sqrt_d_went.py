@@ -15,7 +15,7 @@ from . import Exercise, id_of_module
 __all__ = ["EXERCISE"]
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__), salted=True,
+    id=id_of_module(__name__),
     title="Exercise 2: where T5 put $\\sqrt{d}$, and what that changes",
     questions=(
         FreeText(

@@ -290,7 +290,7 @@ _CONFIGS = [
 ]
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__), salted=True,
+    id=id_of_module(__name__),
     title="Exercise 3: relative positions and their buckets",
     questions=(
         Numeric(

@@ -168,7 +168,7 @@ def hidden_mask_cases(rng) -> tuple[Case, ...]:
 
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__), salted=True,
+    id=id_of_module(__name__),
     title="Exercise 4: bias heatmaps, masks and the cache",
     questions=(
         MultipleChoice(

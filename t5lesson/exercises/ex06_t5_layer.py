@@ -1,7 +1,7 @@
 """Exercise 06: T5 attention as a PyTorch module: self- and cross-attention, the cached bias, padding, packed rows.
 
 Notebook: solutions/06_t5_layer.ipynb (source), exercises/06_t5_layer.ipynb (generated).
-Keys are salted hashes; recompute one with `t5grade hash QUESTION ANSWER`.
+Keys are salted hashes; recompute one with `t5grade hash QUESTION ANSWER --exercise 06_t5_layer`.
 
 Question 4 grades a class, `MyT5Attention`, with `ModuleCode`
 (`t5lesson.grading.questions.module`): the learner's module is built and run inside their kernel on
@@ -33,7 +33,7 @@ _BLOCKED = (
 )
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__), salted=True,
+    id=id_of_module(__name__),
     title="Exercise 6: a T5 attention layer in PyTorch",
     load_first=(__name__,),  # this module draws its public cases from t5_layer_cases, which grading blocks
     questions=(

@@ -1,4 +1,5 @@
-"""The graded exercises: question kinds and the exercise bank, `check()` in the notebook, the class grader.
+"""The grading engine: question kinds, `check()` in the notebook, the class grader. It knows no course:
+the exercises it grades (the bank) are `t5lesson/exercises/`, bound to it by `t5lesson.check` and `t5lesson.grade`.
 
 See docs/grading.md. The learner imports `from t5lesson.check import checker`; the instructor
 runs `t5grade grade SUBMISSIONS_DIR --out REPORT_DIR`.
@@ -13,4 +14,5 @@ def skip_uri_grammar() -> None:
     For the engine's own processes only (`t5grade`, the worker), before nbformat is imported: never
     in a learner's kernel.
     """
-    sys.modules.setdefault("rfc3987_syntax", None)
+    # None in sys.modules is how Python marks a module that must not be imported; typeshed allows only modules
+    sys.modules.setdefault("rfc3987_syntax", None)  # pyright: ignore[reportArgumentType]

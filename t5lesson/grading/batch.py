@@ -16,15 +16,16 @@ import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import course_root
+from .errors import SettingsError
 from .exercise import VARIANTS, Exercise
 from .protocol import Limits, Walls
 from .records import loads
@@ -36,7 +37,7 @@ from .run.score import flags_of, given_answers, harvested, score
 from .run.work import work_area
 from .sandbox.resources import Cgroup
 from .sandbox.walls import check_isolation, class_walls, uids
-from .verdict import ERROR, Graded, Status
+from .verdict import ERROR, Graded, RunSettings, Status
 
 
 def _infer_exercise(datas, ids: tuple[str, ...], limits: Limits) -> str | None:
@@ -70,10 +71,12 @@ def load_template(exercise, template: Path | None = None, course: Path | None = 
     return make_exercise(nbformat.read(solution, as_version=4), exercise)
 
 
-class Verdicts(list):
+class Verdicts(list[Graded]):
     """The verdicts of a run, in the order they finished, and the settings the reports name."""
 
-    settings: dict = {}
+    def __init__(self, graded: Iterable[Graded], settings: RunSettings):
+        super().__init__(graded)
+        self.settings = settings
 
 
 @dataclass
@@ -103,7 +106,7 @@ def _exercise_of(every, exercise_id, catalogue, limits: Limits) -> Exercise:
         exercise_id = _infer_exercise((intake.read(entry, max_bytes) for entry in every), catalogue.exercise_ids(),
                                       limits)
     if exercise_id is None:
-        raise ValueError("cannot tell which exercise this is; pass --exercise")
+        raise SettingsError("cannot tell which exercise this is; pass --exercise")
     return catalogue.get(exercise_id)
 
 
@@ -168,16 +171,12 @@ def _grade_all(batch: _Batch, files, jobs: int | None, progress) -> list[Graded]
     return graded
 
 
-def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, shard_text: str | None) -> dict:
-    settings = dict(asdict(limits))
+def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, shard_text: str | None) -> RunSettings:
     walled = "full: own user id per kernel" if as_root else "full: user namespaces"
-    settings.update(exercise=exercise.id, isolation=walled if full else "none (--isolation none)",
-                    memory=("one cgroup per submission" if as_root and Cgroup.available()
-                            else "the kernel's process tree, watched"))
-    if shard_text:
-        settings["shard"] = shard_text
-    settings["seed"] = exercise.seed
-    return settings
+    return RunSettings(limits, exercise.id, isolation=walled if full else "none (--isolation none)",
+                       memory=("one cgroup per submission" if as_root and Cgroup.available()
+                               else "the kernel's process tree, watched"),
+                       seed=exercise.seed, shard=shard_text or None)
 
 
 def _expected_in_background(exercise: Exercise) -> threading.Thread:
@@ -217,11 +216,11 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
     """
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
-        raise ValueError("the report folder must not be inside the submissions folder")
+        raise SettingsError("the report folder must not be inside the submissions folder")
     every, skipped = intake.survey(submissions)
     files = shard_of(every, shard) if shard else every
     if seed is None and shard:
-        raise ValueError("every shard must draw the same hidden cases: pass the same --seed to each")
+        raise SettingsError("every shard must draw the same hidden cases: pass the same --seed to each")
     seed = new_seed() if seed is None else seed
     exercise = _exercise_of(every, exercise_id, catalogue, limits).drawn(seed, variants)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
@@ -235,10 +234,10 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
         with run_step(run, work, template_nb) as run_one:
             batch = _Batch(exercise, template_nb, limits, work, kernel_uids, walls, as_root, run_one,
                            _expected_in_background(exercise))
-            graded = Verdicts(_grade_all(batch, files, jobs, progress))
+            shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+            settings = _settings(limits, exercise, full, as_root, shard_text)
+            graded = Verdicts(_grade_all(batch, files, jobs, progress), settings)
         # the reports before the work area goes: nothing a kernel left there can cost them
-        shard_text = f"{shard[0]}/{shard[1]}" if shard else None
-        graded.settings = _settings(limits, exercise, full, as_root, shard_text)
         failed = store.write_all(out, exercise, graded, graded.settings, shard_text, skipped=skipped,
                                  titles=store.question_titles(exercise, template_nb))
     if failed:

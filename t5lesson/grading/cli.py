@@ -10,18 +10,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 
 from . import skip_uri_grammar
+from .errors import GradingError, SettingsError
 from .exercise import Catalogue
 from .protocol import Limits
 
 __all__ = ["main", "parser", "add_limits", "limits_of"]
 
 PROG = "t5grade"
+BUG_LOG = "t5grade-error.log"  # where `main` writes the traceback of a bug in the grader
 ISOLATION_HELP = ("auto/full: each kernel in its own namespaces (as root or with unprivileged user namespaces), "
                   "refused with the reason where that is impossible; none: no isolation")
 
@@ -68,14 +72,14 @@ def _grade(args, catalogue: Catalogue) -> int:
 def _seed_of(args) -> str | None:
     """The hidden cases' seed: --seed, else the first line of --seed-file, else None (a new one is drawn)."""
     if args.seed is not None and args.seed_file is not None:
-        raise ValueError("give --seed or --seed-file, not both")
+        raise SettingsError("give --seed or --seed-file, not both")
     if args.seed_file is not None:
         seed = args.seed_file.read_text(encoding="utf-8").strip().splitlines()[:1]
         if not seed or not seed[0].strip():
-            raise ValueError(f"{args.seed_file} is empty: write the seed of the hidden cases on its first line")
+            raise SettingsError(f"{args.seed_file} is empty: write the seed of the hidden cases on its first line")
         return seed[0].strip()
     if args.seed is not None and not args.seed.strip():
-        raise ValueError("--seed must not be empty")
+        raise SettingsError("--seed must not be empty")
     return None if args.seed is None else args.seed.strip()
 
 
@@ -125,6 +129,10 @@ def _autograder_run(args, catalogue: Catalogue) -> int:
 def _hash(args, catalogue: Catalogue) -> int:
     from .questions.kinds import MultipleChoice, Numeric, answer_hash
 
+    questions = [q.id for q in catalogue.get(args.exercise).questions]
+    if args.question not in questions:
+        raise SettingsError(f"exercise {args.exercise} has no question {args.question!r} (its questions: "
+                            f"{', '.join(questions)})")
     if args.tolerance is not None:
         print(Numeric.float_key(args.question, float(args.answer), args.tolerance, args.exercise))
     else:
@@ -228,14 +236,15 @@ def _objectives_command(sub, objectives: Callable[[bool], str]) -> None:
     p.set_defaults(run=lambda args, _: sys.stdout.write(objectives(args.markdown)) and 0)
 
 
-def _hash_command(sub) -> None:
+def _hash_command(sub, catalogue: Catalogue) -> None:
     p = sub.add_parser("hash", help="the key to store for an answer",
                        description="The salted key of an exact answer (a letter set like AC, or an integer), or "
                                    "with --tolerance of a float answer.")
     p.add_argument("question")
     p.add_argument("answer")
     p.add_argument("--tolerance", type=float, help="a float answer within this tolerance")
-    p.add_argument("--exercise", default="", help="the exercise id the keys are salted with, e.g. 01_unscaled_scores")
+    p.add_argument("--exercise", required=True, choices=catalogue.exercise_ids(), metavar="ID",
+                   help=f"the exercise whose keys are salted with its id ({', '.join(catalogue.exercise_ids())})")
     p.set_defaults(run=_hash)
 
 
@@ -253,7 +262,7 @@ def _generate_command(sub) -> None:
 
 def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> argparse.ArgumentParser:
     """`t5grade`'s argparse tree: one subcommand each, in the order `--help` lists them."""
-    top = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n")[0])
+    top = argparse.ArgumentParser(prog=PROG, description=(__doc__ or "").split("\n")[0])
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _grade_command(sub)
     _merge_command(sub)
@@ -261,20 +270,59 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     _autograder_commands(sub, catalogue)
     if objectives is not None:
         _objectives_command(sub, objectives)
-    _hash_command(sub)
+    _hash_command(sub, catalogue)
     _generate_command(sub)
     return top
 
 
-def main(argv=None, *, catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> int:
-    """Run one `t5grade` command. Whatever stops it prints one line, no traceback: exit 1 when some
-    reports could not be written (`ReportError`), 2 for anything else (a setting, a folder, a file)."""
+def main(argv: list[str] | None = None, *, catalogue: Catalogue,
+         objectives: Callable[[bool], str] | None = None) -> int:
+    """Run one `t5grade` command. What the grader expects to go wrong (`GradingError`: a setting, a
+    folder, a file; or the machine refusing a file or isolation) prints one line: exit 1 when some
+    reports could not be written (`ReportError`), 2 otherwise. Anything else is a bug in the grader:
+    one line names the log file that holds its traceback (`BUG_LOG`), exit 3."""
     skip_uri_grammar()  # before nbformat loads (lazily, in the commands)
     args = parser(catalogue, objectives).parse_args(sys.argv[1:] if argv is None else list(argv))
     try:
         return args.run(args, catalogue)
-    except Exception as exc:  # the one error boundary of the command
+    except _expected() as exc:  # the one error boundary of the command
         from .reports.store import ReportError
 
         print(f"error: {exc}", file=sys.stderr)
         return 1 if isinstance(exc, ReportError) else 2
+    except Exception as exc:
+        log = _write_bug_log(args)
+        where = f"the traceback is in {log}" if log else "the traceback follows"
+        detail = " ".join(str(exc).split())[:300]  # one line, whatever the message holds
+        print(f"error: a bug in t5grade ({type(exc).__name__}: {detail}); {where}. Please report it with that file.",
+              file=sys.stderr)
+        if log is None:
+            traceback.print_exc()
+        return 3
+
+
+def _expected() -> tuple[type[BaseException], ...]:
+    """The failures that `main` reports in one line: the engine's own and the machine's (a file, a disk)."""
+    from .sandbox.walls import IsolationUnavailable
+
+    return (GradingError, IsolationUnavailable, OSError)
+
+
+def _write_bug_log(args: argparse.Namespace) -> Path | None:
+    """Write the current exception's traceback to `BUG_LOG` in the command's output folder when it
+    has one, else to a new temporary file; return where (None when nothing could be written)."""
+    text = f"t5grade {getattr(args, 'command', '')}\n{traceback.format_exc()}"
+    out = getattr(args, "out", None)
+    if isinstance(out, Path) and out.is_dir():
+        try:
+            (out / BUG_LOG).write_text(text, encoding="utf-8")
+            return (out / BUG_LOG).resolve()
+        except OSError:
+            pass
+    try:
+        fd, name = tempfile.mkstemp(prefix="t5grade-error-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return Path(name)
+    except OSError:
+        return None

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .errors import GradingError
+
 __all__ = ["PACKAGE_PARENT", "CourseError", "checkout", "course_root"]
 
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding the t5lesson package
 HIDDEN = ("solutions", "tests", ".git", "benchmarks")  # what a grading kernel must not read
 
 
-class CourseError(ValueError):
+class CourseError(GradingError, ValueError):
     """The course folder is needed and was neither given nor found."""
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import Any, Protocol
 
-from .questions.kinds import Question
+from .errors import SettingsError
+from .questions.kinds import Code, Question
 
 __all__ = ["Exercise", "Catalogue", "VARIANTS"]
 
@@ -22,7 +23,7 @@ __all__ = ["Exercise", "Catalogue", "VARIANTS"]
 VARIANTS = 4
 
 
-def _digest(*parts) -> int:
+def _digest(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:16], "big")
 
 
@@ -33,16 +34,14 @@ class Exercise:
     `practice` marks an exercise that is not handed in (lesson 0's warm-up question): it has no
     solution notebook and does not count in the objective map.
 
-    `salted` says the keys were computed with the exercise id in the salt (`answer_hash(qid,
-    answer, exercise_id)`); every question is then given that salt, so one answer has a different
-    key in every exercise. An exercise whose stored keys predate that keeps `salted=False`.
+    Every question is given the exercise id as its salt (`answer_hash(qid, answer, exercise_id)`),
+    so one answer has a different key in every exercise.
     """
 
     id: str
     title: str
     questions: tuple[Question, ...]
     practice: bool = False
-    salted: bool = False
     seed: str | None = None  # set by `drawn`: the instructor's seed the grading cases were drawn from
     # modules the notebook's provided cells load that read a blocked module as they load: the grader's
     # first cell imports them before it blocks anything, so those cells run in a graded kernel too
@@ -50,8 +49,7 @@ class Exercise:
     pool: _Pool | None = field(default=None, compare=False, repr=False)  # set by `drawn`: every drawn set
 
     def __post_init__(self):
-        if self.salted:
-            object.__setattr__(self, "questions", tuple(replace(q, salt=self.id) for q in self.questions))
+        object.__setattr__(self, "questions", tuple(replace(q, salt=self.id) for q in self.questions))
 
     def __getitem__(self, question_id: str) -> Question:
         for question in self.questions:
@@ -69,10 +67,10 @@ class Exercise:
         learner's `check()` runs ship with the package; these do not exist until grading. The
         result's questions hold the first of `variants` sets; `for_student` mixes all of them.
         """
-        if not isinstance(seed, str) or not seed:
-            raise ValueError("the seed of the hidden cases must be a non-empty text")
+        if not isinstance(seed, str) or not seed:  # pyright: ignore[reportUnnecessaryIsInstance] (a caller's value)
+            raise SettingsError("the seed of the hidden cases must be a non-empty text")
         pool = _Pool(self, seed, variants)
-        questions = tuple(pool.variant(q, 0) if getattr(q, "hidden", "") else q for q in self.questions)
+        questions = tuple(pool.variant(q, 0) if isinstance(q, Code) and q.hidden else q for q in self.questions)
         return replace(self, questions=questions, seed=seed, pool=pool)
 
     def for_student(self, key: str, expected: bool = False) -> Exercise:
@@ -116,12 +114,12 @@ class _Pool:
             raise ValueError("at least one set of hidden cases must be drawn")
         self.exercise_id, self.seed, self.count = exercise.id, seed, count
         self.originals = {q.id: q for q in exercise.questions}
-        self.sets: dict[tuple[str, int], Question] = {}
+        self.sets: dict[tuple[str, int], Code] = {}
         # one lock for every draw and every expected result: the recipes and references seed torch's global
         # generator (seq2seq.random_model), which two threads must not use at once
         self.lock = threading.RLock()
 
-    def variant(self, q: Question, v: int) -> Question:
+    def variant(self, q: Code, v: int) -> Code:
         """Set `v` of question `q` (the first keeps the digest every earlier grade used)."""
         import numpy as np
 
@@ -129,21 +127,26 @@ class _Pool:
             if (q.id, v) not in self.sets:
                 parts = ("t5lesson/hidden", self.seed, self.exercise_id, q.id) + ((v,) if v else ())
                 rng = np.random.default_rng(_digest(*parts))
-                self.sets[q.id, v] = self.originals[q.id].drawn(rng)
+                self.sets[q.id, v] = self._original(q).drawn(rng)
             return self.sets[q.id, v]
 
-    def expected(self, q: Question, v: int) -> tuple:
+    def _original(self, q: Code) -> Code:
+        original = self.originals[q.id]
+        assert isinstance(original, Code), f"{q.id} of {self.exercise_id} is no code question"
+        return original
+
+    def expected(self, q: Code, v: int) -> tuple[Any, ...]:
         """The expected results of set `v` of `q`, computed once, in this process."""
         with self.lock:
             return self.variant(q, v).expected
 
-    def picks(self, q: Question, key: str) -> list[int]:
+    def picks(self, q: Code, key: str) -> list[int]:
         """Which set each case of `q` comes from, for the submission `key`."""
         n = len(self.variant(q, 0).cases)
         return [_digest("t5lesson/pick", self.seed, self.exercise_id, q.id, key, i) % self.count for i in range(n)]
 
     def mixed(self, q: Question, key: str) -> Question:
-        if not getattr(q, "hidden", ""):
+        if not isinstance(q, Code) or not q.hidden:
             return q
         sets = [self.variant(q, v) for v in range(self.count)]
         if len({len(s.cases) for s in sets}) != 1:
@@ -154,19 +157,23 @@ class _Pool:
     def fill_expected(self, q: Question, key: str) -> None:
         """Give a mixed question the expected results of its cases, from their sets (see `mixed`); a code
         question without hidden cases those of its own cases, computed once for every submission."""
-        if getattr(q, "hidden", ""):
+        if not isinstance(q, Code):
+            return
+        if q.hidden:
             picks = self.picks(q, key)
             q.__dict__["expected"] = tuple(self.expected(q, v)[i] for i, v in enumerate(picks))
-        elif hasattr(type(q), "expected"):
+        else:
             with self.lock:
-                q.__dict__["expected"] = self.originals[q.id].expected
+                q.__dict__["expected"] = self._original(q).expected
 
     def warm(self) -> None:
         """Draw every set and compute its expected results (the grader does it while kernels run)."""
         for q in self.originals.values():
-            if getattr(q, "hidden", ""):
+            if not isinstance(q, Code):
+                continue
+            if q.hidden:
                 for v in range(self.count):
                     self.expected(q, v)
-            elif hasattr(type(q), "expected"):
+            else:
                 with self.lock:
                     q.expected  # noqa: B018 (computed and kept)

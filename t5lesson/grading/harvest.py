@@ -13,8 +13,8 @@ import sys
 import threading
 
 MIME = "text/x-t5lesson-harvest"
-MAX_ITEMS = 1000
-MAX_TEXT = 5000
+MAX_ITEMS = 1000  # items of one harvested list or array (the grader's `records` reads its bound from here)
+MAX_TEXT = 5000  # characters of one harvested string (likewise)
 MAX_SLOW_CASES = 3  # the default of the grader's Limits.slow_cases (check() in the notebook uses it)
 HARVEST_FILE, ADAPTER_FILE = "<t5lesson-harvest>", "<t5lesson-adapter>"  # the file names of exec'd code
 
@@ -271,7 +271,7 @@ def blocking(targets):
     for target in targets:
         module_name, _, path = target.partition(":")
         if module_name not in sys.modules:
-            sys.modules[module_name] = None
+            sys.modules[module_name] = None  # pyright: ignore[reportArgumentType] (None blocks the module's import)
             undo.append(lambda name=module_name: sys.modules.pop(name, None))
             continue
         module = sys.modules[module_name]

@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from . import harvest
 
@@ -32,7 +32,7 @@ HARVEST_MIME = harvest.MIME  # spelled in harvest.py, which runs alone in the ke
 GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} on a harvesting cell
 
 
-def resolve(reference: str):
+def resolve(reference: str) -> Any:
     """The object a "module:attribute.path" reference names (a code question's reference)."""
     module, _, path = reference.partition(":")
     obj = importlib.import_module(module)
@@ -117,7 +117,8 @@ class Limits:
                                        "before the grader kills the run from outside")
     cpu_grace: int = _limit(5, "CPU seconds a kernel may use past the outside kill, so that the kill comes first")
     max_result_mb: int = _limit(50, "largest result file the grader reads back from a worker")
-    slow_cases: int = _limit(3, "cases of one code question that may run out of time before the rest are skipped")
+    slow_cases: int = _limit(harvest.MAX_SLOW_CASES,
+                             "cases of one code question that may run out of time before the rest are skipped")
 
     # bounds of what the grader parses, from files of the students' and from their kernels
     NOTEBOOK_DEPTH: ClassVar[int] = 64  # nesting of a notebook's JSON; Jupyter's own notebooks stay near 10
@@ -177,7 +178,7 @@ class SandboxPlan:
     def from_json(cls, data: dict) -> SandboxPlan:
         """The plan `to_json` wrote; unknown keys are ignored, missing optional ones default."""
         known = {f.name for f in fields(cls)}
-        given = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
         return cls(**given)
 
 
@@ -226,7 +227,7 @@ class LaunchConfig:
     @classmethod
     def from_json(cls, data: dict) -> LaunchConfig:
         known = {f.name for f in fields(cls)}
-        given = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+        given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
         given["isolation"] = SandboxPlan.from_json(data["isolation"]) if data.get("isolation") else None
         return cls(**given)
 

@@ -13,22 +13,23 @@ import json
 import math
 import re
 
+from .errors import GradingError
+from .harvest import MAX_ITEMS, MAX_TEXT
+
 __all__ = ["BoundsError", "MAX_INT", "MAX_ITEMS", "MAX_DIMS", "MAX_LISTS", "MAX_TEXT", "MAX_PLAIN_DEPTH",
            "MAX_VALUES", "MAX_CASES", "BLOCKED_TARGET", "loads", "depth_and_size",
            "plain_int", "plain_float", "shape_ok", "clean_plain", "clean_blocked", "clean_record", "missing",
            "value_of", "describe"]
 
 MAX_INT = 10 ** 18  # the harvest reports ints beyond this as "huge int"
-MAX_ITEMS = 1000  # items of one harvested list or array (harvest.MAX_ITEMS)
 MAX_DIMS = 8  # dimensions of a harvested array
 MAX_LISTS = 10_000  # lists built when an array is laid out as nested lists
-MAX_TEXT = 5000  # characters of one harvested string (harvest.MAX_TEXT)
 MAX_PLAIN_DEPTH = 6  # nesting of one harvested plain value (the harvest's own nest 5 levels at most)
 MAX_VALUES = 200_000  # plain values in one harvested record, all its cases together
 MAX_CASES = 10_000  # cases of one code question's record
 
 
-class BoundsError(ValueError):
+class BoundsError(GradingError, ValueError):
     """Data from outside the grader is too deep, too large, or not plain finite JSON."""
 
 

@@ -7,15 +7,28 @@ same ones. See docs/grading.md, "In the notebook: check() and hint()".
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar, cast
 
-from .protocol import RunEnd, Words
+from .protocol import Limits, RunEnd, Words
 
-__all__ = ["CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED", "format_points", "Outcome",
-           "Status", "status_of", "Graded", "Skipped"]
+__all__ = ["Verdict", "CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED", "format_points",
+           "Outcome", "Status", "status_of", "Graded", "Skipped", "RunSettings"]
 
-CORRECT, PARTIAL, INCORRECT = "correct", "partly correct", "incorrect"
-NOT_ATTEMPTED, ERROR, SUBMITTED = "not attempted", "error", "submitted"
+
+class Verdict(Words):
+    """The word of one question's outcome (`Outcome.status`)."""
+
+    CORRECT = "correct"
+    PARTIAL = "partly correct"
+    INCORRECT = "incorrect"
+    NOT_ATTEMPTED = "not attempted"
+    ERROR = "error"
+    SUBMITTED = "submitted"
+
+
+CORRECT, PARTIAL, INCORRECT = Verdict.CORRECT, Verdict.PARTIAL, Verdict.INCORRECT
+NOT_ATTEMPTED, ERROR, SUBMITTED = Verdict.NOT_ATTEMPTED, Verdict.ERROR, Verdict.SUBMITTED
 
 
 def format_points(points: float) -> str:
@@ -29,13 +42,16 @@ class Outcome:
     """The verdict on one question: what `check()` prints and what the gradebook records."""
 
     question: str
-    status: str
+    status: Verdict  # a word given as text (read back from grades.json) becomes the member: see __post_init__
     points: float
     max_points: float
     message: str = ""
     # the blocked references the answer called ("module:function"), as the harvested records carry
     # them: the only source of summary.md's and report.html's list, never parsed from `message`
     blocked: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", Verdict(self.status))  # a ValueError for a word that is none of them
 
     def line(self) -> str:
         """One line for the learner, e.g. `q4: Incorrect: count the offset as key - query. [0/1]`."""
@@ -65,7 +81,7 @@ _STATUS_OF_END = {RunEnd.COMPLETED: Status.GRADED, RunEnd.TIME_LIMIT: Status.TIM
                   RunEnd.WORKER_ERROR: Status.GRADER_ERROR}
 
 
-def status_of(ended) -> Status:
+def status_of(ended: object) -> Status:
     """The gradebook status for a run that ended so; anything unknown is the grader's error."""
     try:
         return _STATUS_OF_END[RunEnd(ended)]
@@ -80,13 +96,14 @@ class Graded:
     file: str
     status: Status
     outcomes: list[Outcome]
-    notes: list[str] = field(default_factory=list)
-    free_text: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list[str])
+    free_text: dict[str, str] = field(default_factory=dict[str, str])
     seconds: float = 0.0
     error: str = ""  # a grader error's exception, for the summary (never shown to the student)
-    answers: dict[str, dict] = field(default_factory=dict)  # what was answered (t5lesson.grading.questions.answers)
+    # what was answered (t5lesson.grading.questions.answers)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     # question id -> what reached into the grader's reading of it, or ran from its edited check cell
-    flags: dict[str, list[str]] = field(default_factory=dict)
+    flags: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
 
     @property
     def total(self) -> float:
@@ -99,3 +116,44 @@ class Skipped:
 
     relative: str
     reason: str
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings of one graded run that its reports name (summary.md, grades.json's "settings").
+
+    In grades.json they are one flat object: every field of `Limits`, then the others; `shard`
+    only when the run was one ("2/8"). Merged shards join each machine's `isolation` and `memory`
+    with "; " (`integrations.shards`).
+    """
+
+    limits: Limits = Limits()
+    exercise: str = ""
+    isolation: str = ""  # how the kernels were walled; "none (--isolation none)" when they were not
+    memory: str = ""  # how a submission's memory was bounded
+    seed: str | None = None  # the seed the hidden cases were drawn from
+    shard: str | None = None
+
+    # what may differ between the machines of one class (merged shards) without changing a single grade
+    MACHINE: ClassVar[tuple[str, ...]] = ("isolation", "memory")
+
+    @property
+    def walled(self) -> bool:
+        return not self.isolation.startswith("none")
+
+    def to_json(self) -> dict[str, Any]:
+        """The flat object grades.json keeps (its keys sorted)."""
+        doc: dict[str, Any] = {**asdict(self.limits), "exercise": self.exercise, "isolation": self.isolation,
+                               "memory": self.memory, "seed": self.seed}
+        if self.shard:
+            doc["shard"] = self.shard
+        return dict(sorted(doc.items()))
+
+    @classmethod
+    def from_json(cls, doc: object) -> RunSettings:
+        """The settings read back from grades.json; what is missing keeps its default, what is unknown is left out."""
+        found = cast("dict[str, Any]", doc) if isinstance(doc, dict) else {}
+        limits = Limits(**{f.name: found[f.name] for f in fields(Limits) if f.name in found})
+        text = {name: str(found[name]) for name in ("exercise", "isolation", "memory") if name in found}
+        optional = {name: str(found[name]) for name in ("seed", "shard") if found.get(name) is not None}
+        return cls(limits, **text, **optional)

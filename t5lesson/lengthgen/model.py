@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .._validate import ArgumentError, check_int
+from ..layer import init_stds
 from ..scores import additive_mask, attention_scores, causal_mask
 from .position_bias import PositionBias
 
@@ -50,8 +51,7 @@ class TinyAttentionModel(nn.Module):
         self.d_kv = self.d_model // self.num_heads
         m, d, v = len(self.seeds), self.d_model, self.vocab_size
         shapes = {"embed": (v, d), "q": (d, d), "k": (d, d), "v": (d, d), "o": (d, d), "unembed": (v, d)}
-        stds = {"embed": 1.0, "q": (d * self.d_kv) ** -0.5, "k": d ** -0.5, "v": d ** -0.5, "o": d ** -0.5,
-                "unembed": d ** -0.5}
+        stds = {"embed": 1.0, **init_stds(d, self.num_heads, self.d_kv), "unembed": d ** -0.5}
         weights = {name: torch.empty(m, *shape) for name, shape in shapes.items()}
         for index, seed in enumerate(self.seeds):  # each model from its own seed, in a fixed order
             generator = torch.Generator().manual_seed(seed)

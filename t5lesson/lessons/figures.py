@@ -13,10 +13,10 @@ inline backend). The style, in one place:
   `SMALL` (9 pt) is the smallest size any figure uses. Figure code builds under `style()` (or
   the `styled` decorator), a `matplotlib.rc_context`, so the user's own rcParams stay untouched.
 - **Encoding**: `encode_png` writes the Agg buffer as a PNG with zlib level 1 and no row filter:
-  about 3.5 times faster than Pillow's encoder at level 1 (which filters every row), for files a
-  few per cent larger (`benchmarks/png_writer.py` measures both). Explorers make one PNG per
-  slider move, so speed wins. Pictures stored in a notebook go through `compact_png` instead
-  (256 colours, about a third the size).
+  about three times faster than Pillow's encoder at level 1 (which filters every row), for files
+  2 to 24 % larger, 7 % at the median over the explorers (`benchmarks/png_writer.py` measures
+  both). Explorers make one PNG per slider move, so speed wins. Pictures stored in a notebook go
+  through `compact_png` instead (256 colours, about a third the size).
 - **Colour**: series take the Okabe-Ito colours (`COLORS`, in the order of `SERIES`), which stay
   apart under deuteranopia and protanopia, and each series also gets its own line style and
   marker (`series_style`), so no line is told from another by colour alone. Heatmaps use

@@ -48,6 +48,7 @@ import torch
 
 from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
+from ..layer import init_stds
 from ..perturbation import perturb_
 from ..seq2seq import CONFIG, EOS, FIRST_DIGIT, PAD, StepModel, from_text, padded, random_model, t5_config
 from .figures import SMALL, WIDTH, describe, new_figure, series_style, styled
@@ -68,10 +69,8 @@ def t5_init_(model):
     `t5lesson.perturbation`) may nudge the weights, for the check that stored outputs are robust.
     """
     c = model.c
-    inner = c["num_heads"] * c["d_kv"]
-    stds = {"shared": 1.0, "q": (c["d_model"] * c["d_kv"]) ** -0.5, "k": c["d_model"] ** -0.5,
-            "v": c["d_model"] ** -0.5, "o": inner ** -0.5, "relative_attention_bias": c["d_model"] ** -0.5,
-            "wi": c["d_model"] ** -0.5, "wo": c["d_ff"] ** -0.5}
+    stds = {"shared": 1.0, **init_stds(c["d_model"], c["num_heads"], c["d_kv"]),
+            "relative_attention_bias": c["d_model"] ** -0.5, "wi": c["d_model"] ** -0.5, "wo": c["d_ff"] ** -0.5}
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             part = name.split(".")[-2]

@@ -15,6 +15,7 @@ import textwrap
 
 import nbformat
 
+from ..errors import GradingError
 from ..exercise import Exercise
 from ..questions.kinds import FreeText
 
@@ -29,7 +30,7 @@ CODE_STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
-class SourceError(ValueError):
+class SourceError(GradingError, ValueError):
     """A solution notebook breaks the format (unmatched markers, unknown question, ...)."""
 
 
@@ -59,7 +60,8 @@ def _blank_region(lines: list[str], indent: str, graded: str | None = None) -> l
     if tree is not None and tree.body and all(
         isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) for node in tree.body
     ):
-        names = [t.id for node in tree.body for t in node.targets]
+        names = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
+                 if isinstance(t, ast.Name)]
         return [f"{indent}{name} = {ANSWER_STUB if graded in (None, name) else WORKING_STUB}"
                 for name in dict.fromkeys(names)]
     return [indent + line for line in CODE_STUB]
@@ -76,7 +78,7 @@ def strip_solutions(source: str, where: str = "cell", graded: str | None = None)
         if marker == BEGIN:
             if region is not None:
                 raise SourceError(f"{where}, line {number}: {BEGIN} inside another solution region")
-            region, indent = [], re.match(r"\s*", line).group()
+            region, indent = [], line[:len(line) - len(line.lstrip())]
         elif marker == END:
             if region is None:
                 raise SourceError(f"{where}, line {number}: {END} without {BEGIN}")
@@ -124,7 +126,7 @@ def validate(nb, exercise: Exercise, where: str = "notebook") -> None:
     keys = [cell_key(c) for c in nb.cells]
     if None in keys or len(set(keys)) != len(keys):
         raise SourceError(f"{where}: every cell needs a unique name (t5lesson.cell or an id)")
-    answers: dict[str, list] = {}
+    answers: dict[str | None, list] = {}  # None: an answer cell that names no question
     for cell in nb.cells:
         info = cell_info(cell)
         if info.get("role", "given") not in ("given", "answer", "check"):

@@ -24,6 +24,7 @@ import jinja2
 import nbformat
 
 from ..course import PACKAGE_PARENT
+from ..errors import SettingsError
 from ..protocol import Limits
 from ..reports.store import question_titles
 from ..run import intake
@@ -102,8 +103,9 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 @functools.cache
 def _scripts() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader(__package__, SCRIPTS), keep_trailing_newline=True,
-                              undefined=jinja2.StrictUndefined, autoescape=False)  # shell, not HTML
+    return jinja2.Environment(loader=jinja2.PackageLoader(__name__.rpartition(".")[0], SCRIPTS),
+                              keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+                              autoescape=False)  # shell, not HTML
 
 
 def _script(name: str) -> bytes:
@@ -135,9 +137,9 @@ def build(exercise_id: str, out: Path, *, catalogue, limits: Limits = Limits(), 
 
     exercise = catalogue.get(exercise_id)
     if visibility not in VISIBILITY:
-        raise ValueError(f"visibility must be one of {', '.join(VISIBILITY)}")
+        raise SettingsError(f"visibility must be one of {', '.join(VISIBILITY)}")
     if isolation not in ("auto", "full", "none"):
-        raise ValueError("isolation must be auto, full or none")
+        raise SettingsError("isolation must be auto, full or none")
     config = AutograderConfig(exercise.id, visibility, isolation, limits, new_seed() if seed is None else seed)
     entries: dict[str, tuple[bytes, int]] = {
         "setup.sh": (_script("setup.sh"), _EXECUTABLE),
@@ -276,7 +278,7 @@ def run(root: Path, catalogue) -> dict:
                 print(f"isolation is not possible in this container ({exc}); grading with the limits only")
                 graded = grade("none")
             summary = (work / "report" / "summary.md").read_text(encoding="utf-8")
-            isolation = graded.settings["isolation"]
+            isolation = graded.settings.isolation
         doc = results(exercise, graded, visibility=visibility, skipped=skipped, isolation=isolation,
                       titles=question_titles(exercise, nbformat.read(template, as_version=4)))
         print(summary)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from ..errors import InputError, SettingsError
 from ..reports import store
 from ..reports.files import atomic_write, csv_cell, csv_text, inert, safe_name, uncell
 from ..reports.gradebook import feedback_text
@@ -36,19 +37,19 @@ def read_ids(path: Path) -> dict[str, dict]:
     """{submission: row} from the mapping file; every row needs `submission` and `lms_id`."""
     rows = _read_csv(path)
     if rows and not {"submission", "lms_id"} <= set(rows[0]):
-        raise ValueError(f"{path} needs the columns submission and lms_id (it has: {', '.join(rows[0])})")
+        raise InputError(f"{path} needs the columns submission and lms_id (it has: {', '.join(rows[0])})")
     ids: dict[str, dict] = {}
     for number, row in enumerate(rows, 2):
         submission, lms_id = (row.get("submission") or "").strip(), (row.get("lms_id") or "").strip()
         if not submission or not lms_id:
-            raise ValueError(f"{path}, line {number}: submission and lms_id must both be given")
+            raise InputError(f"{path}, line {number}: submission and lms_id must both be given")
         if submission in ids:
-            raise ValueError(f"{path}, line {number}: submission {submission!r} is mapped twice")
+            raise InputError(f"{path}, line {number}: submission {submission!r} is mapped twice")
         ids[submission] = row
     lms = [row["lms_id"].strip() for row in ids.values()]
     twice = sorted({x for x in lms if lms.count(x) > 1})
     if twice:
-        raise ValueError(f"{path}: these LMS ids are given to more than one submission: {', '.join(twice)}")
+        raise InputError(f"{path}: these LMS ids are given to more than one submission: {', '.join(twice)}")
     return ids
 
 
@@ -73,14 +74,14 @@ def _free_text_marks(report: Path, exercise, allow_unmarked: bool,
         try:
             points = float(text)
         except ValueError:
-            raise ValueError(f"free_text.csv: {student} {question}: {text!r} is not a number of points") from None
+            raise InputError(f"free_text.csv: {student} {question}: {text!r} is not a number of points") from None
         if not 0 <= points <= manual[question]:
-            raise ValueError(f"free_text.csv: {student} {question}: {text} is outside 0..{manual[question]:g}")
+            raise InputError(f"free_text.csv: {student} {question}: {text} is outside 0..{manual[question]:g}")
         marks.setdefault(student, {})[question] = points
     if not marks:
         return None
     if blank and not allow_unmarked:
-        raise ValueError(f"free_text.csv is marked only in part ({len(blank)} answers have no points, e.g. "
+        raise InputError(f"free_text.csv is marked only in part ({len(blank)} answers have no points, e.g. "
                          f"{blank[0]}): mark them all, or pass --allow-unmarked to count them as 0")
     return marks
 
@@ -161,7 +162,7 @@ def _students_by_cell(graded) -> dict[str, str]:
     for g in graded:
         cell = csv_cell(inert(g.student))
         if cell in cells:
-            raise ValueError(f"grades.json has two students written as the same cell {cell!r}")
+            raise InputError(f"grades.json has two students written as the same cell {cell!r}")
         cells[cell] = g.student
     return cells
 
@@ -171,7 +172,7 @@ def _gradebook_rows(report: Path, graded) -> dict[str, dict]:
     by_cell = _students_by_cell(graded)
     rows = {r["student"]: r for r in _read_csv(report / "gradebook.csv")}
     if set(rows) != set(by_cell):
-        raise ValueError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
+        raise InputError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
     return {by_cell[cell]: row for cell, row in rows.items()}
 
 
@@ -213,7 +214,7 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue,
     """Write canvas.csv, moodle.csv, feedback/ and unmatched.csv under `out` (see module doc)."""
     report, out = Path(report), Path(out)
     if canvas_id_column not in CANVAS_IDENTITY[1:4]:
-        raise ValueError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
+        raise SettingsError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
     run = store.read(report, catalogue)
     exercise = run.exercise
     by_student = {g.student: g for g in run.graded}

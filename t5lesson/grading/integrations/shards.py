@@ -9,14 +9,15 @@ merge".
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from ..errors import InputError, SettingsError
 from ..reports import store
+from ..verdict import RunSettings
 
 __all__ = ["parse_shard", "merge"]
-
-# Settings that may differ between the machines of one class without changing a single grade.
-MACHINE_SETTINGS = ("isolation", "memory")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -36,20 +37,20 @@ def _check_shards(found: list[tuple[Path, str | None]]) -> None:
         return
     if len(sharded) != len(found):
         plain = ", ".join(str(d) for d, s in found if not s)
-        raise ValueError(f"cannot merge shards with whole runs ({plain})")
+        raise InputError(f"cannot merge shards with whole runs ({plain})")
     counts = {s.split("/")[1] for _, s in sharded}
     if len(counts) != 1:
-        raise ValueError(f"these reports come from different shard counts: {', '.join(sorted(counts))}")
+        raise InputError(f"these reports come from different shard counts: {', '.join(sorted(counts))}")
     n = int(counts.pop())
     seen: dict[int, Path] = {}
     for folder, shard in sharded:
         k = int(shard.split("/")[0])
         if k in seen:
-            raise ValueError(f"shard {k}/{n} appears twice: {seen[k]} and {folder}")
+            raise InputError(f"shard {k}/{n} appears twice: {seen[k]} and {folder}")
         seen[k] = folder
     missing = [f"{k}/{n}" for k in range(1, n + 1) if k not in seen]
     if missing:
-        raise ValueError(f"missing shard(s) {', '.join(missing)}: grade them first (or merge what you have "
+        raise InputError(f"missing shard(s) {', '.join(missing)}: grade them first (or merge what you have "
                          "with --allow-missing)")
 
 
@@ -58,29 +59,26 @@ def _check_exercise(runs) -> None:
     first_folder, first = runs[0]
     for folder, run in runs[1:]:
         if run.exercise.id != first.exercise.id:
-            raise ValueError(f"{folder} grades exercise {run.exercise.id}, {first_folder} grades {first.exercise.id}")
+            raise InputError(f"{folder} grades exercise {run.exercise.id}, {first_folder} grades {first.exercise.id}")
 
 
-def _comparable(settings: dict) -> dict:
+def _comparable(settings: RunSettings) -> dict[str, Any]:
     """The settings that must agree between the shards (all but the machine's and the shard itself)."""
-    return {k: v for k, v in settings.items() if k not in MACHINE_SETTINGS + ("shard",)}
+    return {k: v for k, v in settings.to_json().items() if k not in RunSettings.MACHINE + ("shard",)}
 
 
-def _merged_settings(runs) -> dict:
+def _merged_settings(runs: list[tuple[Path, store.Run]]) -> RunSettings:
     """The settings of the whole class: the shards' common ones, and each machine setting's values joined."""
     first_folder, first = runs[0]
     base = _comparable(first.settings)
     for folder, run in runs[1:]:
-        if _comparable(run.settings) != base:
-            differ = sorted(k for k in set(base) | set(_comparable(run.settings))
-                            if base.get(k) != run.settings.get(k))
-            raise ValueError(f"{folder} was graded with other settings than {first_folder}: {', '.join(differ)}")
-    settings = dict(base)
-    for key in MACHINE_SETTINGS:
-        values = sorted({str(run.settings[key]) for _, run in runs if key in run.settings})
-        if values:
-            settings[key] = "; ".join(values)
-    return settings
+        other = _comparable(run.settings)
+        if other != base:
+            differ = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
+            raise InputError(f"{folder} was graded with other settings than {first_folder}: {', '.join(differ)}")
+    joined = {key: "; ".join(sorted({getattr(run.settings, key) for _, run in runs} - {""}))
+              for key in RunSettings.MACHINE}
+    return replace(first.settings, shard=None, **joined)
 
 
 def _all_graded(runs) -> list:
@@ -89,7 +87,7 @@ def _all_graded(runs) -> list:
     for folder, run in runs:
         for g in run.graded:
             if g.student in where:
-                raise ValueError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
+                raise InputError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
             where[g.student] = folder
             graded.append(g)
     return graded
@@ -98,10 +96,10 @@ def _all_graded(runs) -> list:
 def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool = False):
     """Merge report folders of one exercise into `out`; return the merged verdicts."""
     if not report_dirs:
-        raise ValueError("name at least one report folder to merge")
+        raise SettingsError("name at least one report folder to merge")
     out = Path(out).resolve()
     if any(Path(d).resolve() == out for d in report_dirs):
-        raise ValueError("write the merged report to a new folder, not into one of the shards")
+        raise SettingsError("write the merged report to a new folder, not into one of the shards")
     runs = [(Path(d), store.read(Path(d), catalogue)) for d in report_dirs]
     _check_exercise(runs)
     if not allow_missing:
@@ -113,5 +111,5 @@ def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool 
     first = runs[0][1]
     failed = store.write_all(out, first.exercise, graded, settings, skipped=skipped, titles=first.titles)
     if failed:
-        raise ValueError("some reports could not be written: " + "; ".join(failed[:5]))
+        raise store.ReportError(failed)
     return graded

@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 
 from ..protocol import resolve
 from ..records import BLOCKED_TARGET, describe, missing, value_of
-from ..verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, SUBMITTED, Outcome, format_points
+from ..verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, SUBMITTED, Outcome, Verdict, format_points
 from .substance import copied_share, lacks_substance
 
 __all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash", "blocked_sentence"]
@@ -25,16 +26,14 @@ __all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", 
 SALT = "t5lesson/exercises/v1"
 
 
-def answer_hash(question_id: str, canonical: str, exercise: str = "") -> str:
+def answer_hash(question_id: str, canonical: str, exercise: str) -> str:
     """The stored form of an answer key: a salted hash of its canonical text (see module doc).
 
     The salt holds the exercise id as well as the question id, so the same answer to two
     questions of the same id in different exercises ("B" to q1 of exercises 1 and 5) gets two
-    different keys. `exercise=""` is the older scheme (question id only), kept for exercises
-    whose keys have not been recomputed yet (`Exercise.salted`).
+    different keys. An `Exercise` gives each of its questions its id as `salt`.
     """
-    where = f"{exercise}|{question_id}" if exercise else question_id
-    return hashlib.sha256(f"{SALT}|{where}|{canonical}".encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{SALT}|{exercise}|{question_id}|{canonical}".encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -52,11 +51,11 @@ class Question:
     name: str
     hints: tuple[str, ...] = ()
     objectives: tuple[int, ...] = ()
-    salt: str = ""  # the exercise id its keys are salted with; `Exercise` sets it (see answer_hash)
+    salt: str = ""  # the exercise id its keys are salted with: `Exercise` sets it (see answer_hash)
     kind = "question"
     auto_scored = True
 
-    def outcome(self, status: str, fraction: Fraction | float = 0, message: str = "") -> Outcome:
+    def outcome(self, status: Verdict, fraction: Fraction | float = 0, message: str = "") -> Outcome:
         points = round(float(self.points * Fraction(fraction)), 2)
         return Outcome(self.id, status, points, float(self.points), message)
 
@@ -76,8 +75,8 @@ class MultipleChoice(Question):
     """Pick one option (multiple=False) or all the right ones (multiple=True); all or nothing.
 
     The learner answers with a letter ("B"), or for multiple=True with several ("A", "C" in a
-    list, or the string "A, C"). `key` is `answer_hash(id, "B")` or `answer_hash(id, "AC")`.
-    `feedback` maps `answer_hash(id, canonical)` of a tempting wrong answer to a sentence
+    list, or the string "A, C"). `key` is `answer_hash(id, "B", exercise)` or `answer_hash(id, "AC", exercise)`.
+    `feedback` maps `answer_hash(id, canonical, exercise)` of a tempting wrong answer to a sentence
     saying what is wrong with it, without naming the right one.
     """
 
@@ -141,7 +140,7 @@ class MultipleChoice(Question):
 class Numeric(Question):
     """A number: an exact integer (tolerance None), or a float accepted within `tolerance`.
 
-    The key of an integer is `answer_hash(id, str(value))`. A float is stored on a grid of step
+    The key of an integer is `answer_hash(id, str(value), exercise)`. A float is stored on a grid of step
     tolerance/8: the key is the hash of round(value / step), and an answer is accepted when it
     lands within 8 grid steps of it, i.e. within the tolerance give or take one step.
     """
@@ -154,7 +153,7 @@ class Numeric(Question):
     GRID = 8
 
     @classmethod
-    def float_key(cls, question_id: str, value: float, tolerance: float, exercise: str = "") -> str:
+    def float_key(cls, question_id: str, value: float, tolerance: float, exercise: str) -> str:
         return answer_hash(question_id, str(round(value / (tolerance / cls.GRID))), exercise)
 
     def not_attempted(self) -> Outcome:
@@ -268,7 +267,7 @@ class Code(Question):
         return {"id": self.id, "kind": "code", "name": self.name, "timeout": self.case_timeout,
                 "cases": [c.plain() for c in self.cases], "blocked": list(self.blocked)}
 
-    def drawn(self, rng) -> Code:
+    def drawn(self, rng: Any) -> Code:
         """This question with the cases the grader uses: `hidden`'s recipe run on `rng` (a NumPy
         Generator seeded from the instructor's secret, see `Exercise.drawn`); their expected
         results (`expected`) are computed here, in the grader's process, when first asked for
@@ -299,7 +298,7 @@ class Code(Question):
         return int(result)
 
     @cached_property
-    def expected(self) -> tuple:
+    def expected(self) -> tuple[Any, ...]:
         """What every case should give, computed once in this process."""
         return tuple(self.expect(result) for result in self.reference_results())
 
@@ -358,7 +357,7 @@ class Code(Question):
     def blocked_hits(self, results: list) -> tuple[str, ...]:
         """The blocked references the cases called, as the records carry them (never read from a
         message): each a well-formed target (`records.BLOCKED_TARGET`) among this question's own."""
-        hits = {r.get("blocked") for r in results if isinstance(r, dict) and isinstance(r.get("blocked"), str)}
+        hits = {r["blocked"] for r in results if isinstance(r, dict) and isinstance(r.get("blocked"), str)}
         return tuple(sorted(h for h in hits if BLOCKED_TARGET.fullmatch(h) and self.owns_target(h)))
 
     def _verdict(self, right: int, total: int, failed: list) -> Outcome:
@@ -428,8 +427,9 @@ def _error_shown(error: str, hidden: bool, known_words=frozenset()) -> str:
     error = str(error)
     if any(shape.fullmatch(error) for shape in _SHAPES):
         return error
-    if _SIGNATURE.fullmatch(error):
-        names = set(re.findall(r"'(\w+)'", error)) | {_SIGNATURE.fullmatch(error).group(1).split(".")[-1]}
+    signature = _SIGNATURE.fullmatch(error)
+    if signature:
+        names = set(re.findall(r"'(\w+)'", error)) | {signature.group(1).split(".")[-1]}
         if names <= known_words:
             return error
     name = error.split(":", 1)[0].strip()

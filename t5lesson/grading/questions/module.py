@@ -130,6 +130,8 @@ class ModuleCode(Code):
     @cached_property
     def _driver_source(self) -> str:
         spec = importlib.util.find_spec(self.driver)
+        if spec is None or spec.origin is None:
+            raise ImportError(f"the driver module {self.driver} is not found")
         return Path(spec.origin).read_text(encoding="utf-8")
 
     @property

@@ -74,7 +74,7 @@ def _from_array(value, v, bools):
     if not isinstance(v, list) or len(v) > MAX_ITEMS or not shape_ok(shape, len(v)):
         return _BAD
     items = _items(v, bools)
-    if items is _BAD or any(isinstance(item, list) for item in items):  # an array's items are numbers
+    if not isinstance(items, list) or any(isinstance(item, list) for item in items):  # _BAD, or not numbers
         return _BAD
     flat = np.empty(len(items), dtype=object)
     flat[:] = items

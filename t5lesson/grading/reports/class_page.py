@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import jinja2
 from markupsafe import Markup
 
+from ..exercise import Exercise
 from ..questions.kinds import Code
 from ..verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Status, format_points
 from .files import csv_text, inert
@@ -92,7 +93,7 @@ class ObjectiveStats:
 
 @dataclass
 class ClassStats:
-    exercise: object
+    exercise: Exercise
     totals: list[float]  # every submission
     graded_totals: list[float]  # status "graded" only
     bins: list[tuple[float, float, int, int]]  # (from, to, graded, not graded); `to` None: exactly full marks
@@ -450,7 +451,8 @@ def _escaped(value) -> Markup:
 def _template() -> jinja2.Template:
     # trim_blocks and lstrip_blocks: a line holding only a {% tag %} writes nothing, so the
     # template's lines are the page's lines; finalize escapes before autoescape sees the value.
-    environment = jinja2.Environment(loader=jinja2.PackageLoader(__package__, "templates"), autoescape=True,
+    loader = jinja2.PackageLoader(__name__.rpartition(".")[0], "templates")
+    environment = jinja2.Environment(loader=loader, autoescape=True,
                                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                                      undefined=jinja2.StrictUndefined, finalize=_escaped)
     return environment.get_template("report.html.j2")
@@ -555,11 +557,11 @@ def _status_part(stats: ClassStats) -> dict:
 
 def _objectives_part(stats: ClassStats) -> dict:
     """The mean score per objective, as a figure (those with graded questions) and as a table."""
-    scored = [o for o in stats.objectives if o.mean_fraction is not None]
+    scored = [(o, fraction) for o in stats.objectives if (fraction := o.mean_fraction) is not None]
     figure = None
     if scored:
-        figure = Markup(bars_svg([(f"objective {o.objective}", o.mean_fraction, f"{o.mean_fraction:.0%}")
-                                  for o in scored], "Mean score per learning objective", label_width=160))
+        figure = Markup(bars_svg([(f"objective {o.objective}", fraction, f"{fraction:.0%}") for o, fraction in scored],
+                                 "Mean score per learning objective", label_width=160))
     rows = [{"objective": o.objective, "questions": ", ".join(o.questions),
              "mean": _pct(o.mean_fraction) if o.mean_fraction is not None else "marked by hand only"}
             for o in stats.objectives]

@@ -13,6 +13,7 @@ import os
 import re
 import tempfile
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = ["inert", "md_text", "code_span", "safe_name", "csv_cell", "uncell", "csv_text", "atomic_write"]
@@ -31,7 +32,7 @@ def _visible(char: str) -> bool:
     return unicodedata.category(char) not in ("Cc", "Cf", "Cs")
 
 
-def inert(text, multiline: bool = False) -> str:
+def inert(text: object, multiline: bool = False) -> str:
     """Text from a submission or a kernel, safe to write anywhere: no escape sequences, no control,
     format or direction characters; line breaks become "\\n" and tabs stay where the field is
     `multiline` (an answer's indentation), both become spaces where it is not. The same text again
@@ -47,7 +48,7 @@ def inert(text, multiline: bool = False) -> str:
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*<>\[\]|])")
 
 
-def md_text(text) -> str:
+def md_text(text: object) -> str:
     """One line of submission text as Markdown shows it, never as Markdown structure: `inert`, on
     one line, with the characters that make links, images, HTML, code and emphasis escaped, and a
     backslash before a first character that could start a heading, a quote or a list."""
@@ -56,7 +57,7 @@ def md_text(text) -> str:
     return f"\\{text}" if text[:1] in ("#", ">", "+", "=", "~", "-") else text
 
 
-def code_span(text) -> str:
+def code_span(text: object) -> str:
     """A Markdown code span holding `text` (made `inert`, on one line) exactly: its fence is one
     backtick longer than the longest run of backticks inside, so none can end it early."""
     text = inert(text)
@@ -76,7 +77,7 @@ def safe_name(student: str) -> str:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def csv_cell(value) -> str:
+def csv_cell(value: object) -> str:
     """A CSV field a spreadsheet shows as text: a leading =, +, -, @, tab or CR gets a ' before it,
     and so does a leading ', so that `uncell` can always tell the value back. Made `inert` (line
     breaks kept: a quoted CSV field may span lines; single-line fields are made so by the caller).
@@ -92,7 +93,7 @@ def uncell(text: str) -> str:
     return text[1:] if text.startswith("'") else text
 
 
-def csv_text(header: list[str], rows) -> str:
+def csv_text(header: list[str], rows: Iterable[Iterable[object]]) -> str:
     """A CSV table (header, then rows) whose every cell is spreadsheet-safe (`csv_cell`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

@@ -14,7 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..exercise import Exercise
-from ..verdict import Graded, format_points
+from ..questions.kinds import FreeText
+from ..verdict import Graded, RunSettings, format_points
 from .files import atomic_write, code_span, csv_cell, inert, md_text, safe_name
 
 __all__ = ["write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text", "reference_hits",
@@ -45,7 +46,7 @@ def free_text_sheet(exercise: Exercise, graded: list[Graded]) -> str:
             answer = g.free_text.get(q.id, "")
             if answer.strip() == getattr(q, "placeholder", "").strip():
                 answer = ""
-            rubric = q.rubric_text() if hasattr(q, "rubric_text") else ""
+            rubric = q.rubric_text() if isinstance(q, FreeText) else ""
             writer.writerow([csv_cell(inert(g.student)), q.id, format_points(q.points), "",
                              csv_cell(inert(answer, multiline=True).strip()), rubric])
     return buffer.getvalue()
@@ -94,14 +95,14 @@ def flagged_readings(graded: list[Graded]) -> list[tuple[str, str, str]]:
     return found
 
 
-def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipped=(), failed=()) -> str:
+def summary_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, skipped=(), failed=()) -> str:
     """Counts, files without a row, grader errors, and the settings; the first line warns when
     the kernels ran without isolation."""
     counts: dict[str, int] = {}
     for g in graded:
         counts[g.status] = counts.get(g.status, 0) + 1
     lines = []
-    if str(settings.get("isolation", "")).startswith("none"):
+    if not settings.walled:
         lines += ["**Graded WITHOUT isolation** (`--isolation none`): every kernel could read what the grader's "
                   "user can read (other submissions, the solutions) and write where it can write. See "
                   "docs/grading.md.", ""]
@@ -129,18 +130,18 @@ def summary_text(exercise: Exercise, graded: list[Graded], settings: dict, skipp
         lines += [f"- {code_span(who)}, {md_text(question)}: {md_text(what)}" for who, question, what in flagged]
     if failed:
         lines += ["", "## Reports not written", ""] + [f"- {md_text(f)}" for f in failed]
-    if settings.get("seed"):
-        seed = str(settings["seed"])
+    if settings.seed:
+        seed = settings.seed
         lines += ["", "## Hidden cases", "", "The code questions were graded on cases drawn from the seed "
                   f"{code_span(seed)}. Grading again with {code_span('--seed ' + shlex.quote(seed))} draws the same "
                   "cases and gives the same grades. "
                   "Keep the seed from students: with it, and the recipe in the package, the cases can be drawn "
                   "again. Use a new one for each class."]
-    lines += ["", "## Settings", ""] + [f"- {k}: {inert(v)}" for k, v in sorted(settings.items())]
+    lines += ["", "## Settings", ""] + [f"- {k}: {inert(v)}" for k, v in settings.to_json().items()]
     return "\n".join(lines) + "\n"
 
 
-def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings: dict, skipped=()) -> list[str]:
+def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings, skipped=()) -> list[str]:
     """Write gradebook.csv, free_text.csv, feedback/<student>.md and summary.md under `out`.
 
     One file that cannot be written does not stop the others; returns what failed, in words

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..authoring.notebook_format import QUESTION_HEADING
-from ..verdict import Graded, Outcome, Skipped, Status
+from ..errors import GradingError, InputError
+from ..exercise import Exercise
+from ..verdict import Graded, Outcome, RunSettings, Skipped, Status
 from .files import atomic_write
 from .gradebook import write_reports
 
@@ -23,7 +25,7 @@ FORMAT = "t5lesson-grades/1"
 GRADES_FILE = "grades.json"
 
 
-class ReportError(RuntimeError):
+class ReportError(GradingError, RuntimeError):
     """Some report files could not be written (the gradebook itself always is, or this says so)."""
 
     def __init__(self, failed: list[str]):
@@ -44,12 +46,12 @@ def question_titles(exercise, notebook) -> dict[str, str]:
 class Run(NamedTuple):
     """What a report folder's grades.json holds."""
 
-    exercise: object
-    graded: list
-    settings: dict
+    exercise: Exercise
+    graded: list[Graded]
+    settings: RunSettings
     shard: str | None
-    skipped: list
-    titles: dict
+    skipped: list[Skipped]
+    titles: dict[str, str]
 
 
 def _outcome(o: Outcome) -> dict:
@@ -65,7 +67,9 @@ def _blocked(o: dict) -> tuple[str, ...]:
     """The blocked targets of an outcome read back from grades.json (well-formed ones only)."""
     from ..records import BLOCKED_TARGET
 
-    found = o.get("blocked") if isinstance(o.get("blocked"), list) else []
+    found = o.get("blocked")
+    if not isinstance(found, list):
+        return ()
     return tuple(t for t in found if isinstance(t, str) and BLOCKED_TARGET.fullmatch(t))
 
 
@@ -79,18 +83,18 @@ def _plain(g: Graded) -> dict:
     }
 
 
-def grades_text(exercise, graded: list[Graded], settings: dict, shard: str | None = None, skipped=(),
+def grades_text(exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None, skipped=(),
                 titles: dict | None = None) -> str:
     """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
     the entries of the folder that have no row (`intake.Skipped`) and the questions' titles."""
     doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
-           "settings": {k: settings[k] for k in sorted(settings)},
+           "settings": settings.to_json(),
            "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
            "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: str | None = None,
+def write_all(out: Path, exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
               skipped=(), titles: dict | None = None) -> list[str]:
     """Write the whole report folder (see module doc); return what could not be written, in words.
 
@@ -117,34 +121,36 @@ def write_all(out: Path, exercise, graded: list[Graded], settings: dict, shard: 
     return failed
 
 
-def _status(value: str):
-    try:
-        return Status(value)
-    except ValueError:
-        return value
-
-
 def read(report_dir: Path, catalogue) -> Run:
     """What a report folder's grades.json holds (see `Run`)."""
     path = Path(report_dir) / GRADES_FILE
     if not path.is_file():
-        raise ValueError(f"{report_dir} has no {GRADES_FILE}: is it a report folder written by this grader?")
+        raise InputError(f"{report_dir} has no {GRADES_FILE}: is it a report folder written by this grader?")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
-        raise ValueError(f"{path} is damaged: {exc}") from None
+        raise InputError(f"{path} is damaged: {exc}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ValueError(f"{path} is not in the format {FORMAT}")
+        raise InputError(f"{path} is not in the format {FORMAT}")
+    try:  # a key missing, a value of the wrong kind, a word that is no status: a damaged file, not a bug
+        return _run_of(doc, catalogue)
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, GradingError):
+            raise
+        raise InputError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None
+
+
+def _run_of(doc: dict, catalogue) -> Run:
     exercise = catalogue.get(doc["exercise"])
-    seed = doc["settings"].get("seed") if isinstance(doc.get("settings"), dict) else None
-    if isinstance(seed, str) and seed:  # the cases the verdicts name: drawn again from the recorded seed
-        exercise = exercise.drawn(seed)
+    settings = RunSettings.from_json(doc.get("settings"))
+    if settings.seed:  # the cases the verdicts name: drawn again from the recorded seed
+        exercise = exercise.drawn(settings.seed)
     graded = []
     for s in doc["submissions"]:
         outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"],
                             _blocked(o)) for o in s["outcomes"]]
-        graded.append(Graded(s["student"], s["file"], _status(s["status"]), outcomes, list(s["notes"]),
+        graded.append(Graded(s["student"], s["file"], Status(s["status"]), outcomes, list(s["notes"]),
                              dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {})),
                              flags=dict(s.get("flags", {}))))
     skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
-    return Run(exercise, graded, dict(doc["settings"]), doc.get("shard"), skipped, dict(doc.get("titles") or {}))
+    return Run(exercise, graded, settings, doc.get("shard"), skipped, dict(doc.get("titles") or {}))

@@ -186,7 +186,7 @@ def _compose(run: _RunCells, template_cell, key: str, found, exercise: Exercise)
     info = cell_info(template_cell)
     role, question = info.get("role", "given"), info.get("question")
     if role == "answer":
-        _answer(run, template_cell, found, exercise[question])
+        _answer(run, template_cell, found, exercise[str(question)])
     elif template_cell.cell_type == "code":
         edited = found is not None and found[1].source.strip() != template_cell.source.strip()
         if role == "check":
@@ -247,6 +247,12 @@ def _notebook(cells):
     return nb
 
 
+def _template_key(cell) -> str:
+    key = cell_key(cell)
+    assert key is not None, "a template cell without a name (notebook_format.validate refuses those)"
+    return key
+
+
 def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limits = Limits()) -> Prepared:
     """Compose the run notebook for one submission (see module doc)."""
     cells, problem, claimed = parse(data, limits)
@@ -255,7 +261,7 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limit
     out = Prepared()
     if claimed is not None and claimed != exercise.id:
         out.notes.append(f"This notebook says it is exercise {claimed[:60]!r}; it was graded as {exercise.id!r}.")
-    template_keys = [cell_key(c) for c in template.cells]
+    template_keys = [_template_key(c) for c in template.cells]
     found = _match(cells, set(template_keys), out.notes)
     present = [k for k in template_keys if k in found.by_key]
     if [k for k in dict.fromkeys(found.order) if k in found.by_key] != present:
@@ -265,7 +271,7 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limit
     _add_blocking_cell(run, exercise)
     run.add_extras(found.extras.get(None, []))
     for template_cell in template.cells:
-        key = cell_key(template_cell)
+        key = _template_key(template_cell)
         _compose(run, template_cell, key, found.by_key.get(key), exercise)
         run.add_extras(found.extras.get(key, []))
     _add_harvest_cells(run, exercise, nonce, limits)

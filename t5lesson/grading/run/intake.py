@@ -54,7 +54,7 @@ def _text(name: str) -> str:
     return text if text.isascii() else "".join("?" if _invisible(c) else c for c in text)
 
 
-def _identity(info) -> Identity:
+def _identity(info: os.stat_result) -> Identity:
     return (info.st_dev, info.st_ino)
 
 
@@ -107,7 +107,8 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
     except OSError:
         root = ()
     walk(folder, "", (), root)
-    found, taken = [], set()
+    found: list[Entry] = []
+    taken: set[str] = set()
     for relative, path, parts, identities in entries:
         student = student_id(relative)
         if student in taken:  # two names that read the same once made safe
@@ -141,7 +142,7 @@ def _open_surveyed(entry: Entry) -> int | Unreadable:
     """An open descriptor of the entry's file, reached one name at a time from the surveyed root,
     each folder opened relative to its parent without following a link, each folder and the file
     checked against the identity the survey recorded; else why not (`CHANGED`)."""
-    if len(entry.identities) != len(entry.parts) + 1:
+    if entry.root is None or len(entry.identities) != len(entry.parts) + 1:
         return CHANGED
     fd = os.open(entry.root, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -180,7 +181,8 @@ def read(entry: Entry, max_bytes: int) -> bytes | Unreadable:
             return Unreadable("it is not a regular file")
         if info.st_size > max_bytes:
             return TOO_LARGE
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         while True:
             chunk = os.read(fd, 1 << 20)
             if not chunk:

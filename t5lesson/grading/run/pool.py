@@ -13,6 +13,7 @@ import select
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from ..protocol import RUNNER_MODULE
@@ -24,7 +25,7 @@ MAX_JOBS = 200
 
 
 class _Worker:
-    def __init__(self, env: dict, log: Path):
+    def __init__(self, env: dict[str, str], log: Path):
         jobs_read, self._jobs = os.pipe()
         self._done, done_write = os.pipe()
         with open(log, "ab") as out:
@@ -68,13 +69,13 @@ class _Worker:
 class WorkerPool:
     """One long-lived worker per grading thread; `with WorkerPool(env, folder) as pool: pool.run(job, ...)`."""
 
-    def __init__(self, env: dict, folder: Path):
+    def __init__(self, env: dict[str, str], folder: Path):
         self.env, self.folder = env, Path(folder)
         self._local = threading.local()
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
 
-    def run(self, job: Path, timeout: float, keep) -> bool:
+    def run(self, job: Path, timeout: float, keep: Callable[[], bool]) -> bool:
         """Run `job` in this thread's worker; True if it answered within `timeout` seconds.
 
         `keep()` says, after the answer, whether the worker may run another job.
@@ -103,7 +104,7 @@ class WorkerPool:
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         with self._lock:
             workers, self._all = self._all, []
         for worker in workers:

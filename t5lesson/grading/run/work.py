@@ -13,6 +13,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import GradingError
 from ..sandbox.resources import remove_quietly
 
 __all__ = ["work_area", "keep_run_folders", "SOCKET_PATH_MAX"]
@@ -35,7 +36,7 @@ def _socket_folder() -> Path:
                 continue
             os.chmod(folder, 0o711)
             return folder
-    raise RuntimeError("no folder with a path short enough for the kernels' sockets (set TMPDIR to a short path)")
+    raise GradingError("no folder with a path short enough for the kernels' sockets (set TMPDIR to a short path)")
 
 
 @contextmanager

@@ -23,12 +23,14 @@ if __name__ == "__main__":  # a worker is a process of its own: it goes without 
     skip_uri_grammar()
 
 import nbformat  # noqa: E402
+from jupyter_client.connect import KernelConnectionInfo  # noqa: E402
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
 
+from ..errors import GradingError  # noqa: E402
 from ..protocol import (  # noqa: E402
     HARVEST_MIME,
     KERNEL_BROKEN_ENAME,
@@ -132,7 +134,8 @@ def _cell_result(client: CappedClient, index: int, cell, seconds: float) -> Cell
 async def _responsive(client: CappedClient, seconds: float) -> bool:
     """Does the kernel answer a kernel_info request (queued behind any running cell) in time?"""
     try:
-        await client.kc.kernel_info(reply=True, timeout=seconds)
+        # nbclient's kc is jupyter_client's async client, whose kernel_info the stubs type as the blocking one's
+        await client.kc.kernel_info(reply=True, timeout=seconds)  # pyright: ignore[reportOptionalMemberAccess, reportCallIssue]
         return True
     except Exception:
         return False
@@ -159,7 +162,7 @@ class SandboxProvisioner(LocalProvisioner):
     zygote = ""
     log_fd = 2
 
-    async def launch_kernel(self, cmd: list[str], **kwargs) -> dict:
+    async def launch_kernel(self, cmd: list[str], **kwargs) -> KernelConnectionInfo:
         self.cwd = kwargs.get("cwd") or os.getcwd()
         if not self.zygote:
             return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
@@ -207,14 +210,17 @@ class _Clock:
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self.deadline = self.student_end = None  # set when the kernel has started
+        self.deadline: float | None = None  # set when the kernel has started
+        self.student_end: float | None = None
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.limits.notebook_timeout
         self.student_end = self.deadline - harvest_reserve(self.limits)
 
     def end_for(self, harvest: str | None) -> float:
-        return self.student_end if harvest is None else self.deadline
+        end = self.student_end if harvest is None else self.deadline
+        assert end is not None, "the clock is read before the kernel started"
+        return end
 
     def timeout_for(self, cell) -> int:
         now, limits = time.monotonic(), self.limits
@@ -259,7 +265,7 @@ async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, resu
             result.extra_records.append(harvest)
     if cell_result.status != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
         return True
-    if not await client.km.is_alive():
+    if not await client.km.is_alive():  # pyright: ignore[reportGeneralTypeIssues, reportOptionalMemberAccess] (async km)
         cell_result.status = CellStatus.DIED
         result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
     else:
@@ -325,7 +331,7 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
     return result
 
 
-class SocketFolderOpen(RuntimeError):
+class SocketFolderOpen(GradingError, RuntimeError):
     """The kernel's socket folder (on the machine's disk) was not made read-only: no cell may run."""
 
 

@@ -127,7 +127,7 @@ def test_a_script_in_a_students_answer_comes_out_as_text():
 def _synthetic_report(tmp_path, students, messages=None):
     """A report folder written by the grader's own code from made-up verdicts (no kernel runs)."""
     from t5lesson.grading.reports import store
-    from t5lesson.grading.verdict import Graded, Status
+    from t5lesson.grading.verdict import Graded, RunSettings, Status
 
     graded = []
     for n, student in enumerate(students):
@@ -135,7 +135,7 @@ def _synthetic_report(tmp_path, students, messages=None):
                     for q in SAMPLE_EXERCISE.questions]
         graded.append(Graded(student, f"{student}.ipynb", Status.GRADED, outcomes, [], {FREE.id: "text"}))
     report = tmp_path / "report"
-    assert store.write_all(report, SAMPLE_EXERCISE, graded, {}) == []
+    assert store.write_all(report, SAMPLE_EXERCISE, graded, RunSettings()) == []
     return report, {g.student: g.total for g in graded}
 
 

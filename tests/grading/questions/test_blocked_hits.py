@@ -13,7 +13,7 @@ from t5lesson.grading import harvest
 from t5lesson.grading.records import clean_record
 from t5lesson.grading.reports.gradebook import reference_hits, summary_text
 from t5lesson.grading.reports.store import grades_text
-from t5lesson.grading.verdict import Graded, Status
+from t5lesson.grading.verdict import Graded, RunSettings, Status
 
 EXERCISE = bank.get("03_relative_position_buckets")
 Q7 = EXERCISE["q7"]
@@ -42,7 +42,7 @@ def test_a_learner_error_text_names_no_one():
     assert outcome.blocked == () and outcome.points == 0
     graded = [_graded("mallory", outcome), _graded("alice", Q7.outcome("correct", 1, "all cases right."))]
     assert reference_hits(graded) == []
-    summary = summary_text(EXERCISE, graded, {})
+    summary = summary_text(EXERCISE, graded, RunSettings())
     assert "The blocked reference was called" not in summary and "`alice`, q7" not in summary
 
 
@@ -61,7 +61,7 @@ def test_a_caught_call_of_the_reference_is_recorded_as_data():
     # the learner reads the same sentence as before: the refusal and the target it named
     assert f"RuntimeError: the reference implementation {harvest.BLOCKED_MESSAGE} ({TARGET})" in outcome.message
     assert reference_hits([_graded("bob", outcome)]) == [("bob", "q7", TARGET)]
-    assert f"- `bob`, q7: {TARGET}" in summary_text(EXERCISE, [_graded("bob", outcome)], {})
+    assert f"- `bob`, q7: {TARGET}" in summary_text(EXERCISE, [_graded("bob", outcome)], RunSettings())
 
 
 def test_an_uncaught_refusal_keeps_where_it_was_raised():
@@ -98,6 +98,6 @@ def test_hits_survive_grades_json(tmp_path):
 
     outcome = Q7.outcome("error", 0, "raised.")
     outcome = replace(outcome, blocked=(TARGET,))
-    (tmp_path / store.GRADES_FILE).write_text(grades_text(EXERCISE, [_graded("bob", outcome)], {}))
+    (tmp_path / store.GRADES_FILE).write_text(grades_text(EXERCISE, [_graded("bob", outcome)], RunSettings()))
     run = store.read(tmp_path, bank)
     assert run.graded[0].outcomes[0].blocked == (TARGET,)
