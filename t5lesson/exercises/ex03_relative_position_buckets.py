@@ -43,14 +43,15 @@ __all__ = ["EXERCISE", "reference_ranges", "reference_buckets"]
 def reference_buckets(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
     """Question 7's answer: the bucket of one offset (an int), or of every offset of a nested list
     (nested lists of the same shape)."""
-    buckets = relative_position_bucket(np.asarray(relative_position), bidirectional, num_buckets, max_distance)
+    buckets = np.asarray(relative_position_bucket(np.asarray(relative_position), bidirectional, num_buckets,
+                                                  max_distance))
     return int(buckets) if np.ndim(buckets) == 0 else buckets.tolist()
 
 
 def reference_ranges(bidirectional=True, num_buckets=32, max_distance=128):
     """The boundary table as the question asks for it: per bucket None (unused) or (lo, hi)."""
     table = bucket_ranges(bidirectional, num_buckets, max_distance)
-    return [None if table[b] is None else (table[b].lo, table[b].hi) for b in range(num_buckets)]
+    return [None if (r := table[b]) is None else (r.lo, r.hi) for b in range(num_buckets)]
 
 
 _DEFAULT = (True, 32, 128)

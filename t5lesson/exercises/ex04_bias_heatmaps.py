@@ -108,7 +108,7 @@ def _more_queries(rng) -> tuple:
     return (k_len + int(rng.integers(2, 5)), k_len), ()
 
 
-def _after_cache(new: int, cached: range):
+def _after_cache(new: int | None, cached: range):
     """`new` queries after a cache of a length drawn from `cached` (new=None: that too is drawn)."""
     def draw(rng) -> tuple:
         q_len = new or int(rng.integers(2, 6))

@@ -217,7 +217,7 @@ def clear_cut(kwargs: dict) -> bool:
     expected = reference_case(**kwargs)
     strict = Expected(expected.values, expected.rtol / 4, expected.atol / 4)
     with one_torch_thread():
-        ours = [simulate((), **kwargs), simulate((), **_in_float32(kwargs))]
+        ours = [simulate(frozenset(), **kwargs), simulate(frozenset(), **_in_float32(kwargs))]
     if any(compare(strict, result) is not None for result in ours):
         return False
     for mistake in _candidates(kwargs):
@@ -505,7 +505,9 @@ def simulate(mistakes=frozenset(), *, plan, config, weights=None, hidden=None, m
     states = None if encoder is None else torch.tensor(encoder, dtype=torch.float64)
     if plan in ("steps", "steps_bias", "cross_steps"):
         outputs, bias = _steps(config, weights, x, mask, mistakes, encoder=states)
-        return (bias if plan == "steps_bias" else outputs).numpy()
+        result = bias if plan == "steps_bias" else outputs
+        assert result is not None, f"plan {plan}: no step was decoded"
+        return result.numpy()
     out, bias, _ = _forward(config, weights, x, mask, mistakes=mistakes - {"ignores_shared_bias"}, encoder=states,
                             segments=segments)
     if plan == "bias":

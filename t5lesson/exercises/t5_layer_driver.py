@@ -41,7 +41,7 @@ it `GradingSetupError`, which a plain import takes from `t5lesson.grading.harves
 
 
 try:  # run from its source by the harvest (in the kernel, or by check()): the harvest's own class is given
-    GradingSetupError  # noqa: B018
+    GradingSetupError  # noqa: B018  # pyright: ignore[reportUnboundVariable] (given by the harvest)
 except NameError:  # imported as a module (by the exercise, by tests): the same class, from the engine
     from t5lesson.grading.harvest import GradingSetupError
 

@@ -37,6 +37,13 @@ class TinyAttentionModel(nn.Module):
     seeds: one independent model per seed, side by side.
     """
 
+    embed: torch.Tensor  # registered in __init__ (one [models, ...] parameter each), as are the ones below
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    o: torch.Tensor
+    unembed: torch.Tensor
+
     def __init__(self, vocab_size, d_model, num_heads, scheme, train_len, seeds=(0,)):
         super().__init__()
         self.vocab_size = check_int("vocab_size", vocab_size, minimum=2)

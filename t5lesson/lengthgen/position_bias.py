@@ -26,6 +26,8 @@ class PositionBias(nn.Module):
     the diagonal (future keys) get the bias of offset 0; the causal mask removes them.
     """
 
+    slopes: torch.Tensor  # ALiBi's, a buffer registered in __init__
+
     def __init__(self, scheme, num_heads, train_len, models=1):
         super().__init__()
         self.scheme = get_scheme(scheme)

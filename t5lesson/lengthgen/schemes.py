@@ -79,7 +79,7 @@ class Scheme:
         train_len = check_int("train_len", train_len, minimum=2)
         d = np.arange(n)
         if self.kind == "t5":
-            index = bucket_ids(-d, False, self.num_buckets, self.max_distance)  # checked in __post_init__
+            index = np.asarray(bucket_ids(-d, False, self.num_buckets, self.max_distance))  # checked in __post_init__
         elif self.kind == "per-offset":
             last = self.last_own_offset(train_len)
             index = np.where(d <= last, d, -1) if self.unseen == "zero" else np.minimum(d, last)

@@ -129,7 +129,7 @@ def _first_difference(ours, theirs) -> str | None:
             return (f"update {k}: the learning rate is {lr:.2e}, expected {want_lr:.2e} "
                     f"(did the schedule take its step?)")
         gaps = {name: float((weights[name] - value).abs().max()) for name, value in want_weights.items()}
-        name = max(gaps, key=gaps.get)
+        name = max(gaps, key=lambda n: gaps[n])
         if gaps[name] > _TOLERANCE:
             return f"update {k}: the weights {name!r} differ by up to {gaps[name]:.1e}" + _cause(got, want_loss)
     return None
@@ -137,6 +137,7 @@ def _first_difference(ours, theirs) -> str | None:
 
 def _cause(got, want_loss) -> str:
     want = _as_number(want_loss)
+    assert want is not None, "the reference step returns its loss"
     if abs(got - want) > _TOLERANCE * max(1.0, abs(want)):
         return (f"; the loss is {got:.4f}, expected {want:.4f} (each model's mean over its real targets, "
                 f"summed over the models)")

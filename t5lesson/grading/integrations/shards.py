@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, SettingsError
+from ..exercise import Catalogue
 from ..reports import store
-from ..verdict import RunSettings
+from ..verdict import Graded, RunSettings
 
 __all__ = ["parse_shard", "merge"]
 
@@ -54,7 +55,7 @@ def _check_shards(found: list[tuple[Path, str | None]]) -> None:
                          "with --allow-missing)")
 
 
-def _check_exercise(runs) -> None:
+def _check_exercise(runs: list[tuple[Path, store.Run]]) -> None:
     """Every folder grades the exercise the first one does."""
     first_folder, first = runs[0]
     for folder, run in runs[1:]:
@@ -81,9 +82,10 @@ def _merged_settings(runs: list[tuple[Path, store.Run]]) -> RunSettings:
     return replace(first.settings, shard=None, **joined)
 
 
-def _all_graded(runs) -> list:
+def _all_graded(runs: list[tuple[Path, store.Run]]) -> list[Graded]:
     """Every shard's verdicts, in the order of the shards; a student graded twice is an error."""
-    graded, where = [], {}
+    graded: list[Graded] = []
+    where: dict[str, Path] = {}
     for folder, run in runs:
         for g in run.graded:
             if g.student in where:
@@ -93,7 +95,7 @@ def _all_graded(runs) -> list:
     return graded
 
 
-def merge(report_dirs: list[Path], out: Path, *, catalogue, allow_missing: bool = False):
+def merge(report_dirs: list[Path], out: Path, *, catalogue: Catalogue, allow_missing: bool = False) -> list[Graded]:
     """Merge report folders of one exercise into `out`; return the merged verdicts."""
     if not report_dirs:
         raise SettingsError("name at least one report folder to merge")

@@ -10,12 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import shlex
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..exercise import Exercise
 from ..questions.kinds import FreeText
-from ..verdict import Graded, RunSettings, format_points
+from ..verdict import Graded, RunSettings, Skipped, format_points
 from .files import atomic_write, code_span, csv_cell, inert, md_text, safe_name
 
 __all__ = ["write_reports", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text", "reference_hits",
@@ -86,7 +87,7 @@ def flagged_readings(graded: list[Graded]) -> list[tuple[str, str, str]]:
     """(student, questions, what) for every answer whose reading the notebook reached into (hooks, a
     second record, the blocking undone) or whose check cell ran code of its own (`Graded.flags`); the
     questions one finding names share a line."""
-    found = []
+    found: list[tuple[str, str, str]] = []
     for g in sorted(graded, key=lambda g: g.student):
         by_text: dict[str, list[str]] = {}  # the questions one finding names, together
         for question, flags in getattr(g, "flags", {}).items():
@@ -95,13 +96,14 @@ def flagged_readings(graded: list[Graded]) -> list[tuple[str, str, str]]:
     return found
 
 
-def summary_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, skipped=(), failed=()) -> str:
+def summary_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, skipped: Sequence[Skipped] = (),
+                 failed: Sequence[str] = ()) -> str:
     """Counts, files without a row, grader errors, and the settings; the first line warns when
     the kernels ran without isolation."""
     counts: dict[str, int] = {}
     for g in graded:
         counts[g.status] = counts.get(g.status, 0) + 1
-    lines = []
+    lines: list[str] = []
     if not settings.walled:
         lines += ["**Graded WITHOUT isolation** (`--isolation none`): every kernel could read what the grader's "
                   "user can read (other submissions, the solutions) and write where it can write. See "
@@ -141,7 +143,8 @@ def summary_text(exercise: Exercise, graded: list[Graded], settings: RunSettings
     return "\n".join(lines) + "\n"
 
 
-def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings, skipped=()) -> list[str]:
+def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings,
+                  skipped: Sequence[Skipped] = ()) -> list[str]:
     """Write gradebook.csv, free_text.csv, feedback/<student>.md and summary.md under `out`.
 
     One file that cannot be written does not stop the others; returns what failed, in words
@@ -149,7 +152,7 @@ def write_reports(out: Path, exercise: Exercise, graded: list[Graded], settings:
     """
     failed: list[str] = []
 
-    def put(path: Path, text_of) -> None:
+    def put(path: Path, text_of: Callable[[], str]) -> None:
         try:
             atomic_write(path, text_of())
         except Exception as exc:

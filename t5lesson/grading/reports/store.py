@@ -9,12 +9,13 @@ every time. See docs/grading.md, "Large classes: progress, shards, merge".
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..authoring.notebook_format import QUESTION_HEADING
 from ..errors import GradingError, InputError
-from ..exercise import Exercise
+from ..exercise import Catalogue, Exercise
 from ..verdict import Graded, Outcome, RunSettings, Skipped, Status
 from .files import atomic_write
 from .gradebook import write_reports
@@ -83,7 +84,7 @@ def _plain(g: Graded) -> dict:
     }
 
 
-def grades_text(exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None, skipped=(),
+def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None, skipped=(),
                 titles: dict | None = None) -> str:
     """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
     the entries of the folder that have no row (`intake.Skipped`) and the questions' titles."""
@@ -94,8 +95,8 @@ def grades_text(exercise, graded: list[Graded], settings: RunSettings, shard: st
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_all(out: Path, exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
-              skipped=(), titles: dict | None = None) -> list[str]:
+def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
+              skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> list[str]:
     """Write the whole report folder (see module doc); return what could not be written, in words.
 
     As in `write_reports`, one file that fails does not stop the others.
@@ -121,7 +122,7 @@ def write_all(out: Path, exercise, graded: list[Graded], settings: RunSettings, 
     return failed
 
 
-def read(report_dir: Path, catalogue) -> Run:
+def read(report_dir: Path, catalogue: Catalogue) -> Run:
     """What a report folder's grades.json holds (see `Run`)."""
     path = Path(report_dir) / GRADES_FILE
     if not path.is_file():
@@ -140,7 +141,7 @@ def read(report_dir: Path, catalogue) -> Run:
         raise InputError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None
 
 
-def _run_of(doc: dict, catalogue) -> Run:
+def _run_of(doc: dict[str, Any], catalogue: Catalogue) -> Run:
     exercise = catalogue.get(doc["exercise"])
     settings = RunSettings.from_json(doc.get("settings"))
     if settings.seed:  # the cases the verdicts name: drawn again from the recorded seed
