@@ -25,8 +25,8 @@ import nbformat
 
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import course_root
-from .errors import SettingsError
-from .exercise import VARIANTS, Exercise
+from .errors import InputError, SettingsError
+from .exercise import VARIANTS, Exercise, find
 from .protocol import Limits, Walls
 from .records import loads
 from .reports import store
@@ -62,13 +62,21 @@ def _infer_exercise(datas, ids: tuple[str, ...], limits: Limits) -> str | None:
 def load_template(exercise, template: Path | None = None, course: Path | None = None):
     """The student version of the exercise: `template`, else the course's exercises/, else built from solutions/."""
     if template is not None:
-        return nbformat.read(template, as_version=4)
+        return _notebook(template)
     root = course_root(course)
     handed_out = root / "exercises" / f"{exercise.id}.ipynb"
     if handed_out.exists():
-        return nbformat.read(handed_out, as_version=4)
+        return _notebook(handed_out)
     solution = root / "solutions" / f"{exercise.id}.ipynb"
-    return make_exercise(nbformat.read(solution, as_version=4), exercise)
+    return make_exercise(_notebook(solution), exercise)
+
+
+def _notebook(path: Path):
+    """The course's notebook at `path`; an InputError when the file is no notebook (a missing one is an OSError)."""
+    try:
+        return nbformat.read(path, as_version=4)
+    except ValueError as exc:  # nbformat's NotJSONError among them
+        raise InputError(f"{path} is not a notebook: {exc}") from None
 
 
 class Verdicts(list[Graded]):
@@ -107,7 +115,7 @@ def _exercise_of(every, exercise_id, catalogue, limits: Limits) -> Exercise:
                                       limits)
     if exercise_id is None:
         raise SettingsError("cannot tell which exercise this is; pass --exercise")
-    return catalogue.get(exercise_id)
+    return find(catalogue, exercise_id)
 
 
 def _unreadable(exercise: Exercise, entry: intake.Entry, problem: str, status: Status) -> Graded:

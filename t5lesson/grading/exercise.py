@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from .errors import SettingsError
 from .questions.kinds import Code, Question
 
-__all__ = ["Exercise", "Catalogue", "VARIANTS"]
+__all__ = ["Exercise", "Catalogue", "find", "VARIANTS"]
 
 # How many sets of hidden cases the grader draws per question from one seed. Each case of a
 # submission is taken from one of them, picked by a hash of the submission (`Exercise.for_student`):
@@ -103,6 +103,14 @@ class Catalogue(Protocol):
     def get(self, exercise_id: str) -> Exercise: ...
 
     def exercise_ids(self) -> tuple[str, ...]: ...
+
+
+def find(catalogue: Catalogue, exercise_id: str) -> Exercise:
+    """The catalogue's exercise `exercise_id` (one the instructor named); a SettingsError listing the known ids."""
+    known = catalogue.exercise_ids()
+    if exercise_id not in known:
+        raise SettingsError(f"there is no exercise {exercise_id!r}; the course has {', '.join(known)}")
+    return catalogue.get(exercise_id)
 
 
 class _Pool:

@@ -72,3 +72,14 @@ def test_hash_needs_the_exercise_whose_salt_the_key_carries(capsys):
         t5grade(["hash", "q1", "B"])
     assert t5grade(["hash", "q99", "B", "--exercise", "01_unscaled_scores"]) == 2
     assert "has no question 'q99'" in capsys.readouterr().err
+
+
+def test_an_unknown_exercise_or_a_broken_template_is_one_line(tmp_path, capsys):
+    (tmp_path / "class").mkdir()
+    (tmp_path / "broken.ipynb").write_text("{not json", encoding="utf-8")
+    base = ["grade", str(tmp_path / "class"), "--out", str(tmp_path / "report"), "--quiet", "--isolation", "none"]
+    assert t5grade([*base, "--exercise", "99_nothing"]) == 2
+    assert "there is no exercise '99_nothing'; the course has 00_" in capsys.readouterr().err
+    assert t5grade([*base, "--exercise", "01_unscaled_scores", "--template", str(tmp_path / "broken.ipynb")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "broken.ipynb is not a notebook" in err

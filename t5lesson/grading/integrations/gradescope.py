@@ -25,6 +25,7 @@ import nbformat
 
 from ..course import PACKAGE_PARENT
 from ..errors import SettingsError
+from ..exercise import find
 from ..protocol import Limits
 from ..reports.store import question_titles
 from ..run import intake
@@ -135,7 +136,7 @@ def build(exercise_id: str, out: Path, *, catalogue, limits: Limits = Limits(), 
         new_seed,
     )
 
-    exercise = catalogue.get(exercise_id)
+    exercise = find(catalogue, exercise_id)
     if visibility not in VISIBILITY:
         raise SettingsError(f"visibility must be one of {', '.join(VISIBILITY)}")
     if isolation not in ("auto", "full", "none"):

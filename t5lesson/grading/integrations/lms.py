@@ -29,8 +29,11 @@ POINTS_POSSIBLE = "    Points Possible"  # how Canvas' own export labels that ro
 
 
 def _read_csv(path: Path) -> list[dict]:
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        return list(csv.DictReader(f))
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            return list(csv.DictReader(f))
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path} is not a CSV file in UTF-8: {exc}") from None
 
 
 def read_ids(path: Path) -> dict[str, dict]:
