@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from ..exercise import Exercise
 from ..questions.kinds import Code
-from ..verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Status, format_points
+from ..verdict import INCORRECT, NOT_ATTEMPTED, SUBMITTED, Graded, Status, format_points
 from .files import csv_text, inert
 from .gradebook import flagged_readings, reference_hits
 
@@ -568,7 +568,8 @@ def _objectives_part(stats: ClassStats) -> dict:
     return {"figure": figure, "rows": rows}
 
 
-def class_report_files(exercise, graded, titles: dict | None = None) -> dict[str, str]:
+def class_report_files(exercise: Exercise, graded: list[Graded],
+                       titles: dict[str, str] | None = None) -> dict[str, str]:
     """{relative path: text}: report.html and class_report/*.csv. `titles`: {question id: title}."""
     stats = compute(exercise, graded, titles)
     return {"report.html": render_html(stats), **csv_files(stats)}

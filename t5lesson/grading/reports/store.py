@@ -9,9 +9,9 @@ every time. See docs/grading.md, "Large classes: progress, shards, merge".
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from ..authoring.notebook_format import QUESTION_HEADING
 from ..errors import GradingError, InputError
@@ -34,10 +34,10 @@ class ReportError(GradingError, RuntimeError):
         self.failed = failed
 
 
-def question_titles(exercise, notebook) -> dict[str, str]:
+def question_titles(exercise: Exercise, notebook: Any) -> dict[str, str]:
     """{question id: title} from the notebook's headings ("## Question 5 (1 point): a bucket ...")."""
     try:
-        markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+        markdown = "\n".join(str(c.source) for c in notebook.cells if c.cell_type == "markdown")
     except AttributeError:
         return {}
     by_number = {int(n): title.strip() for n, _, _, title in QUESTION_HEADING.findall(markdown)}
@@ -55,26 +55,26 @@ class Run(NamedTuple):
     titles: dict[str, str]
 
 
-def _outcome(o: Outcome) -> dict:
+def _outcome(o: Outcome) -> dict[str, Any]:
     """An outcome as grades.json keeps it; `blocked` only where the answer called a blocked reference."""
-    plain = {"question": o.question, "status": o.status, "points": o.points, "max_points": o.max_points,
+    plain: dict[str, Any] = {"question": o.question, "status": o.status, "points": o.points, "max_points": o.max_points,
              "message": o.message}
     if getattr(o, "blocked", ()):
         plain["blocked"] = list(o.blocked)
     return plain
 
 
-def _blocked(o: dict) -> tuple[str, ...]:
+def _blocked(o: dict[str, Any]) -> tuple[str, ...]:
     """The blocked targets of an outcome read back from grades.json (well-formed ones only)."""
     from ..records import BLOCKED_TARGET
 
-    found = o.get("blocked")
+    found: object = o.get("blocked")
     if not isinstance(found, list):
         return ()
-    return tuple(t for t in found if isinstance(t, str) and BLOCKED_TARGET.fullmatch(t))
+    return tuple(t for t in cast("list[object]", found) if isinstance(t, str) and BLOCKED_TARGET.fullmatch(t))
 
 
-def _plain(g: Graded) -> dict:
+def _plain(g: Graded) -> dict[str, Any]:
     return {
         "student": g.student, "file": g.file, "status": str(g.status),
         "outcomes": [_outcome(o) for o in g.outcomes],
@@ -84,11 +84,11 @@ def _plain(g: Graded) -> dict:
     }
 
 
-def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None, skipped=(),
-                titles: dict | None = None) -> str:
+def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
+                skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> str:
     """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
     the entries of the folder that have no row (`intake.Skipped`) and the questions' titles."""
-    doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
+    doc: dict[str, Any] = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
            "settings": settings.to_json(),
            "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
            "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
@@ -105,7 +105,7 @@ def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: Run
 
     failed = write_reports(out, exercise, graded, settings, skipped=skipped)
 
-    def put(relative: str, text_of) -> None:
+    def put(relative: str, text_of: Callable[[], str]) -> None:
         try:
             atomic_write(out / relative, text_of())
         except Exception as exc:
@@ -128,13 +128,13 @@ def read(report_dir: Path, catalogue: Catalogue) -> Run:
     if not path.is_file():
         raise InputError(f"{report_dir} has no {GRADES_FILE}: is it a report folder written by this grader?")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc: object = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise InputError(f"{path} is damaged: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or cast("dict[str, Any]", doc).get("format") != FORMAT:
         raise InputError(f"{path} is not in the format {FORMAT}")
     try:  # a key missing, a value of the wrong kind, a word that is no status: a damaged file, not a bug
-        return _run_of(doc, catalogue)
+        return _run_of(cast("dict[str, Any]", doc), catalogue)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, GradingError):
             raise
@@ -146,7 +146,7 @@ def _run_of(doc: dict[str, Any], catalogue: Catalogue) -> Run:
     settings = RunSettings.from_json(doc.get("settings"))
     if settings.seed:  # the cases the verdicts name: drawn again from the recorded seed
         exercise = exercise.drawn(settings.seed)
-    graded = []
+    graded: list[Graded] = []
     for s in doc["submissions"]:
         outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"],
                             _blocked(o)) for o in s["outcomes"]]
