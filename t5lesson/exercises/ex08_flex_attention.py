@@ -16,7 +16,7 @@ from . import Exercise, id_of_module
 __all__ = ["EXERCISE"]
 
 EXERCISE = Exercise(
-    id=id_of_module(__name__), salted=True,
+    id=id_of_module(__name__),
     title="Exercise 8: T5's attention at scale",
     questions=(
         Numeric(
