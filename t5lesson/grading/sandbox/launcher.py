@@ -2,7 +2,8 @@
 
 The worker's kernelspec runs this module (or the zygote forks it, `run_here`): it applies the
 run's `LaunchConfig` to itself (resource limits, the cgroup, the namespaces of
-`sandbox.namespaces`, the kernel's own user id, no capability, a bare environment and home),
+`sandbox.namespaces`, the kernel's own user id, no capability, the system-call filter of
+`sandbox.seccomp`, a bare environment and home),
 then replaces itself with the grading kernel (`sandbox.kernel`). What a kernel can still do is
 said, honestly, in docs/grading.md, "Isolation, honestly".
 """
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 from ..protocol import KERNEL_MODULE, LaunchConfig
-from . import namespaces
+from . import namespaces, seccomp
 from .resources import Cgroup, processes_of
 
 __all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment"]
@@ -72,6 +73,7 @@ def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict]
     if plan:
         namespaces.die_with_parent()
         namespaces.drop_capabilities()
+        seccomp.install()
     os.chdir(home)
     return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
 
@@ -132,7 +134,7 @@ def run_here(config: LaunchConfig, connection_file: str) -> None:
 
 def probe(uid: int | None = None) -> str | None:
     """None if kernels can be isolated here (as root: with user id `uid`), else why and what to do."""
-    return namespaces.probe(uid if os.geteuid() == 0 else None)
+    return seccomp.available() or namespaces.probe(uid if os.geteuid() == 0 else None)
 
 
 def main(argv=None) -> None:

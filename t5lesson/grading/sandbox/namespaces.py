@@ -513,6 +513,10 @@ if seen:
     fail("the kernel sees paths outside its allowlist: " + ", ".join(seen[:5]))
 if any(os.path.lexists(p) for p in ("/proc/1/root" + {secret!r}, {secret!r})):
     fail("the kernel sees a hidden folder")
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x00020000) == 0 or ctypes.get_errno() != 1:
+    fail("the system-call filter does not refuse unshare with EPERM")
 effective = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")]
 if effective != ["0000000000000000"]:
     fail("the kernel kept capabilities: " + " ".join(effective))
@@ -557,6 +561,9 @@ def probe(uid: int | None = None) -> str | None:
                     os.setuid(uid)
                 die_with_parent()
                 drop_capabilities()
+                from . import seccomp
+
+                seccomp.install()
                 os.set_inheritable(write_end, True)
                 os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", check])
             except BaseException as exc:
