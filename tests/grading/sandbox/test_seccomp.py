@@ -4,15 +4,19 @@ One submission tries, in a cell of its own, to make a user namespace (unshare), 
 parent (ptrace), to read the kernel keyring (keyctl), to mount a tmpfs and to start io_uring;
 the error it raises lists what each call answered. It is graded by root (in this process) and by
 a normal user (the instructor's command, through useradd), and both must see EPERM for all
-five; the rest of the notebook still earns full marks. Skips where kernels cannot be isolated,
+five; the rest of the notebook still earns full marks. The same filter, written as BPF, is also
+loaded by `bwrap --seccomp`. Skips where kernels cannot be isolated (or bubblewrap is missing),
 but not where CI sets T5LESSON_REQUIRE_ISOLATION=1.
 """
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -74,6 +78,25 @@ def test_the_filter_lists_dockers_default_denials():
             "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load",
             "init_module", "finit_module", "delete_module", "pivot_root", "swapon", "swapoff", "reboot",
             "open_by_handle_at", "name_to_handle_at"} <= set(seccomp.DENIED)
+
+
+def test_bubblewrap_loads_the_exported_filter():
+    """`export` writes the filter for `bwrap --seccomp FD`: a process started that way is refused unshare."""
+    if shutil.which("bwrap") is None:
+        if REQUIRED:
+            pytest.fail("bubblewrap is missing (apt install bubblewrap)")
+        pytest.skip("bubblewrap is missing (apt install bubblewrap)")
+    read_end, write_end = os.pipe()
+    seccomp.export(write_end)
+    os.close(write_end)
+    probe = "import ctypes; libc = ctypes.CDLL(None, use_errno=True); print(libc.unshare(0), ctypes.get_errno())"
+    argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent",
+            "--seccomp", str(read_end), sys.executable, "-c", probe]
+    done = subprocess.run(argv, pass_fds=(read_end,), capture_output=True, text=True, timeout=60)
+    os.close(read_end)
+    if done.returncode != 0 and "Operation not permitted" in done.stderr and not REQUIRED:
+        pytest.skip(f"bubblewrap cannot make namespaces here: {done.stderr.strip()}")
+    assert done.stdout.split() == ["-1", str(errno.EPERM)], done.stderr
 
 
 def test_a_denied_call_is_refused_in_a_kernel_graded_by_root(tmp_path):
