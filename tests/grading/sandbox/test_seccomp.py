@@ -26,7 +26,7 @@ from isolation_helpers import REQUIRED, WHY_NOT, grade_as, normal_user_for_test
 from t5lesson.grade import grade_folder
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
-from t5lesson.grading.sandbox import seccomp
+from t5lesson.grading.sandbox import launcher, seccomp
 
 from synthetic_class import FULL_MARKS, add_after, full, write
 
@@ -78,6 +78,12 @@ def test_the_filter_lists_dockers_default_denials():
             "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load",
             "init_module", "finit_module", "delete_module", "pivot_root", "swapon", "swapoff", "reboot",
             "open_by_handle_at", "name_to_handle_at"} <= set(seccomp.DENIED)
+
+
+def test_without_the_filter_the_grader_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(seccomp, "_library", lambda: None)
+    why = launcher.probe()
+    assert why is not None and "apt install libseccomp2; pip install pyseccomp" in why, why
 
 
 def test_bubblewrap_loads_the_exported_filter():
