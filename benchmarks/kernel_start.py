@@ -6,8 +6,9 @@ the fork server.
 
 Kernel start is the time from asking for a kernel to its first kernel_info reply, and the CPU
 seconds its processes used by then (user + system), median of --kernels starts, one at a time:
-- fork server: today's zygote (`sandbox.zygote`) forks a launcher that walls itself in
-  (`sandbox.namespaces`) and runs the kernel: no interpreter start, no import;
+- fork server: the zygote (`sandbox.zygote`), inside the class's bubblewrap, forks a launcher
+  that makes its own namespaces (`sandbox.namespaces`) and runs the kernel: no interpreter
+  start, no import;
 - bwrap, cold: `bwrap` with the same walls (read-only system and Python, a private /tmp, no
   network, the seccomp filter) around `python -m t5lesson.grading.sandbox.kernel`;
 - bwrap, warm pool: the same kernels started ahead; what is left per submission is the hand-over
@@ -107,7 +108,8 @@ def fork_server(base: Path, count: int) -> list[tuple[float, float]]:
     """(seconds, CPU seconds) of each kernel forked by today's zygote."""
     found = []
     env = launcher.kernel_environment(worker_env(base), str(base / "zygote"))
-    with zygote.Zygote(base / "zygote", [], env) as parent:
+    walls = Walls(keep=tuple(namespaces.needed_paths()))
+    with zygote.Zygote(base / "zygote", [], env, walls=walls, writable=[base]) as parent:
         for i in range(count):
             slot = Slot(base, i, own_uid=True)
             config = _launch_config(slot)
@@ -222,10 +224,10 @@ def rates(tmp: Path, count: int, exercise: str, repeat: int) -> list[str]:
     cores = len(os.sched_getaffinity(0))
     lines = [f"  grading {count} submissions of exercise {exercise}, {repeat} turns, best of each "
              f"(CPU: of the grader and all below it, per submission; ceiling: cores x 60 / CPU):"]
-    for on, name in ((True, "fork server (today)"), (False, "a new interpreter per kernel")):
+    for on, name in ((True, "fork server in bwrap (the grader)"), (False, "one bwrap per kernel, cold")):
         lines.append(f"    {name:<30} {rate[on]:6.1f} per minute ({', '.join(f'{w:.1f} s' for w, _ in times[on])}), "
                      f"CPU {cpu[on]:.2f} s, ceiling {cores * 60 / cpu[on]:.0f} per minute; "
-                     f"{rate[on] / rate[True]:.0%} of today's")
+                     f"{rate[on] / rate[True]:.0%} of the fork server's")
     return lines
 
 
@@ -246,7 +248,7 @@ def main(argv=None) -> int:
     os.chmod(base, 0o755)
     try:
         print("kernel start, request to first reply:")
-        print(_line("fork server (today)", fork_server(base, args.kernels)))
+        print(_line("fork server in bwrap (the grader)", fork_server(base, args.kernels)))
         print(_line("bwrap, cold", bwrap_cold(base, args.kernels)))
         print(_line("bwrap, warm pool (hand-over)", bwrap_pool(base, args.kernels)))
         if args.count:
