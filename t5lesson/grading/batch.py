@@ -239,7 +239,7 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
     with work_area() as (work, ipc_root):
         shown = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
         walls = class_walls(shown, root, hide, as_root) if full else None
-        with run_step(run, work, template_nb) as run_one:
+        with run_step(run, work, template_nb, walls) as run_one:
             batch = _Batch(exercise, template_nb, limits, work, kernel_uids, walls, as_root, run_one,
                            _expected_in_background(exercise))
             shard_text = f"{shard[0]}/{shard[1]}" if shard else None

@@ -165,13 +165,15 @@ def _remove_run_folders(*folders: Path) -> None:
 
 
 @contextmanager
-def run_step(run: Callable | None, work: Path, template):
+def run_step(run: Callable | None, work: Path, template, walls: Walls | None = None):
     """The run step of a batch: `run` as given, else worker processes whose kernels fork from one zygote
-    that has imported what the exercise's notebook imports (without one, each kernel starts afresh)."""
+    that has imported what the exercise's notebook imports (without one, each kernel starts afresh), inside
+    the class's `walls` (bubblewrap) when there are walls."""
     if run is not None:
         yield run
         return
     modules = zygote.modules_imported(c.source for c in template.cells if c.cell_type == "code")
     env = launcher.kernel_environment(worker_env(work), str(work / "zygote"))
-    with zygote.Zygote(work / "zygote", modules, env) as parent, WorkerPool(worker_env(work), work / "jobs") as pool:
+    parent = zygote.Zygote(work / "zygote", modules, env, walls=walls, writable=[work, work / "ipc"])
+    with parent, WorkerPool(worker_env(work), work / "jobs") as pool:
         yield functools.partial(run_worker, zygote=parent.socket, pool=pool)

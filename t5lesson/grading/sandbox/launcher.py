@@ -2,7 +2,8 @@
 
 The worker's kernelspec runs this module (or the zygote forks it, `run_here`): it applies the
 run's `LaunchConfig` to itself (resource limits, the cgroup, the namespaces of
-`sandbox.namespaces`, the kernel's own user id, no capability, a bare environment and home),
+`sandbox.namespaces`, the kernel's own user id, no capability, the system-call filter of
+`sandbox.seccomp`, a bare environment and home),
 then replaces itself with the grading kernel (`sandbox.kernel`). What a kernel can still do is
 said, honestly, in docs/grading.md, "Isolation, honestly".
 """
@@ -15,12 +16,13 @@ import signal
 import sys
 from pathlib import Path
 
-from ..protocol import KERNEL_MODULE, LaunchConfig
-from . import namespaces
+from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
+from . import bubblewrap, namespaces, seccomp
 from .resources import Cgroup, processes_of
 
 __all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment"]
 
+WALLED = "T5LESSON_WALLED"  # set for a launcher that bubblewrap started: the class's walls are up
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
             "JPY_PARENT_PID")
 
@@ -40,7 +42,8 @@ def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict]
     home = config.home
     with open(connection_file, encoding="utf-8") as f:
         connection = f.read()
-    if config.pid_file:
+    seccomp.available()  # loads libseccomp while the installation is still ours to read
+    if config.pid_file and not os.environ.get(WALLED):  # else bubblewrap's process wrote it: the group to kill
         with open(config.pid_file, "w", encoding="utf-8") as f:
             f.write(str(os.getpid()))
     plan = config.isolation
@@ -72,6 +75,7 @@ def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict]
     if plan:
         namespaces.die_with_parent()
         namespaces.drop_capabilities()
+        seccomp.install()
     os.chdir(home)
     return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
 
@@ -132,13 +136,29 @@ def run_here(config: LaunchConfig, connection_file: str) -> None:
 
 def probe(uid: int | None = None) -> str | None:
     """None if kernels can be isolated here (as root: with user id `uid`), else why and what to do."""
-    return namespaces.probe(uid if os.geteuid() == 0 else None)
+    return seccomp.available() or namespaces.probe(uid if os.geteuid() == 0 else None)
+
+
+def _behind_walls(config: LaunchConfig, argv: list[str]) -> None:
+    """Start this launcher again inside the class's bubblewrap (it shows the run folders that hold its files)."""
+    plan = config.isolation
+    if config.pid_file:
+        with open(config.pid_file, "w", encoding="utf-8") as f:
+            f.write(str(os.getpid()))  # bubblewrap's: the leader of the group the grader kills
+    folders = bubblewrap.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
+    keep = [p for p in plan.keep if p not in plan.writable_keep]
+    command = bubblewrap.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the kernel's (it restores SIGINT), not bubblewrap's
+    os.execvpe(command[0], command, dict(os.environ, **{WALLED: "1"}))
 
 
 def main(argv=None) -> None:
     """`python -m t5lesson.grading.sandbox.launcher CONFIG.json CONNECTION_FILE`: the kernelspec's command."""
     argv = sys.argv[1:] if argv is None else argv
-    launch(LaunchConfig.read(argv[0]), argv[1])
+    config = LaunchConfig.read(argv[0])
+    if config.isolation and not os.environ.get(WALLED):
+        _behind_walls(config, list(argv))
+    launch(config, argv[1])
 
 
 if __name__ == "__main__":

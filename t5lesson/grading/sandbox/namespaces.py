@@ -1,11 +1,10 @@
-"""Namespaces for one student's kernel: what it can see, write and reach. Linux only.
-Hand-written rather than Docker: isolation with no daemon or image, as root and as a normal user.
+"""Each kernel's own namespaces, made inside the class's bubblewrap (`sandbox.bubblewrap`). Linux only.
 
-`enter(plan)` runs in the kernel's launcher before it becomes the kernel, as root (mount, IPC,
-network and PID namespaces, then a user id of its own) or as a normal user (inside a user
-namespace that maps only its own id). The root is an allowlist, a tmpfs that `pivot_root` moves
-into; nothing else of the machine is reachable. `probe()` says whether this works here, and if
-not, why. See docs/grading.md, "Isolation, honestly" and "The kernel's root, piece by piece".
+`enter(plan)` runs in the kernel's launcher (a child of the zygote, or a launcher that bwrap
+started) before it becomes the kernel: its own mount, IPC, network and PID namespaces; one tmpfs
+of the plan's size for /tmp, /var/tmp, /dev/shm, /run/lock and its home; the grader's run
+folders covered but for its own home and socket folder; a fresh /proc. `probe()` says whether
+this works here, and if not, why. See docs/grading.md, "Isolation, honestly".
 """
 from __future__ import annotations
 
@@ -13,18 +12,18 @@ import ctypes
 import functools
 import json
 import os
-import platform
 import signal
 import subprocess
 import sys
 
 from ..course import PACKAGE_PARENT
 from ..protocol import SandboxPlan
+from . import bubblewrap
+from .resources import descendants
 
-__all__ = ["probe", "enter", "sealed", "WRITABLE", "SYSTEM", "ETC", "DEVICES", "die_with_parent", "drop_capabilities",
-           "needed_paths"]
+__all__ = ["probe", "enter", "sealed", "die_with_parent", "drop_capabilities", "needed_paths"]
 
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWIPC = 0x00020000, 0x10000000, 0x08000000
+CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
 CLONE_NEWNET, CLONE_NEWPID = 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 1 << 18
@@ -32,19 +31,10 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 CAPABILITY_VERSION_3 = 0x20080522
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 
-WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian
-SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # programs and libraries
-ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf", "/etc/passwd",
-       "/etc/group", "/etc/localtime", "/etc/hosts", "/etc/alternatives", "/etc/fonts")
-DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
-DEVICE_LINKS = {"/dev/fd": "/proc/self/fd", "/dev/stdin": "/proc/self/fd/0", "/dev/stdout": "/proc/self/fd/1",
-                "/dev/stderr": "/proc/self/fd/2"}
-CPU_INFO = ("/sys/devices/system/cpu",)  # online, possible, caches: what thread pools and BLAS may size themselves by
-# Sizes of the grader's own tmpfs mounts, not limits of a submission: the root holds folders and
-# links only, a cover is empty, and the probe writes one small file.
-ROOT_SIZE, COVER_SIZE, PROBE_DISK_BYTES = "1m", "64k", 1 << 20
+# Sizes of the grader's own tmpfs mounts, not limits of a submission: a cover holds only the way
+# to the kernel's own folders, and the probe writes one small file.
+COVER_SIZE, PROBE_DISK_BYTES = "64k", 1 << 20
 _FLAG_OF_OPTION = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                    "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
 
@@ -70,30 +60,9 @@ def _mount(source, target, fstype, flags, data, what: str) -> None:
     _check(load_libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)), what)
 
 
-def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="ascii") as f:
-        f.write(text)
-
-
-def _unshare(as_root: bool) -> None:
-    flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID
-    uid, gid = os.getuid(), os.getgid()
-    if not as_root:
-        flags |= CLONE_NEWUSER
-    _check(load_libc().unshare(flags), "unshare")
-    if not as_root:  # map our own ids only: inside, we are who we were, with no power outside
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE, None, "make / private")
-
-
 def _inside(path: str, folders) -> bool:
     """`path` is one of `folders` or lies in one."""
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
-
-
-# --------------------------------------------------------------------------- what the kernel sees
 
 
 @functools.cache
@@ -139,23 +108,11 @@ def needed_paths() -> list[str]:
 def _writable_folders() -> list[str]:
     """The world-writable folders of WRITABLE that exist here, each once (/var/lock links to /run/lock)."""
     writable = []
-    for path in WRITABLE:
+    for path in bubblewrap.WRITABLE:
         real = os.path.realpath(path)
         if os.path.isdir(real) and real not in writable:
             writable.append(real)
     return writable
-
-
-def _system_paths() -> list[str]:
-    return [p for p in (*SYSTEM, *ETC, *DEVICES, *CPU_INFO) if os.path.lexists(p)]
-
-
-def _read_only_views(plan: SandboxPlan, private: list[str]) -> list[tuple[str, str]]:
-    """(path, real path) of everything shown read-only, shortest first; never one that holds a private folder."""
-    wanted = dict.fromkeys([*_system_paths(), *(p for p in plan.keep if p not in plan.writable_keep)])
-    views = [(path, os.path.realpath(path)) for path in wanted]
-    return sorted(((p, r) for p, r in views if os.path.exists(r) and not any(_inside(f, [r]) for f in private)),
-                  key=lambda view: len(view[0]))
 
 
 def _mounts(pid: int | str = "self") -> list[tuple[str, bool, int]]:
@@ -178,23 +135,6 @@ def _mounts(pid: int | str = "self") -> list[tuple[str, bool, int]]:
     return found
 
 
-def _read_only_sources(reals: list[str]) -> None:
-    """Make the machine's mounts that hold these paths (or lie inside them) read-only and nosuid, here.
-
-    Only in this mount namespace, and before anything is bound: a bind copies its source's
-    flags, so every view of them is read-only from the start, without a remount of its own.
-    """
-    mounts = _mounts()
-    points = [point for point, _, _ in mounts]
-    needed = set()
-    for real in reals:
-        needed.add(max((p for p in points if _inside(real, [p])), key=len))
-        needed.update(p for p in points if _inside(p, [real]))
-    for point, read_only, flags in mounts:
-        if point in needed and not (read_only and flags & MS_NOSUID):
-            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | flags, None, f"read-only {point}")
-
-
 _ST_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
              os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
 
@@ -205,174 +145,90 @@ def _flags_of(path: str) -> int:
     return sum(ms for st, ms in _ST_TO_MS.items() if flag & st)
 
 
-# --------------------------------------------------------------------------- building the root
+# --------------------------------------------------------------------------- the kernel's own world
 
 
-class _Root:
-    """The kernel's new root, a small tmpfs mounted at `top`, and the trees of the machine bound into it."""
-
-    def __init__(self, top: str):
-        self.top = top
-        self.bound: list[str] = []  # real paths of the machine shown here (read-only trees)
-        _mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, f"size={ROOT_SIZE},mode=0755", "new root")
-
-    def inside(self, path: str) -> str:
-        return self.top + path
-
-    def reach(self, path: str) -> str:
-        """Lay the way to `path` in the root as it is on the machine; return where `path` really is.
-
-        The folders on the way become empty folders, the symbolic links on the way the same
-        links (`/lib -> usr/lib`), so that every way to a shown path works as on the machine.
-        Inside a tree bound from the machine nothing is made: there the way is the machine's already.
-        """
-        done, rest, hops = "/", [p for p in path.split("/") if p], 0
-        while rest:
-            name = rest.pop(0)
-            if name == ".":
-                continue
-            if name == "..":
-                done = os.path.dirname(done)
-                continue
-            here = os.path.join(done, name)
-            if os.path.islink(here):
-                hops += 1
-                if hops > 40:
-                    raise OSError(f"too many links on the way to {path}")
-                target = os.readlink(here)
-                if not os.path.lexists(self.inside(here)):
-                    os.symlink(target, self.inside(here))
-                rest = [p for p in target.split("/") if p] + rest
-                done = "/" if target.startswith("/") else done
-                continue
-            if rest and not os.path.lexists(self.inside(here)):
-                self._folder(here)
-            done = here
-        return done
-
-    def _folder(self, path: str) -> None:
-        os.mkdir(self.inside(path))
-        os.chmod(self.inside(path), 0o755)  # whatever the umask: a dropped user id must get through
-
-    def mount_point(self, real: str, is_dir: bool) -> str:
-        target = self.inside(real)
-        if is_dir and not os.path.lexists(target):
-            self._folder(real)
-        elif not os.path.lexists(target):
-            with open(target, "w"):
-                pass
-        return target
-
-    def show(self, path: str) -> None:
-        """Bind `path` of the machine (and lay the way to it) into the root; read-only, as its source is."""
-        real = self.reach(path)
-        if _inside(real, self.bound):
-            return
-        target = self.mount_point(real, os.path.isdir(real))
-        _mount(real, target, None, MS_BIND | MS_REC, None, f"show {real}")
-        self.bound.append(real)
-
-    def bind_writable(self, source: str, path: str) -> str:
-        """Bind the folder `source` at `path` in the root, writable; return the mount point."""
-        real = self.reach(path)
-        target = self.mount_point(real, True)
-        _mount(source, target, None, MS_BIND, None, f"writable {real}")
-        if os.statvfs(target).f_flag & os.ST_RDONLY:  # its source is one of the machine's mounts made read-only
-            _mount(None, target, None, MS_REMOUNT | MS_BIND | _flags_of(target), None, f"writable {real}")
-        return real
-
-    def cover(self, folder: str) -> None:
-        _mount("tmpfs", self.inside(folder), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-               f"size={COVER_SIZE},mode=0755", f"cover {folder}")
-
-    def seal(self) -> None:
-        """The root's own tmpfs read-only, now that every mount point and link is in it."""
-        _mount(None, self.top, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, None, "read-only root")
+def _bind(source: str, target: str, read_only: bool, what: str) -> None:
+    """Bind `source` at `target`, read-only or not (a bind does not keep its source's read-only flag)."""
+    _mount(source, target, None, MS_BIND | MS_REC, None, what)
+    if read_only:
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags_of(target), None, what)
 
 
-def _build(plan: SandboxPlan, private: list[str]) -> tuple[str, list[str]]:
-    """The kernel's root, complete but for /proc; return its top and where the socket folder is bound.
+def _lay_way(path: str, is_dir: bool = True) -> None:
+    """Make the folders on the way to `path` (and `path` itself), where a fresh tmpfs covers the machine's."""
+    done = "/"
+    names = [p for p in path.split("/") if p]
+    for k, name in enumerate(names):
+        done = os.path.join(done, name)
+        if os.path.lexists(done):
+            continue
+        if k == len(names) - 1 and not is_dir:
+            open(done, "w").close()
+        else:
+            os.mkdir(done)
+            os.chmod(done, 0o755)  # whatever the umask: a dropped user id must get through
 
-    The scratch folder gets the kernel's one tmpfs of `disk_bytes`: a folder of it for each
-    private place (1777), one for the home, and one the root's own small tmpfs is mounted on.
-    Both tmpfs leave the namespace with the machine's root when the kernel moves in (`_pivot`):
-    then only the folders bound into the root show the writable one.
-    """
-    _mount("tmpfs", plan.scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(plan.disk_bytes)},mode=0755",
+
+def _scratch(plan: SandboxPlan, private: list[str]) -> str:
+    """The kernel's one tmpfs of `disk_bytes`: a folder of it over each private place (1777); return its home folder."""
+    _mount("tmpfs", bubblewrap.SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(plan.disk_bytes)},mode=0755",
            "scratch tmpfs")
-    home, top = os.path.join(plan.scratch, "home"), os.path.join(plan.scratch, "root")
+    for i, path in enumerate(private):
+        folder = os.path.join(bubblewrap.SCRATCH, f"w{i}")
+        os.mkdir(folder)
+        os.chmod(folder, 0o1777)
+        _bind(folder, path, False, f"private {path}")
+    home = os.path.join(bubblewrap.SCRATCH, "home")
     os.mkdir(home, 0o700)
     if plan.uid is not None:
         os.chown(home, plan.uid, plan.uid)
-    os.mkdir(top)
-    root = _Root(top)
-    writable = []
-    for i, path in enumerate(private):
-        folder = os.path.join(plan.scratch, f"w{i}")
-        os.mkdir(folder)
-        os.chmod(folder, 0o1777)
-        writable.append(root.bind_writable(folder, path))
-    for path in WRITABLE:  # the links among them (/var/lock -> /run/lock)
-        if os.path.islink(path):
-            root.reach(path)
-    views = _read_only_views(plan, private)
-    _read_only_sources([real for _, real in views])
-    for path, _ in views:
-        root.show(path)
-    sockets = []
-    for path in plan.writable_keep:  # the socket folder: writable until the kernel has bound its sockets
-        if os.path.isdir(path):
-            sockets.append(root.bind_writable(os.path.realpath(path), path))
-    writable += sockets
-    writable.append(root.bind_writable(home, plan.home))  # last: its way may lie in a private place (/tmp)
-    for folder in _second_line(plan, root.bound, writable):
-        root.cover(folder)
-    for link, target in DEVICE_LINKS.items():
-        if not os.path.lexists(root.inside(link)):
-            os.symlink(target, root.inside(link))
-    root.mount_point("/proc", True)
-    root.seal()
-    return top, sockets
+    return home
 
 
-def _second_line(plan: SandboxPlan, bound: list[str], writable: list[str]) -> list[str]:
-    """The hidden folders that lie inside a tree shown from the machine (and hold nothing the kernel needs)."""
-    found = []
-    for folder in dict.fromkeys(os.path.realpath(h) for h in plan.hide):
-        strictly_inside = any(folder.startswith(b.rstrip("/") + "/") for b in bound)
-        needed = any(_inside(w, [folder]) for w in writable)
-        if strictly_inside and not needed and os.path.isdir(folder):
+def _covers(plan: SandboxPlan, private: list[str]) -> list[str]:
+    """Cover with a fresh tmpfs the hidden folders this world shows (the grader's run folders, bound in for the
+    launcher) outside the private places; return them."""
+    found: list[str] = []
+    for folder in sorted(dict.fromkeys(os.path.realpath(h) for h in plan.hide), key=len):
+        if os.path.isdir(folder) and not _inside(folder, private) and not _inside(folder, found):
+            _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={COVER_SIZE},mode=0755", f"cover {folder}")
             found.append(folder)
     return found
 
 
-def _pivot(top: str) -> None:
-    """Make `top` this mount namespace's root and detach the machine's root, with everything on it."""
-    number = SYS_PIVOT_ROOT.get(platform.machine())
-    if number is None:
-        raise OSError(f"pivot_root: unknown system call number on {platform.machine()}")
-    os.chdir(top)
-    libc = load_libc()
-    _check(libc.syscall(number, b".", b"."), "pivot_root")
-    _check(libc.umount2(b".", MNT_DETACH), "detach the old root")
-    os.chdir("/")
-
-
 def enter(plan: SandboxPlan, sockets=()) -> None:
-    """Build the kernel's private world and move into it (see module doc). Called as root or as a normal user.
+    """Make the kernel's own world and move into it (see module doc). Called as root or as a normal user,
+    inside bubblewrap, with the capabilities of its namespaces.
 
-    Returns in the kernel-to-be: process 1 of the new PID namespace, inside its new root. This
-    process stays outside as its supervisor (`_supervise`); once the kernel has bound `sockets`
-    (their paths), the supervisor makes the socket folder read-only. Call `die_with_parent` and
-    then `drop_capabilities` once the kernel's user id is final.
+    Returns in the kernel-to-be: process 1 of its new PID namespace. This process stays outside as
+    its supervisor (`_supervise`); once the kernel has bound `sockets` (their paths), the supervisor
+    makes the socket folder read-only. Call `die_with_parent`, then `drop_capabilities`, once the
+    kernel's user id is final.
     """
     private = _writable_folders()
-    _unshare(os.geteuid() == 0)
-    top, folders = _build(plan, private)
-    _supervise(folders if sockets else [], list(sockets))
-    # a /proc of this namespace, mounted while the machine's is still in it (a user namespace requires that)
-    _mount("proc", os.path.join(top, "proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None, "proc")
-    _pivot(top)
+    sockets_folder = [os.path.realpath(p) for p in plan.writable_keep if os.path.isdir(p)]
+    kept = [os.path.realpath(p) for p in plan.keep if p not in plan.writable_keep and os.path.exists(p)]
+    _check(load_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE, None, "make / private")
+    # opened in the new mount namespace (a bind's source must lie in it), before anything covers them
+    handles = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in dict.fromkeys(kept + sockets_folder)}
+    home = _scratch(plan, private)
+    covers = _covers(plan, private)
+    for path, handle in handles.items():  # what a private place or a cover hid, shown again
+        if _inside(path, private + covers):
+            _lay_way(path, os.path.isdir(f"/proc/self/fd/{handle}"))
+            _bind(f"/proc/self/fd/{handle}", path, path not in sockets_folder, f"show {path}")
+        os.close(handle)
+    _lay_way(os.path.realpath(plan.home))
+    _bind(home, os.path.realpath(plan.home), False, "home")
+    for folder in covers:
+        _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None, f"read-only {folder}")
+    for folder in (bubblewrap.SCRATCH, bubblewrap.CGROUPS):
+        if os.path.ismount(folder):
+            _check(load_libc().umount2(os.fsencode(folder), MNT_DETACH), f"unmount {folder}")
+    _supervise(sockets_folder if sockets else [], list(sockets))
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None, "proc")
 
 
 # --------------------------------------------------------------------------- the kernel's process
@@ -437,13 +293,23 @@ def _seal_when_bound(pid: int, folders: list[str], sockets: list[str]) -> int | 
     return None
 
 
-def sealed(pid: int, folder: str) -> bool:
-    """Is `folder` a read-only mount for the process `pid` (a kernel's supervisor: its socket folder)?"""
+def _read_only_mount(pid: int, folder: str) -> bool | None:
+    """Is `folder` a read-only mount for the process `pid`? None where it is no mount point there (or no process)."""
     try:
         found = [read_only for point, read_only, _ in _mounts(pid) if point == folder]
     except OSError:
-        return False
-    return bool(found) and found[-1]
+        return None
+    return found[-1] if found else None
+
+
+def sealed(pid: int, folder: str) -> bool:
+    """Is `folder` a read-only mount for the kernel's supervisor: the process `pid` (forked by the zygote), or
+    the first below it that has it mounted (below a launcher that bubblewrap started)?"""
+    found = _read_only_mount(pid, folder)
+    if found is None:
+        below = (_read_only_mount(process, folder) for process in descendants(pid)[1:])
+        found = next((f for f in below if f is not None), None)
+    return bool(found)
 
 
 def die_with_parent() -> None:
@@ -488,9 +354,10 @@ def _unseen(plan: SandboxPlan) -> list[str]:
     in the kernel: they are seen, but nothing of the machine's inside them (a checkout under /tmp
     shows only what the plan keeps).
     """
-    shown = [os.path.realpath(p) for p in (*_system_paths(), *plan.keep, "/proc", "/dev", "/sys")]
-    shown += [p for p in _system_paths() if os.path.islink(p)]
-    fresh = [os.path.realpath(p) for p in WRITABLE] + [p for p in WRITABLE if os.path.islink(p)]
+    system = bubblewrap.system_paths()
+    shown = [os.path.realpath(p) for p in (*system, *plan.keep, "/proc", "/dev", "/sys", bubblewrap.SCRATCH)]
+    shown += [p for p in system if os.path.islink(p)]
+    fresh = [os.path.realpath(p) for p in bubblewrap.WRITABLE] + [p for p in bubblewrap.WRITABLE if os.path.islink(p)]
     candidates = []
     for folder in ("/", str(PACKAGE_PARENT)):
         try:
@@ -504,7 +371,7 @@ def _unseen(plan: SandboxPlan) -> list[str]:
 _PROBE_CHECK = """
 import os, sys
 def fail(why):
-    os.write({report}, why.encode())
+    os.write(REPORT, why.encode())
     sys.exit(4)
 if os.getpid() != 1:
     fail("the kernel is not process 1 of its PID namespace")
@@ -513,6 +380,10 @@ if seen:
     fail("the kernel sees paths outside its allowlist: " + ", ".join(seen[:5]))
 if any(os.path.lexists(p) for p in ("/proc/1/root" + {secret!r}, {secret!r})):
     fail("the kernel sees a hidden folder")
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x00020000) == 0 or ctypes.get_errno() != 1:
+    fail("the system-call filter does not refuse unshare with EPERM")
 effective = [line.split()[1] for line in open("/proc/self/status") if line.startswith("CapEff")]
 if effective != ["0000000000000000"]:
     fail("the kernel kept capabilities: " + " ".join(effective))
@@ -528,51 +399,73 @@ open("x", "w").write("x")
 """
 
 
+
+
+def _probe_inside(plan: SandboxPlan, check: str) -> int:
+    """Inside bubblewrap: become a kernel-to-be as a launcher does, then run `check` in Python; its exit status.
+
+    What the check finds wrong it writes to this process's stdout."""
+    from . import seccomp
+
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            enter(plan)
+            if plan.uid is not None:
+                os.setgroups([])
+                os.setgid(plan.uid)
+                os.setuid(plan.uid)
+            die_with_parent()
+            drop_capabilities()
+            seccomp.install()
+            os.set_inheritable(write_end, True)
+            os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", check.replace("REPORT", str(write_end))])
+        except BaseException as exc:
+            os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:500])
+            os._exit(3)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as report:
+        sys.stdout.buffer.write(report.read(2000))
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) & 0xFF
+
+
 def probe(uid: int | None = None) -> str | None:
-    """None if `enter` works here (checked in a child process that starts Python), else why and what to do."""
+    """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap), else why and what to do."""
     if not sys.platform.startswith("linux"):
         return "kernel isolation needs Linux namespaces"
+    missing = bubblewrap.missing()
+    if missing:
+        return missing
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="t5probe-") as tmp:
-        secret = os.path.join(tmp, "hidden")
+        secret, home = os.path.join(tmp, "hidden"), os.path.join(tmp, "home")
         os.mkdir(secret)
-        scratch, home = os.path.join(tmp, "scratch"), os.path.join(tmp, "home")
-        os.mkdir(scratch, 0o700)
-        os.mkdir(home, 0o700)
+        os.mkdir(home, 0o755)
         open(os.path.join(secret, "file"), "w").close()
-        plan = SandboxPlan(home=home, scratch=scratch, disk_bytes=PROBE_DISK_BYTES, hide=(secret,),
+        plan = SandboxPlan(home=home, scratch=tmp, disk_bytes=PROBE_DISK_BYTES, hide=(secret, tmp),
                            keep=tuple(needed_paths()), uid=uid)
-        read_end, write_end = os.pipe()
-        check = _PROBE_CHECK.format(report=write_end, unseen=_unseen(plan), secret=secret, home=home,
+        check = _PROBE_CHECK.format(report="REPORT", unseen=_unseen(plan), secret=secret, home=home,
                                     read_only=os.path.join(os.path.realpath(sys.prefix), "t5probe"))
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.close(read_end)
-                enter(plan)
-                if uid is not None:
-                    os.setgroups([])
-                    os.setgid(uid)
-                    os.setuid(uid)
-                die_with_parent()
-                drop_capabilities()
-                os.set_inheritable(write_end, True)
-                os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", check])
-            except BaseException as exc:
-                os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:500])
-                os._exit(3)
-        os.close(write_end)
-        with os.fdopen(read_end, "rb") as report:
-            why = report.read(2000).decode(errors="replace")
-        _, status = os.waitpid(pid, 0)
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+        argv = bubblewrap.command(plan.keep, plan.hide, [tmp], [sys.executable, "-m", __name__,
+                                                                json.dumps(plan.to_json()), check])
+        env = dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT))
+        done = subprocess.run(argv, env=env, capture_output=True, timeout=120)
+    why = (done.stdout or done.stderr).decode(errors="replace").strip()[:2000]
+    if done.returncode == 0:
         return None
-    if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 4:
+    if done.returncode == 4:
         return f"the kernel's wall does not hold here: {why}"
     detail = f" ({why})" if why else ""
     if os.geteuid() == 0:
-        return f"mount, PID and network namespaces are not available here, even as root{detail}"
-    return ("unprivileged user namespaces are not available here (on Debian and Ubuntu: sysctl "
-            "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also "
-            f"kernel.apparmor_restrict_unprivileged_userns=0), so kernels cannot be isolated without root{detail}")
+        return f"bubblewrap cannot make its namespaces here, even as root{detail}"
+    return ("bubblewrap cannot make unprivileged user namespaces here (on Debian: sysctl "
+            "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04: load the bwrap-userns-restrict AppArmor profile "
+            f"of the apparmor-profiles package), so kernels cannot be isolated without root{detail}")
+
+
+if __name__ == "__main__":  # inside bubblewrap, for the probe: PLAN.json CHECK
+    sys.exit(_probe_inside(SandboxPlan.from_json(json.loads(sys.argv[1])), sys.argv[2]))

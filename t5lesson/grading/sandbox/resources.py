@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from .namespaces import WRITABLE
+from .bubblewrap import WRITABLE
 
 __all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harvest_reserve", "kill", "kill_group",
            "processes_of", "kill_user_processes", "remove_user_files", "remove_tree", "remove_quietly"]

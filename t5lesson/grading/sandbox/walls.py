@@ -3,27 +3,75 @@
 `class_walls` lists the folders a kernel's root never shows (the submissions, the reports, the
 course's solutions and tests, the grader's run folder) and the paths it keeps (the Python
 environment and the course package, minus anything hidden); `uids` gives each submission a user
-id of its own when the grader is root; `check_isolation` refuses to grade where kernels cannot
-be walled in. See docs/grading.md, "Isolation, honestly".
+id of its own when the grader is root, from a block that no other run on the machine holds;
+`check_isolation` refuses to grade where kernels cannot be walled in. See docs/grading.md,
+"Isolation, honestly".
 """
 from __future__ import annotations
 
+import fcntl
+import functools
 import os
+import tempfile
 from pathlib import Path
 
 from ..course import HIDDEN
 from ..protocol import Walls
 from . import launcher, namespaces
 
-__all__ = ["UID_BASE", "uids", "class_walls", "check_isolation", "IsolationUnavailable"]
+__all__ = ["UID_BASE", "uids", "reserve", "class_walls", "check_isolation", "IsolationUnavailable"]
 
-UID_BASE = 2_100_000_000  # far above any real user's id; each batch takes a block of 1,000 by its process id
+UID_BASE, BLOCK, BLOCKS = 2_100_000_000, 1_000, 20_000  # far above any real user's id: 20,000 blocks of 1,000
+LOCK_FOLDERS = ("/run", tempfile.gettempdir())  # where the blocks' lock files live (the first that takes them)
+_HELD: list[int] = []  # the lock of this process's block, open until it exits
+
+
+def _first_block() -> int:
+    """Where this process starts looking for a free block of user ids."""
+    return os.getpid() % BLOCKS
+
+
+def reserve(start: int) -> tuple[int, int]:
+    """(block, lock) for the first free block of user ids from `start` on: the lock, an open file descriptor
+    with an exclusive lock on the block's file, reserves it until it is closed (at the latest, when this process
+    and the children that hold it exit). As a normal user, whose kernels keep that user's id: (start, -1)."""
+    if os.geteuid() != 0:
+        return start, -1
+    for folder in LOCK_FOLDERS:
+        locks = os.path.join(folder, "t5grade-uids")
+        try:
+            os.makedirs(locks, mode=0o700, exist_ok=True)
+        except OSError:
+            continue
+        for k in range(BLOCKS):
+            block = (start + k) % BLOCKS
+            fd = os.open(os.path.join(locks, f"{block}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return block, fd
+    raise IsolationUnavailable("no free block of kernel user ids: every one is held by another grading run")
+
+
+@functools.cache
+def _block() -> int:
+    """This process's block of user ids, reserved for it alone until it exits.
+
+    Two grading runs on one machine never share a user id, so neither's clean-up (which kills
+    by user id) can touch the other's kernels.
+    """
+    block, lock = reserve(_first_block())
+    if lock >= 0:
+        _HELD.append(lock)
+    return block
 
 
 def uids(count: int) -> list[int]:
-    """A user id for each of `count` submissions (as root, each kernel runs as its own)."""
-    base = UID_BASE + (os.getpid() % 20_000) * 1_000
-    return [base + (i % 1_000) for i in range(count)]
+    """A user id for each of `count` submissions (as root, each kernel runs as its own), from this process's block."""
+    base = UID_BASE + _block() * BLOCK
+    return [base + (i % BLOCK) for i in range(count)]
 
 
 class IsolationUnavailable(RuntimeError):

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
+from . import bubblewrap
 from .resources import kill_group
 
 __all__ = ["Zygote", "ForkedKernel", "spawn", "modules_imported", "serve"]
@@ -194,8 +195,9 @@ def serve(path: str, modules) -> int:
 class Zygote:
     """The zygote process of one batch: `with Zygote(folder, modules, env) as z:` then `z.socket` (None: unusable)."""
 
-    def __init__(self, folder: Path, modules, env: dict, timeout: float = 120.0):
+    def __init__(self, folder: Path, modules, env: dict, timeout: float = 120.0, walls=None, writable=()):
         self.folder, self.modules, self.env, self.timeout = Path(folder), list(modules), env, timeout
+        self.walls, self.writable = walls, list(writable)  # with walls: inside bubblewrap, seeing `writable` too
         self.socket: str | None = None
         self.process: subprocess.Popen | None = None
 
@@ -203,9 +205,12 @@ class Zygote:
         self.folder.mkdir(mode=0o700, exist_ok=True)
         path = str(self.folder / "zygote.sock")
         log = open(self.folder / "zygote.log", "wb")
+        command = [sys.executable, "-m", __name__, path, *self.modules]
+        if self.walls is not None:
+            command = bubblewrap.command(self.walls.keep, self.walls.hide, [self.folder, *self.writable], command)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", __name__, path, *self.modules], cwd=self.folder, env=self.env,
+                command, cwd=self.folder, env=self.env,
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
         finally:
             log.close()

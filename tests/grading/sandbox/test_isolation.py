@@ -40,8 +40,8 @@ from t5lesson.grade import grade_folder
 from t5lesson.grade import main as t5grade
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
+from t5lesson.grading.sandbox import bubblewrap, namespaces
 from t5lesson.grading.sandbox import launcher as sandbox
-from t5lesson.grading.sandbox import namespaces
 from t5lesson.grading.sandbox.walls import IsolationUnavailable, uids
 
 from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
@@ -339,9 +339,9 @@ def test_a_kernel_is_shown_the_course_package_not_the_checkout():
 def test_the_probe_sees_a_wall_that_does_not_hold(monkeypatch):
     """A root that showed the whole checkout (as PYTHONPATH names it) would show its solutions: the probe says so."""
     _need_isolation()
-    views = namespaces._read_only_views
-    monkeypatch.setattr(namespaces, "_read_only_views",
-                        lambda plan, private: [(str(PACKAGE_PARENT), str(PACKAGE_PARENT)), *views(plan, private)])
+    command = bubblewrap.command
+    monkeypatch.setattr(bubblewrap, "command",
+                        lambda keep, hide, writable, argv: command([*keep, str(PACKAGE_PARENT)], hide, writable, argv))
     why = namespaces.probe(uids(1)[0] if os.geteuid() == 0 else None)
     assert why is not None and "sees paths outside its allowlist" in why, why
 
@@ -359,3 +359,9 @@ def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "report" / "gradebook.csv").exists()
     assert t5grade(["grade", str(folder), "--out", str(tmp_path / "report"), "--quiet", "--isolation", "none"]) == 0
     assert (tmp_path / "report" / "summary.md").read_text().startswith("**Graded WITHOUT isolation**")
+
+
+def test_without_bubblewrap_the_grader_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(bubblewrap.shutil, "which", lambda name: None)
+    why = sandbox.probe(uids(1)[0])
+    assert why is not None and "apt install bubblewrap" in why, why
