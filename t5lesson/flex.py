@@ -45,6 +45,7 @@ is not.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import warnings
@@ -59,7 +60,7 @@ from .buckets import bucket_config, exact_ties
 from .layer import AttentionOutput, T5SelfAttention
 
 __all__ = ["offset_buckets", "per_offset_bias", "dense_bias", "bias_score_mod", "full_bias_score_mod",
-           "t5_mask_mod", "flex_t5_attention", "flex_reference", "FlexT5SelfAttention"]
+           "t5_mask_mod", "flex_t5_attention", "flex_reference", "FlexT5SelfAttention", "quiet_flex"]
 
 
 def _described(x) -> str:
@@ -217,6 +218,17 @@ def t5_mask_mod(*, causal, key_padding=None, query_offset=0):
 
 # --- the attention ---
 
+UNCOMPILED = "flex_attention called without torch.compile"  # the warning eager FlexAttention gives, once
+
+
+@contextlib.contextmanager
+def quiet_flex():
+    """FlexAttention without its warning that it is not compiled (on CPU the eager path is for values, not speed)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=UNCOMPILED)
+        yield
+
+
 @functools.cache
 def _compiled_flex():
     # One static kernel per shape: with dynamic shapes PyTorch 2.13's CPU code generator can emit
@@ -257,8 +269,7 @@ def flex_t5_attention(q, k, v, *, score_mod=None, mask_mod=None, compiled=False)
                                        _compile=compiled and q.device.type == "cuda")
     if compiled:
         return _compiled_flex()(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=1.0)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="flex_attention called without torch.compile")
+    with quiet_flex():
         return flex_attention(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=1.0)
 
 

@@ -59,9 +59,8 @@ def question_kind(question) -> str:
 def exercise_minutes(exercise_id: str) -> int:
     from t5lesson.exercises import get
 
-    (path,) = (ROOT / "exercises").glob(f"{exercise_id}.ipynb")
     work = sum(QUESTION_MIN[question_kind(q)] for q in get(exercise_id).questions)
-    return _round_up(_reading_minutes(_cells(path)) + work)
+    return _round_up(_reading_minutes(_cells(ROOT / "exercises" / f"{exercise_id}.ipynb")) + work)
 
 
 def estimates() -> dict[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import textwrap
 from pathlib import Path
 
 from .._validate import ArgumentError
@@ -99,11 +100,6 @@ def gpu_runs_table(which="attention", runs=None) -> str:
 
 
 def _wrapped(lines):
-    """Every line within WIDTH: a long note is broken at spaces."""
+    """Every line within WIDTH: a long note is broken at spaces (a table's line is never that long)."""
     for line in lines:
-        while len(line) > WIDTH:
-            cut = line.rfind(" ", 0, WIDTH + 1)
-            cut = cut if cut > 0 else WIDTH
-            yield line[:cut]
-            line = line[cut:].lstrip()
-        yield line
+        yield from textwrap.wrap(line, WIDTH) if len(line) > WIDTH else [line]

@@ -23,27 +23,18 @@ the lesson is about avoiding: the check says so instead of "matches".
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import warnings
 
 import torch
 
+from .. import flex
 from ..buckets import relative_position_bucket
+from ..flex import quiet_flex
 from .your_turn import Turn, case, compare_values
 
 __all__ = ["flex_attend", "check_flex_attend", "FLEX_CASES", "FLEX_HINTS", "TURNS", "layer_class", "quiet_flex"]
 
 TOL = 1e-5
-UNCOMPILED = "flex_attention called without torch.compile"  # the warning eager FlexAttention gives, once
-
-
-@contextlib.contextmanager
-def quiet_flex():
-    """FlexAttention without its warning that it is not compiled (on CPU the lesson checks values, not speed)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=UNCOMPILED)
-        yield
 
 
 def flex_attend(layer, q, k, v, query_offset=0, key_padding=None):
@@ -234,18 +225,11 @@ FLEX_HINTS = (
 )
 
 
-def _course_versions() -> tuple:
-    """The package's own FlexAttention path, when it is there: a learner's function that hands the work to
-    it is told so."""
-    try:
-        from .. import flex
-    except ImportError:
-        return ()
-    names = ("flex_t5_attention", "bias_score_mod", "t5_mask_mod", "per_offset_bias")
-    return tuple(getattr(flex, name) for name in names if hasattr(flex, name))
+# The package's own FlexAttention path: a learner's function that hands the work to it is told so.
+COURSE_VERSIONS = (flex.flex_t5_attention, flex.bias_score_mod, flex.t5_mask_mod, flex.per_offset_bias)
 
 
 TURNS = {
     "flex_attend": Turn(reference=flex_attend, check=check_flex_attend, hints=FLEX_HINTS, tol=TOL,
-                        course_versions=_course_versions()),
+                        course_versions=COURSE_VERSIONS),
 }

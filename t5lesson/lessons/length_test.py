@@ -23,6 +23,7 @@ produced, the start token first, as the lesson's `greedy` and transformers' `gen
 """
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import NamedTuple
@@ -156,8 +157,6 @@ def patch_untrained(model, train_tokens, config):
     `encoder...relative_attention_bias.weight` and `decoder...` ([num_buckets, heads]), as
     transformers' T5 and the lesson's TinyT5 are.
     """
-    import copy
-
     patched = copy.deepcopy(model)
     tables = [(name, weight) for name, weight in patched.named_parameters()
               if name.endswith("relative_attention_bias.weight")]
