@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import cast
@@ -31,13 +31,12 @@ ISOLATION = ("auto", "full", "none")
 Command = Callable[[argparse.Namespace, Catalogue], int]
 
 
-def add_limits(parser: argparse.ArgumentParser, names: Collection[str] | None = None) -> None:
-    """One --flag per field of `Limits` (or of those named), its default and help from the field."""
+def add_limits(parser: argparse.ArgumentParser) -> None:
+    """One --flag per field of `Limits`, its default and help from the field."""
     for f in fields(Limits):
         default = cast("int | float", f.default)
-        if names is None or f.name in names:
-            parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default,
-                                help=f"{f.metadata['help']} (default: {default})")
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default,
+                            help=f"{f.metadata['help']} (default: {default})")
 
 
 def limits_of(args: argparse.Namespace) -> Limits:
@@ -107,7 +106,7 @@ def _autograder(args: argparse.Namespace, catalogue: Catalogue) -> int:
 
     limits = limits_of(args)
     names = build(args.exercise, args.out, catalogue=catalogue, limits=limits, visibility=args.visibility,
-                  template=args.template, isolation=args.isolation, seed=_seed_of(args))
+                  isolation=args.isolation, seed=_seed_of(args))
     print(f"wrote {args.out} ({len(names)} files); upload it as the assignment's autograder (Ubuntu 24.04 base "
           f"image, at least 2 GB of memory; a run takes at most {limits.hard_limit():.0f} s)", file=sys.stderr)
     return 0
@@ -143,14 +142,14 @@ def _generate(args: argparse.Namespace, catalogue: Catalogue) -> int:
 
 
 def _common(p: argparse.ArgumentParser, seed_kept: str) -> None:
-    """What `grade` and `autograder` share: the handed-out notebook, isolation and the seed."""
-    p.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
+    """What `grade` and `autograder` share: isolation, the seed and the limits."""
     p.add_argument("--isolation", choices=ISOLATION, default="auto",
                    help="auto/full: each kernel in its own namespaces, or a refusal saying why (auto in the "
                         "autograder: the limits only where its container allows no namespaces); none: no isolation")
     seed = p.add_mutually_exclusive_group()
     seed.add_argument("--seed", help=f"the secret the hidden cases are drawn from (default: a new one, {seed_kept})")
     seed.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (keep it from students)")
+    add_limits(p)
 
 
 def _grade_arguments(p: argparse.ArgumentParser) -> None:
@@ -159,6 +158,7 @@ def _grade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("submissions", type=Path, help="folder of submitted notebooks (never modified)")
     p.add_argument("--out", type=Path, required=True, help="folder for the reports")
     p.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
+    p.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
     p.add_argument("--course", type=Path, help="the course folder with exercises/ and solutions/ (default: the "
                    "repository this package runs from; required after a non-editable install)")
     p.add_argument("--jobs", type=int, help="submissions run at once (default: one per core)")
@@ -166,7 +166,6 @@ def _grade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shard", type=parse_shard, metavar="K/N", help="grade only slice K of N (see `merge`)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or lines")
     _common(p, "recorded in summary.md and grades.json; give it again to regrade with the same cases")
-    add_limits(p)
 
 
 def _lms_arguments(p: argparse.ArgumentParser) -> None:
@@ -205,7 +204,6 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--out", type=Path, required=True, help="the zip to write, e.g. autograder.zip")
     p.add_argument("--visibility", choices=VISIBILITY, default="visible", help="when students see the results")
     _common(p, "kept in the zip's autograder.json")
-    add_limits(p, {"cell_timeout", "notebook_timeout", "memory_mb"})
     p = command("autograder-run", "inside Gradescope: what the zip's run_autograder starts", _autograder_run)
     p.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)))
     if objectives is not None:

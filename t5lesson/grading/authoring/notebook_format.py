@@ -23,8 +23,8 @@ from ..errors import GradingError
 from ..exercise import Exercise
 from ..questions.kinds import FreeText
 
-__all__ = ["BEGIN", "END", "SourceError", "CellInfo", "cell_info", "cell_key", "strip_solutions", "make_exercise",
-           "normalise", "read", "writes", "validate", "exercise_id_of"]
+__all__ = ["SourceError", "CellInfo", "cell_info", "cell_key", "exercise_id_of", "read", "writes", "strip_solutions",
+           "validate", "make_exercise", "QUESTION_HEADING"]
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
@@ -119,23 +119,6 @@ def strip_solutions(source: str, where: str = "cell", graded: str | None = None)
     return "\n".join(out)
 
 
-def normalise(nb: NotebookNode) -> NotebookNode:
-    """Keep only what a notebook needs, so generated files are byte-for-byte reproducible."""
-    nb.metadata = NotebookNode({"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"},
-                                "t5lesson": copy.deepcopy(nb.metadata.get("t5lesson", {}))})
-    nb.nbformat, nb.nbformat_minor = 4, 5
-    for cell in nb.cells:
-        cell.metadata = NotebookNode({k: cell.metadata[k] for k in ("t5lesson", "tags") if k in cell.metadata})
-        key = cell_key(cell)
-        if key:
-            cell.id = key
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        if "attachments" in cell and not cell.attachments:
-            cell.pop("attachments")
-    return nb
-
-
 def validate(nb: NotebookNode, exercise: Exercise, where: str = "notebook") -> None:
     """Check that a solution notebook and its exercise-bank entry agree with each other."""
     if exercise_id_of(nb) != exercise.id:
@@ -192,10 +175,20 @@ def _validate_shown_facts(nb: NotebookNode, exercise: Exercise, where: str) -> N
 
 
 def make_exercise(solution_nb: NotebookNode, exercise: Exercise, where: str = "notebook") -> NotebookNode:
-    """The student version of a solution notebook (a new object; the input is not changed)."""
+    """The student version of a solution notebook (a new object; the input is not changed), with only
+    what a notebook needs, so generated files are byte-for-byte reproducible."""
     validate(solution_nb, exercise, where)
-    nb = normalise(copy.deepcopy(solution_nb))
+    nb = copy.deepcopy(solution_nb)
+    nb.metadata = NotebookNode({"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"},
+                                "t5lesson": nb.metadata.get("t5lesson", {})})
+    nb.nbformat, nb.nbformat_minor = 4, 5
     for cell in nb.cells:
+        cell.metadata = NotebookNode({k: cell.metadata[k] for k in ("t5lesson", "tags") if k in cell.metadata})
+        cell.id = cell_key(cell)  # never None: `validate` names every cell
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        if "attachments" in cell and not cell.attachments:
+            cell.pop("attachments")
         info = cell_info(cell)
         if info.get("role") == "answer":
             question = exercise[info.get("question", "")]

@@ -59,8 +59,7 @@ class AutograderConfig:
 
 
 def build(exercise_id: str, out: Path, *, catalogue: Catalogue, limits: Limits = Limits(),
-          visibility: str = "visible", template: Path | None = None, isolation: str = "auto",
-          seed: str | None = None) -> list[str]:
+          visibility: str = "visible", isolation: str = "auto", seed: str | None = None) -> list[str]:
     """Write the autograder zip for one exercise; return the names in it. The zip is reproducible
     (sorted entries, fixed times) for a given `seed`, the class's secret (None: a new one), which
     sits in autograder.json, a file students never see."""
@@ -68,14 +67,12 @@ def build(exercise_id: str, out: Path, *, catalogue: Catalogue, limits: Limits =
     from ..batch import load_template, new_seed
 
     exercise = find(catalogue, exercise_id)
-    if visibility not in VISIBILITY:
-        raise SettingsError(f"visibility must be one of {', '.join(VISIBILITY)}")
-    if isolation not in ("auto", "full", "none"):
-        raise SettingsError("isolation must be auto, full or none")
+    if visibility not in VISIBILITY or isolation not in ("auto", "full", "none"):
+        raise SettingsError(f"visibility must be one of {', '.join(VISIBILITY)}; isolation auto, full or none")
     config = AutograderConfig(exercise.id, visibility, isolation, limits, new_seed() if seed is None else seed)
     entries = {name: ((SCRIPTS / name).read_bytes(), _EXECUTABLE) for name in ("setup.sh", "run_autograder")}
     entries[CONFIG] = (config.to_json().encode(), _PLAIN)
-    entries[f"exercises/{exercise.id}.ipynb"] = (writes(load_template(exercise, template)).encode(), _PLAIN)
+    entries[f"exercises/{exercise.id}.ipynb"] = (writes(load_template(exercise)).encode(), _PLAIN)
     package = [p for p in (PACKAGE_PARENT / "t5lesson").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")]
     for path in [*(PACKAGE_PARENT / name for name in ("pyproject.toml", "requirements.txt", "constraints.txt",

@@ -32,23 +32,20 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _check_shards(runs: list[tuple[Path, store.Run]]) -> None:
-    """Either whole runs, or every shard K/N of one N once."""
-    shards = {folder: run.shard for folder, run in runs if run.shard}
-    if not shards:
-        return
-    if len(shards) != len(runs):
-        raise InputError(f"cannot merge shards with whole runs ({', '.join(str(d) for d, r in runs if not r.shard)})")
-    counts = {shard.split("/")[1] for shard in shards.values()}
-    if len(counts) != 1:
+    """Either whole runs, or each shard K/N of one N once."""
+    seen: dict[str, Path] = {}
+    for folder, run in runs:
+        if run.shard in seen:
+            raise InputError(f"shard {run.shard} appears twice: {seen[run.shard]} and {folder}")
+        if run.shard:
+            seen[run.shard] = folder
+    if seen and len(seen) != len(runs):
+        raise InputError("cannot merge shards with whole runs")
+    counts = {shard.partition("/")[2] for shard in seen}
+    if len(counts) > 1:
         raise InputError(f"these reports come from different shard counts: {', '.join(sorted(counts))}")
-    n = int(counts.pop())
-    seen: dict[int, Path] = {}
-    for folder, shard in shards.items():
-        k = int(shard.split("/")[0])
-        if k in seen:
-            raise InputError(f"shard {k}/{n} appears twice: {seen[k]} and {folder}")
-        seen[k] = folder
-    missing = [f"{k}/{n}" for k in range(1, n + 1) if k not in seen]
+    n = int(counts.pop()) if counts else 0
+    missing = [f"{k}/{n}" for k in range(1, n + 1) if f"{k}/{n}" not in seen]
     if missing:
         raise InputError(f"missing shard(s) {', '.join(missing)}: grade them first (or merge what you have "
                          "with --allow-missing)")
