@@ -159,8 +159,7 @@ def _grade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="folder for the reports")
     p.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
     p.add_argument("--template", type=Path, help="the exercise notebook handed out (default: exercises/ID.ipynb)")
-    p.add_argument("--course", type=Path, help="the course folder with exercises/ and solutions/ (default: the "
-                   "repository this package runs from; required after a non-editable install)")
+    p.add_argument("--course", type=Path, help="the folder with exercises/ and solutions/ (default: this checkout)")
     p.add_argument("--jobs", type=int, help="submissions run at once (default: one per core)")
     p.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
     p.add_argument("--shard", type=parse_shard, metavar="K/N", help="grade only slice K of N (see `merge`)")
@@ -176,8 +175,7 @@ def _lms_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-question", action="store_true", help="also one column per question")
     p.add_argument("--canvas-id-column", default="SIS User ID", help="the Canvas column that receives lms_id")
     p.add_argument("--moodle-id-column", default="ID number", help="the header of moodle.csv's id column")
-    p.add_argument("--allow-unmarked", action="store_true",
-                   help="export although free_text.csv is marked only in part (blanks count as 0)")
+    p.add_argument("--allow-unmarked", action="store_true", help="export although free_text.csv has blanks (0)")
 
 
 def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> argparse.ArgumentParser:
@@ -217,7 +215,7 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p.add_argument("--tolerance", type=float, help="the key of a float answer within this tolerance")
     p.add_argument("--exercise", required=True, choices=ids, metavar="ID", help=f"its exercise ({', '.join(ids)})")
     p = command("generate", "make exercises/ from solutions/", _generate)
-    p.add_argument("--course", type=Path, help="the course folder (default: the repository this package runs from)")
+    p.add_argument("--course", type=Path, help="the folder with exercises/ and solutions/ (default: this checkout)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
     p.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
     return top
