@@ -73,17 +73,18 @@ def build(exercise_id: str, out: Path, *, catalogue: Catalogue, limits: Limits =
     entries = {name: ((SCRIPTS / name).read_bytes(), _EXECUTABLE) for name in ("setup.sh", "run_autograder")}
     entries[CONFIG] = (config.to_json().encode(), _PLAIN)
     entries[f"exercises/{exercise.id}.ipynb"] = (writes(load_template(exercise)).encode(), _PLAIN)
+    tops = [PACKAGE_PARENT / name for name in ("pyproject.toml", "requirements.txt", "constraints.txt", "README.md")]
     package = [p for p in (PACKAGE_PARENT / "t5lesson").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")]
-    for path in [*(PACKAGE_PARENT / name for name in ("pyproject.toml", "requirements.txt", "constraints.txt",
-                                                        "README.md")), *package]:
+    for path in tops + package:
         entries[path.relative_to(PACKAGE_PARENT).as_posix()] = (path.read_bytes(), _PLAIN)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
     with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name in sorted(entries):
             info = zipfile.ZipInfo(name, date_time=_EPOCH)
-            info.external_attr, info.compress_type = entries[name][1], zipfile.ZIP_DEFLATED
+            info.external_attr = entries[name][1]
+            info.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(info, entries[name][0])
     os.replace(partial, out)
     return sorted(entries)
