@@ -8,11 +8,7 @@ import sys
 
 
 def skip_uri_grammar() -> None:
-    """Go without jsonschema's optional rfc3987_syntax, which builds a whole grammar when it is imported
-    (by nbformat, through jsonschema), in every process, for URI checks that grading never makes.
-
-    For the engine's own processes only (`t5grade`, the worker), before nbformat is imported: never
-    in a learner's kernel.
-    """
+    """Keep jsonschema's optional rfc3987_syntax out of the engine's own processes (`t5grade`, the
+    worker; never a learner's kernel): it builds a whole grammar on import, for URI checks grading never makes."""
     # None in sys.modules is how Python marks a module that must not be imported; typeshed allows only modules
     sys.modules.setdefault("rfc3987_syntax", None)  # pyright: ignore[reportArgumentType]

@@ -1,11 +1,9 @@
 """Where the course repository is: the folder with exercises/ and solutions/ next to the package.
 
-The grader needs it for the handed-out exercise (exercises/ID.ipynb) and for the folders its
-kernels must not see (solutions/, tests/, .git/, benchmarks/); the generator reads solutions/
-and writes exercises/. Run from a checkout (an editable install, as requirements.txt does),
-that is the checkout itself. After a non-editable install the package sits in site-packages,
-far from any course folder, and nothing is guessed: `--course DIR` (or `course=`) says where
-it is, and without it the grader refuses to run rather than hide the wrong folders.
+The grader needs it for the handed-out exercise and for the folders its kernels must not see;
+the generator reads solutions/ and writes exercises/. From a checkout (an editable install) it is
+the checkout itself; after a non-editable install nothing is guessed: `--course DIR` says where it
+is, and without it the grader refuses to run rather than hide the wrong folders.
 """
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """The grader's expected failures: one base, `GradingError`, so that `t5grade` tells them from its own bugs.
 
-A `GradingError` is one the instructor can fix from its one-line message (a flag, a folder, a file
-the grader reads); anything else reaching `cli.main` is a bug, whose traceback goes to a log file.
-The subclasses keep the built-in they replaced as a second base. Not here: `harvest.GradingSetupError`
-(a verdict raised in the learner's kernel, where `harvest` imports nothing) and `ExitCalled` (a SystemExit).
+A `GradingError` is one the instructor can fix from its one-line message; anything else reaching
+`cli.main` is a bug, whose traceback goes to a log file. The subclasses keep the built-in they
+replaced as a second base.
 """
 from __future__ import annotations
 

@@ -14,61 +14,57 @@ from pathlib import Path
 import nbformat
 
 from ..course import course_root
-from .notebook_format import SourceError, dumps, exercise_id_of, make_exercise
+from ..exercise import Catalogue
+from .notebook_format import SourceError, exercise_id_of, make_exercise, read, writes
 
 
-def build(solution: Path, catalogue) -> str:
+def build(solution: Path, catalogue: Catalogue) -> str:
     """The text of the exercise notebook generated from one solution notebook."""
-    nb = nbformat.read(solution, as_version=4)
+    nb = read(solution)
     exercise_id = exercise_id_of(nb)
     if exercise_id is None:
         raise SourceError(f"{solution}: metadata.t5lesson.exercise is missing")
     if solution.stem != exercise_id:
         raise SourceError(f"{solution}: the file of exercise {exercise_id!r} must be named {exercise_id}.ipynb")
-    return dumps(make_exercise(nb, catalogue.get(exercise_id), where=solution.name))
+    return writes(make_exercise(nb, catalogue.get(exercise_id), where=solution.name))
 
 
 def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: bool = True) -> float:
-    """Run a notebook top to bottom in a fresh kernel; store it with its outputs unless write=False.
+    """Run a notebook top to bottom in a fresh kernel (in `cwd`, default its folder); store it with
+    its outputs unless write=False; return the wall time in seconds. The one way this course runs a
+    stored notebook: solutions here, lessons through tools/run_notebook.py.
 
-    The one way this course executes a stored notebook: solutions here (`--execute`), lessons
-    through tools/run_notebook.py. Every cell gets a timeout: nbclient can miss the kernel's
-    reply on cells that display widgets, and then a stall costs that long instead of hanging.
-    The kernel starts in `cwd` (default: the notebook's folder). Widget state is not stored: every
-    widget output also carries a static picture (explorers) or a plain-text line (progress bars)
-    for a reader without a kernel, and the state would copy every picture into the metadata.
-    Returns the wall time in seconds.
+    Every cell gets a timeout (nbclient can miss the kernel's reply on cells that display widgets).
+    Widget state is not stored: every widget output also carries a static picture or a plain-text
+    line for a reader without a kernel, and the state would copy every picture into the metadata.
     """
     from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read(path)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, iopub_timeout=10,
                             shutdown_kernel="immediate", resources={"metadata": {"path": str(cwd or path.parent)}},
                             store_widget_state=False)
     start = time.perf_counter()
-    client.execute()
+    client.execute()  # pyright: ignore[reportUnknownMemberType] (nbclient is untyped)
     seconds = time.perf_counter() - start
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     nb.metadata.pop("widgets", None)  # state stored by an earlier run
     if write:
-        nbformat.write(nb, path)
+        nbformat.write(nb, path)  # pyright: ignore[reportUnknownMemberType] (untyped library)
     return seconds
 
 
-def generate(catalogue, *, course: Path | None = None, solutions: Path | None = None,
-             exercises: Path | None = None, check: bool = False, execute_first: bool = False) -> int:
+def generate(catalogue: Catalogue, *, course: Path | None = None, check: bool = False,
+             execute_first: bool = False) -> int:
     """Write exercises/ from solutions/ (or, with check, only say what is stale); 0 when all agree."""
-    if solutions is None or exercises is None:
-        root = course_root(course)  # a CourseError says what to pass
-        solutions = solutions or root / "solutions"
-        exercises = exercises or root / "exercises"
-
+    root = course_root(course)  # a CourseError says what to pass
+    solutions, exercises = root / "solutions", root / "exercises"
     sources = sorted(solutions.glob("[0-9]*.ipynb"))
     if not sources:
         print(f"no solution notebooks in {solutions}", file=sys.stderr)
         return 1
-    problems = []
+    problems: list[str] = []
     for solution in sources:
         if execute_first and not check:
             print(f"executing {solution.name}")
@@ -89,11 +85,9 @@ def generate(catalogue, *, course: Path | None = None, solutions: Path | None = 
             target.write_text(text, encoding="utf-8")
             print(f"wrote {target}")
     names = {s.name for s in sources}
-    orphans = [p for p in sorted(exercises.glob("*.ipynb")) if p.name not in names]
-    problems += [f"{p} has no source in {solutions}" for p in orphans]
+    problems += [f"{p} has no source in {solutions}" for p in sorted(exercises.glob("*.ipynb")) if p.name not in names]
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems and check:
         print("run `t5grade generate` and commit exercises/", file=sys.stderr)
     return 1 if problems else 0
-

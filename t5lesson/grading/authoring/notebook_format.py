@@ -1,10 +1,10 @@
 """The exercise notebook format: solutions/ is the source, exercises/ is made from it.
 
-A solution notebook's cells carry `metadata["t5lesson"]` (the cell's name, its role, its
-question); solutions sit between nbgrader's markers and become stubs in exercises/ (`make_exercise`).
-`validate` fails when the notebook and the bank disagree on the id, the title or a question
-heading (`QUESTION_HEADING`, the one grammar of `## Question N (P points): title`). See
-docs/grading.md, "Two sources, each fact in one of them".
+A solution notebook's cells carry `metadata["t5lesson"]` (`CellInfo`: the cell's name, its role,
+its question); solutions sit between nbgrader's markers and become stubs in exercises/
+(`make_exercise`). `validate` fails when the notebook and the bank disagree on the id, the title
+or a question heading (`QUESTION_HEADING`, the one grammar of `## Question N (P points): title`).
+See docs/grading.md, "Two sources, each fact in one of them".
 """
 from __future__ import annotations
 
@@ -12,15 +12,19 @@ import ast
 import copy
 import re
 import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypedDict, cast
 
 import nbformat
+from nbformat import NotebookNode
 
 from ..errors import GradingError
 from ..exercise import Exercise
 from ..questions.kinds import FreeText
 
-__all__ = ["BEGIN", "END", "SourceError", "cell_info", "cell_key", "strip_solutions", "make_exercise",
-           "normalise", "dumps", "validate", "exercise_id_of"]
+__all__ = ["SourceError", "CellInfo", "cell_info", "cell_key", "exercise_id_of", "read", "writes", "strip_solutions",
+           "validate", "make_exercise", "QUESTION_HEADING"]
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
@@ -34,36 +38,56 @@ class SourceError(GradingError, ValueError):
     """A solution notebook breaks the format (unmatched markers, unknown question, ...)."""
 
 
-def cell_info(cell) -> dict:
-    """The cell's t5lesson metadata ({} when it has none or it is not a dict)."""
-    info = cell.get("metadata", {}).get("t5lesson", {})
-    return info if isinstance(info, dict) else {}
+class CellInfo(TypedDict, total=False):
+    """A cell's `metadata["t5lesson"]`."""
+    cell: str  # its stable name
+    role: str  # given (the default), answer or check
+    question: str  # the question id of an answer or check cell
 
 
-def cell_key(cell) -> str | None:
+def read(path: Path) -> NotebookNode:
+    """A notebook file, as nbformat 4 (nbformat's own functions are untyped)."""
+    return cast(NotebookNode, nbformat.read(path, as_version=4))  # pyright: ignore[reportUnknownMemberType] (untyped)
+
+
+def writes(nb: NotebookNode) -> str:
+    """The notebook as text, in nbformat's canonical layout."""
+    return nbformat.writes(nb)  # pyright: ignore[reportUnknownMemberType] (untyped library)
+
+
+def _t5lesson(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A notebook's or a cell's `metadata["t5lesson"]` ({} when it has none or it is not a dict)."""
+    metadata: dict[str, Any] = node.get("metadata") or {}
+    info = metadata.get("t5lesson")
+    return cast("dict[str, Any]", info) if isinstance(info, dict) else {}
+
+
+def cell_info(cell: Mapping[str, Any]) -> CellInfo:
+    """The cell's t5lesson metadata."""
+    return cast(CellInfo, _t5lesson(cell))
+
+
+def cell_key(cell: Mapping[str, Any]) -> str | None:
     """The stable name of a cell: its t5lesson name, else its nbformat id."""
     name = cell_info(cell).get("cell")
     return name if isinstance(name, str) else cell.get("id")
 
 
-def exercise_id_of(nb) -> str | None:
-    info = nb.get("metadata", {}).get("t5lesson", {})
-    return info.get("exercise") if isinstance(info, dict) else None
+def exercise_id_of(nb: Mapping[str, Any]) -> str | None:
+    found = _t5lesson(nb).get("exercise")
+    return found if isinstance(found, str) else None
 
 
 def _blank_region(lines: list[str], indent: str, graded: str | None = None) -> list[str]:
-    body = textwrap.dedent("\n".join(lines))
+    """A region that only assigns names (a quiz answer) keeps its names, as stubs; any other is the code stub."""
     try:
-        tree = ast.parse(body)
+        body = ast.parse(textwrap.dedent("\n".join(lines))).body
     except SyntaxError:
-        tree = None
-    if tree is not None and tree.body and all(
-        isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) for t in node.targets) for node in tree.body
-    ):
-        names = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets
-                 if isinstance(t, ast.Name)]
-        return [f"{indent}{name} = {ANSWER_STUB if graded in (None, name) else WORKING_STUB}"
-                for name in dict.fromkeys(names)]
+        body = []
+    if body and all(isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets) for n in body):
+        names = dict.fromkeys(t.id for n in body if isinstance(n, ast.Assign) for t in n.targets
+                              if isinstance(t, ast.Name))
+        return [f"{indent}{name} = {ANSWER_STUB if graded in (None, name) else WORKING_STUB}" for name in names]
     return [indent + line for line in CODE_STUB]
 
 
@@ -72,7 +96,9 @@ def strip_solutions(source: str, where: str = "cell", graded: str | None = None)
 
     graded: the question's answer name; other names a quiz region assigns get the working stub.
     """
-    out, region, indent = [], None, ""
+    out: list[str] = []
+    region: list[str] | None = None
+    indent = ""
     for number, line in enumerate(source.split("\n"), 1):
         marker = line.strip()
         if marker == BEGIN:
@@ -93,40 +119,14 @@ def strip_solutions(source: str, where: str = "cell", graded: str | None = None)
     return "\n".join(out)
 
 
-def normalise(nb):
-    """Keep only what a notebook needs, so generated files are byte-for-byte reproducible."""
-    nb.metadata = nbformat.NotebookNode({
-        "kernelspec": dict(KERNELSPEC),
-        "language_info": {"name": "python"},
-        "t5lesson": copy.deepcopy(nb.metadata.get("t5lesson", {})),
-    })
-    nb.nbformat, nb.nbformat_minor = 4, 5
-    for cell in nb.cells:
-        kept = {k: cell.metadata[k] for k in ("t5lesson", "tags") if k in cell.metadata}
-        cell.metadata = nbformat.NotebookNode(kept)
-        key = cell_key(cell)
-        if key:
-            cell.id = key
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
-        if "attachments" in cell and not cell.attachments:
-            cell.pop("attachments")
-    return nb
-
-
-def dumps(nb) -> str:
-    """The notebook as text, in nbformat's canonical layout."""
-    return nbformat.writes(nb)
-
-
-def validate(nb, exercise: Exercise, where: str = "notebook") -> None:
+def validate(nb: NotebookNode, exercise: Exercise, where: str = "notebook") -> None:
     """Check that a solution notebook and its exercise-bank entry agree with each other."""
     if exercise_id_of(nb) != exercise.id:
         raise SourceError(f"{where}: metadata names exercise {exercise_id_of(nb)!r}, expected {exercise.id!r}")
     keys = [cell_key(c) for c in nb.cells]
     if None in keys or len(set(keys)) != len(keys):
         raise SourceError(f"{where}: every cell needs a unique name (t5lesson.cell or an id)")
-    answers: dict[str | None, list] = {}  # None: an answer cell that names no question
+    answers: dict[str | None, list[NotebookNode]] = {}  # None: an answer cell that names no question
     for cell in nb.cells:
         info = cell_info(cell)
         if info.get("role", "given") not in ("given", "answer", "check"):
@@ -152,18 +152,18 @@ QUESTION_HEADING = re.compile(r"^## Question (\d+) \((\d+(?:\.\d+)?) points?(, m
 CHECKER_CALL = re.compile(r"""checker\(["']([^"']+)["']\)""")
 
 
-def _validate_shown_facts(nb, exercise: Exercise, where: str) -> None:
+def _validate_shown_facts(nb: NotebookNode, exercise: Exercise, where: str) -> None:
     """The title, the question headings and points, and the checker's id agree with the bank."""
     markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     title = re.search(r"^# (.+)$", markdown, re.MULTILINE)
     if title is None or title.group(1).strip() != exercise.title:
         shown = title.group(1).strip() if title else None
         raise SourceError(f"{where}: the title heading is {shown!r}; the bank's title is {exercise.title!r}")
-    headings = QUESTION_HEADING.findall(markdown)
+    headings: list[tuple[str, str, str, str]] = QUESTION_HEADING.findall(markdown)
     if len(headings) != len(exercise.questions):
         raise SourceError(f"{where}: {len(headings)} question headings for {len(exercise.questions)} questions")
-    for position, (question, (number, points, marked, _)) in enumerate(zip(exercise.questions, headings, strict=True),
-                                                                        1):
+    pairs = zip(exercise.questions, headings, strict=True)
+    for position, (question, (number, points, marked, _)) in enumerate(pairs, 1):
         by_hand = not question.auto_scored
         if int(number) != position or float(points) != question.points or bool(marked) != by_hand:
             raise SourceError(f"{where}: the heading of question {number} says {points} points"
@@ -174,17 +174,24 @@ def _validate_shown_facts(nb, exercise: Exercise, where: str) -> None:
         raise SourceError(f"{where}: checker() is called with {sorted(ids)}, expected {exercise.id!r}")
 
 
-def make_exercise(solution_nb, exercise: Exercise, where: str = "notebook"):
-    """The student version of a solution notebook (a new object; the input is not changed)."""
+def make_exercise(solution_nb: NotebookNode, exercise: Exercise, where: str = "notebook") -> NotebookNode:
+    """The student version of a solution notebook (a new object; the input is not changed), with only
+    what a notebook needs, so generated files are byte-for-byte reproducible."""
     validate(solution_nb, exercise, where)
-    nb = normalise(copy.deepcopy(solution_nb))
+    nb = copy.deepcopy(solution_nb)
+    nb.metadata = NotebookNode({"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"},
+                                "t5lesson": nb.metadata.get("t5lesson", {})})
+    nb.nbformat, nb.nbformat_minor = 4, 5
     for cell in nb.cells:
+        cell.metadata = NotebookNode({k: cell.metadata[k] for k in ("t5lesson", "tags") if k in cell.metadata})
+        cell.id = cell_key(cell)  # never None: `validate` names every cell
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+        if "attachments" in cell and not cell.attachments:
+            cell.pop("attachments")
         info = cell_info(cell)
-        if info.get("role") != "answer":
-            continue
-        question = exercise[info["question"]]
-        if isinstance(question, FreeText):
-            cell.source = question.placeholder
-        else:
-            cell.source = strip_solutions(cell.source, f"{where}, cell {cell_key(cell)}", question.name)
+        if info.get("role") == "answer":
+            question = exercise[info.get("question", "")]
+            cell.source = question.placeholder if isinstance(question, FreeText) else \
+                strip_solutions(cell.source, f"{where}, cell {cell_key(cell)}", question.name)
     return nb

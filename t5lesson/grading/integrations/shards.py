@@ -1,17 +1,16 @@
 """Grade one class on many machines: `--shard K/N` grades a slice, `merge` puts the slices together.
 
-Shard K of N takes the K-th, (K+N)-th, ... submission of the sorted list (`shard_of`), whatever
-machine runs it; `merge` reads each folder's grades.json, checks that they belong together (same
-exercise and limits, every shard once, no student twice) and writes the whole class's report with
-the code of a single run, byte for byte. See docs/grading.md, "Large classes: progress, shards,
-merge".
+Shard K of N takes the K-th, (K+N)-th, ... submission of the sorted list (`batch.shard_of`),
+whatever machine runs it; `merge` reads each folder's grades.json, checks that they belong
+together (same exercise and settings, every shard once, no student twice) and writes the whole
+class's report with the code of a single run, byte for byte. See docs/grading.md, "Large
+classes: progress, shards, merge".
 """
 from __future__ import annotations
 
 import argparse
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError, SettingsError
 from ..exercise import Catalogue
@@ -32,48 +31,36 @@ def parse_shard(text: str) -> tuple[int, int]:
     return k, n
 
 
-def _check_shards(found: list[tuple[Path, str | None]]) -> None:
-    sharded = [(d, s) for d, s in found if s]
-    if not sharded:
-        return
-    if len(sharded) != len(found):
-        plain = ", ".join(str(d) for d, s in found if not s)
-        raise InputError(f"cannot merge shards with whole runs ({plain})")
-    counts = {s.split("/")[1] for _, s in sharded}
-    if len(counts) != 1:
+def _check_shards(runs: list[tuple[Path, store.Run]]) -> None:
+    """Either whole runs, or each shard K/N of one N once."""
+    seen: dict[str, Path] = {}
+    for folder, run in runs:
+        if run.shard in seen:
+            raise InputError(f"shard {run.shard} appears twice: {seen[run.shard]} and {folder}")
+        if run.shard:
+            seen[run.shard] = folder
+    if seen and len(seen) != len(runs):
+        raise InputError("cannot merge shards with whole runs")
+    counts = {shard.partition("/")[2] for shard in seen}
+    if len(counts) > 1:
         raise InputError(f"these reports come from different shard counts: {', '.join(sorted(counts))}")
-    n = int(counts.pop())
-    seen: dict[int, Path] = {}
-    for folder, shard in sharded:
-        k = int(shard.split("/")[0])
-        if k in seen:
-            raise InputError(f"shard {k}/{n} appears twice: {seen[k]} and {folder}")
-        seen[k] = folder
-    missing = [f"{k}/{n}" for k in range(1, n + 1) if k not in seen]
+    n = int(counts.pop()) if counts else 0
+    missing = [f"{k}/{n}" for k in range(1, n + 1) if f"{k}/{n}" not in seen]
     if missing:
         raise InputError(f"missing shard(s) {', '.join(missing)}: grade them first (or merge what you have "
                          "with --allow-missing)")
 
 
-def _check_exercise(runs: list[tuple[Path, store.Run]]) -> None:
-    """Every folder grades the exercise the first one does."""
+def _merged_settings(runs: list[tuple[Path, store.Run]]) -> RunSettings:
+    """The settings of the whole class: the shards' common ones, and each machine setting's values joined."""
+    def comparable(settings: RunSettings) -> dict[str, object]:
+        return {k: v for k, v in settings.to_json().items() if k not in (*RunSettings.MACHINE, "shard")}
+
     first_folder, first = runs[0]
     for folder, run in runs[1:]:
         if run.exercise.id != first.exercise.id:
             raise InputError(f"{folder} grades exercise {run.exercise.id}, {first_folder} grades {first.exercise.id}")
-
-
-def _comparable(settings: RunSettings) -> dict[str, Any]:
-    """The settings that must agree between the shards (all but the machine's and the shard itself)."""
-    return {k: v for k, v in settings.to_json().items() if k not in RunSettings.MACHINE + ("shard",)}
-
-
-def _merged_settings(runs: list[tuple[Path, store.Run]]) -> RunSettings:
-    """The settings of the whole class: the shards' common ones, and each machine setting's values joined."""
-    first_folder, first = runs[0]
-    base = _comparable(first.settings)
-    for folder, run in runs[1:]:
-        other = _comparable(run.settings)
+        base, other = comparable(first.settings), comparable(run.settings)
         if other != base:
             differ = sorted(k for k in set(base) | set(other) if base.get(k) != other.get(k))
             raise InputError(f"{folder} was graded with other settings than {first_folder}: {', '.join(differ)}")
@@ -82,8 +69,16 @@ def _merged_settings(runs: list[tuple[Path, store.Run]]) -> RunSettings:
     return replace(first.settings, shard=None, **joined)
 
 
-def _all_graded(runs: list[tuple[Path, store.Run]]) -> list[Graded]:
-    """Every shard's verdicts, in the order of the shards; a student graded twice is an error."""
+def merge(report_dirs: list[Path], out: Path, *, catalogue: Catalogue, allow_missing: bool = False) -> list[Graded]:
+    """Merge report folders of one exercise into `out`; return the merged verdicts."""
+    if not report_dirs:
+        raise SettingsError("name at least one report folder to merge")
+    if any(Path(d).resolve() == Path(out).resolve() for d in report_dirs):
+        raise SettingsError("write the merged report to a new folder, not into one of the shards")
+    runs = [(Path(d), store.read(Path(d), catalogue)) for d in report_dirs]
+    settings = _merged_settings(runs)
+    if not allow_missing:
+        _check_shards(runs)
     graded: list[Graded] = []
     where: dict[str, Path] = {}
     for folder, run in runs:
@@ -92,26 +87,10 @@ def _all_graded(runs: list[tuple[Path, store.Run]]) -> list[Graded]:
                 raise InputError(f"student {g.student!r} is in both {where[g.student]} and {folder}")
             where[g.student] = folder
             graded.append(g)
-    return graded
-
-
-def merge(report_dirs: list[Path], out: Path, *, catalogue: Catalogue, allow_missing: bool = False) -> list[Graded]:
-    """Merge report folders of one exercise into `out`; return the merged verdicts."""
-    if not report_dirs:
-        raise SettingsError("name at least one report folder to merge")
-    out = Path(out).resolve()
-    if any(Path(d).resolve() == out for d in report_dirs):
-        raise SettingsError("write the merged report to a new folder, not into one of the shards")
-    runs = [(Path(d), store.read(Path(d), catalogue)) for d in report_dirs]
-    _check_exercise(runs)
-    if not allow_missing:
-        _check_shards([(folder, run.shard) for folder, run in runs])
-    settings = _merged_settings(runs)
     skipped = sorted({(s.relative, s.reason): s for _, run in runs for s in run.skipped}.values(),
                      key=lambda s: s.relative)
-    graded = _all_graded(runs)
     first = runs[0][1]
-    failed = store.write_all(out, first.exercise, graded, settings, skipped=skipped, titles=first.titles)
+    failed = store.write_all(Path(out), first.exercise, graded, settings, skipped=skipped, titles=first.titles)
     if failed:
         raise store.ReportError(failed)
     return graded

@@ -96,12 +96,13 @@ def test_shown_facts_must_agree_with_the_bank(old, new, error):
 
 
 def test_check_mode_reports_stale_and_orphan_files(tmp_path, capsys):
+    (tmp_path / "solutions").mkdir()
+    shutil.copy(SOLUTIONS[0], tmp_path / "solutions" / SOLUTIONS[0].name)
     exercises = tmp_path / "exercises"
     exercises.mkdir()
-    shutil.copy(ROOT / "exercises" / SOLUTIONS[0].name, exercises / SOLUTIONS[0].name)
     (exercises / SOLUTIONS[0].name).write_text("{}")
     (exercises / "99_orphan.ipynb").write_text("{}")
-    assert t5grade(["generate", "--check", "--exercises", str(exercises)]) == 1
+    assert t5grade(["generate", "--check", "--course", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "stale" in err and "99_orphan.ipynb has no source" in err
 

@@ -24,12 +24,45 @@ import pytest
 
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, SAMPLES, SEED, grade_cli
 from t5lesson.check import Checker
-from t5lesson.grading.integrations.gradescope import RESULTS_SCHEMA
+from t5lesson.grading.integrations.gradescope import VISIBILITY
 from t5lesson.grading.questions.kinds import Code
 from t5lesson.grading.verdict import format_points
 
 EXERCISE = SAMPLE_EXERCISE.id  # the autograder grades the sample class's exercise; ada answers all of it right
 SETUP = os.environ.get("T5LESSON_AUTOGRADER_SETUP") == "1"
+
+# What results.json may hold: Gradescope's documented fields only.
+RESULTS_SCHEMA = {
+    "type": "object",
+    "required": ["score", "tests", "output", "visibility"],
+    "additionalProperties": False,
+    "properties": {
+        "score": {"type": "number", "minimum": 0},
+        "execution_time": {"type": "number", "minimum": 0},
+        "output": {"type": "string"},
+        "visibility": {"enum": list(VISIBILITY)},
+        "stdout_visibility": {"enum": list(VISIBILITY)},
+        "extra_data": {"type": "object"},
+        "tests": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "score", "max_score", "output", "visibility"],
+                "additionalProperties": False,
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "number": {"type": "string"},
+                    "score": {"type": "number", "minimum": 0},
+                    "max_score": {"type": "number", "minimum": 0},
+                    "status": {"enum": ["passed", "failed"]},
+                    "output": {"type": "string"},
+                    "visibility": {"enum": list(VISIBILITY)},
+                    "extra_data": {"type": "object"},
+                },
+            },
+        },
+    },
+}
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@
 # installs the course's pinned requirements (requirements.txt + constraints.txt) and this
 # package into it. T5LESSON_AUTOGRADER_ROOT (default /autograder) moves the whole layout.
 set -euo pipefail
-ROOT="${{ '{' }}{{ root_variable }}:-{{ default_root }}}"
+ROOT="${T5LESSON_AUTOGRADER_ROOT:-/autograder}"
 SOURCE="$ROOT/source"
 
 pick_python() {
