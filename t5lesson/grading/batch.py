@@ -32,9 +32,8 @@ from .records import loads
 from .reports import store
 from .run import intake
 from .run.compose import prepare
-from .run.execute import run_step
+from .run.execute import run_step, work_area
 from .run.score import flags_of, given_answers, harvested, score
-from .run.work import work_area
 from .sandbox.resources import Cgroup
 from .sandbox.walls import check_isolation, class_walls, uids
 from .verdict import ERROR, Graded, RunSettings, Status
