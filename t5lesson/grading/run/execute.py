@@ -1,12 +1,10 @@
 """Run one composed notebook in a worker process, and clean up after it whatever happened.
 
-`work_area()` makes the batch's private folders (jobs, kernels' homes, socket folders with short
-paths) and removes them at the end, unless T5LESSON_GRADE_KEEP is set to debug the grader.
-`run_worker` writes the job (the notebook, the limits, the kernel's `LaunchConfig`), runs it in
-one of the batch's long-lived workers (`run.pool`) or a new worker process, kills whatever
-outlives the run's hard limit, and reads back the `RunResult` within bounds. `run_step` is the
-batch's run step: these workers, their kernels forked from one zygote (`sandbox.zygote`). See
-docs/grading.md, "How a submission is run".
+`work_area()` makes the batch's private folders (removed at the end unless T5LESSON_GRADE_KEEP is
+set). `run_worker` writes the job (the notebook, the limits, the kernel's `LaunchConfig`), runs it
+in one of the batch's workers (`run.pool`) or a new worker process, kills whatever outlives the
+hard limit, and reads back the `RunResult` within bounds. `run_step` is the batch's run step:
+pooled workers, their kernels forked from one zygote. See docs/grading.md, "How a submission is run".
 """
 from __future__ import annotations
 
