@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -72,7 +72,7 @@ def _socket_folder() -> Path:
 
 
 @contextmanager
-def work_area() -> Iterator[tuple[Path, Path]]:
+def work_area() -> Generator[tuple[Path, Path]]:
     """(work folder, socket folder): the batch's private folders, removed at the end."""
     work = Path(tempfile.mkdtemp(prefix="t5grade-"))
     ipc_root = None
@@ -200,7 +200,7 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
 
 
 @contextmanager
-def run_step(run: RunStep | None, work: Path, template: Notebook, walls: Walls | None = None) -> Iterator[RunStep]:
+def run_step(run: RunStep | None, work: Path, template: Notebook, walls: Walls | None = None) -> Generator[RunStep]:
     """The run step of a batch: `run` as given, else pooled workers whose kernels fork from one zygote
     that has imported what the exercise's notebook imports, inside the class's `walls` (bubblewrap)."""
     if run is not None:
