@@ -24,8 +24,7 @@ from ..protocol import Limits, mark_harvest
 from ..questions.kinds import FreeText, Question
 from ..records import BoundsError, loads
 
-__all__ = ["Cell", "Notebook", "Prepared", "parse", "prepare", "harvest_source", "too_many_cells", "read_notebook",
-           "write_notebook", "run_blocked"]
+__all__ = ["Cell", "Notebook", "Prepared", "parse", "prepare", "read_notebook", "write_notebook", "run_blocked"]
 
 
 class Cell(protocol.Cell, Protocol):
@@ -50,7 +49,7 @@ def _code_cell(source: str) -> Cell:
     return cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
 
 
-_HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel (see harvest_source)
+_HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel, in a fresh namespace
 _HARVEST_CELL = """def __t5lesson_harvest():
     namespace = {{"__name__": "t5lesson_harvest"}}
     exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
@@ -87,18 +86,8 @@ class Prepared:
     edited_checks: list[str] = field(default_factory=list[str])  # questions whose check cell held the student's code
 
 
-def harvest_source(spec: dict[str, object], nonce: str) -> str:
-    """The code of one harvesting cell: harvest.py's text, run in a fresh namespace."""
-    return _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)
-
-
 class TooLarge(str):
     """A refusal that gives the submission the status "too large", not "unreadable"."""
-
-
-def too_many_cells(cells: int, limits: Limits) -> str:
-    """The refusal of a notebook with more cells than `limits.max_cells` (it counts as too large)."""
-    return TooLarge(TOO_MANY_CELLS.format(cells=cells, limit=limits.max_cells))
 
 
 def _text(source: object) -> str | None:
@@ -141,7 +130,7 @@ def parse(data: bytes, limits: Limits = Limits()) -> tuple[list[Cell] | None, st
             return None, "the notebook is in the old format 3; open and save it in Jupyter first", None
         return None, "the file is JSON but not a notebook (it has no list of cells)", None
     if len(raw) > limits.max_cells:  # before any cell is built: composing costs time per cell
-        return None, too_many_cells(len(raw), limits), None
+        return None, TooLarge(TOO_MANY_CELLS.format(cells=len(raw), limit=limits.max_cells)), None
     cells: list[Cell] = []
     for number, item in enumerate(raw, 1):
         cell = _cell(item)
@@ -289,8 +278,8 @@ def prepare(data: bytes, template: Notebook, exercise: Exercise, nonce: str, lim
             spec: dict[str, object] = q.harvest_spec()
             if spec.get("kind") == "code":  # with how many slow cases a code question may have
                 spec = {**spec, "slow_cases": limits.slow_cases}
-            out.harvest_cell[q.id] = _grader_cell(run, harvest_source(spec, nonce), q.id,
-                                                  f"the grader's reading of {q.id}")
+            source = _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)  # harvest.py, in a namespace
+            out.harvest_cell[q.id] = _grader_cell(run, source, q.id, f"the grader's reading of {q.id}")
     nb = cast(Notebook, nbformat.v4.new_notebook(cells=run.cells))  # pyright: ignore[reportUnknownMemberType]
     nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
     out.notebook = nb
