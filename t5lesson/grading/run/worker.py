@@ -211,31 +211,24 @@ def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
 
 
 class _Clock:
-    """One budget for everything done in the kernel: the student's cells, then the reading of
-    the answers, which keeps a reserve at the end (see `harvest_reserve`)."""
+    """One budget for everything done in the kernel, counted from its start: the student's cells,
+    then the reading of the answers, which keeps a reserve at the end (see `harvest_reserve`)."""
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self.deadline: float | None = None  # set when the kernel has started
-        self.student_end: float | None = None
+        self.deadline = self.student_end = float("inf")
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.limits.notebook_timeout
         self.student_end = self.deadline - harvest_reserve(self.limits)
 
     def end_for(self, harvest: str | None) -> float:
-        end = self.student_end if harvest is None else self.deadline
-        assert end is not None, "the clock is read before the kernel started"
-        return end
+        return self.student_end if harvest is None else self.deadline
 
     def timeout_for(self, cell: NotebookNode) -> int:
-        now, limits = time.monotonic(), self.limits
-        if harvest_question(cast("Cell", cell)) is not None:
-            per, end = limits.harvest_timeout, self.deadline
-        else:
-            per, end = limits.cell_timeout, self.student_end
-        left = end - now if end else limits.notebook_timeout
-        return max(1, int(min(per, left) + 0.999))
+        harvest = harvest_question(cast("Cell", cell))
+        per = self.limits.cell_timeout if harvest is None else self.limits.harvest_timeout
+        return max(1, int(min(per, self.end_for(harvest) - time.monotonic()) + 0.999))
 
 
 def _client(nb: Notebook, km: AsyncKernelManager, job: Job, clock: _Clock) -> CappedClient:
@@ -244,10 +237,8 @@ def _client(nb: Notebook, km: AsyncKernelManager, job: Job, clock: _Clock) -> Ca
         nb, km=km, kernel_name=KERNEL_NAME, timeout_func=clock.timeout_for, interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
         allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
-        shutdown_kernel="immediate", cell_cap=int(limits.output_limit), total_cap=int(limits.total_output_limit),
-        harvest_cap=int(limits.harvest_limit),
-        resources={"metadata": {"path": job.sandbox.home}},
-    )
+        shutdown_kernel="immediate", cell_cap=limits.output_limit, total_cap=limits.total_output_limit,
+        harvest_cap=limits.harvest_limit, resources={"metadata": {"path": job.sandbox.home}})
 
 
 async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits, result: RunResult) -> bool:
