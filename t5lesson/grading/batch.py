@@ -27,12 +27,13 @@ from .course import course_root
 from .errors import InputError, SettingsError
 from .exercise import VARIANTS, Catalogue, Exercise, find
 from .protocol import Limits, Walls
+from .questions import answers
 from .records import loads
 from .reports import store
 from .run import intake
 from .run.compose import Notebook, prepare, read_notebook
 from .run.execute import RunStep, run_step, work_area
-from .run.score import flags_of, given_answers, harvested, score
+from .run.score import harvested, score
 from .sandbox.resources import Cgroup
 from .sandbox.walls import check_isolation, class_walls, uids
 from .verdict import ERROR, Graded, RunSettings, Status
@@ -140,9 +141,9 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
         batch.references.join()
     mine = exercise.for_student(key, expected=True)
     records = harvested(mine, result, nonce, limits)
-    status, outcomes, notes = score(mine, prep, result, limits, records)
+    status, outcomes, notes, flags = score(mine, prep, result, limits, records)
     return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                  answers=given_answers(mine, records), flags=flags_of(mine, prep, result, records))
+                  answers=answers.summarise(mine, records), flags=flags)
 
 
 def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:

@@ -13,7 +13,6 @@ from typing import Any, cast
 
 from ..exercise import Exercise
 from ..protocol import EXIT_ENAME, FAILED_CELL, KERNEL_BROKEN_ENAME, CellResult, CellStatus, Limits, RunResult
-from ..questions import answers
 from ..questions.kinds import Question
 from ..records import clean_record, loads
 from ..reports.files import inert
@@ -21,7 +20,7 @@ from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, PARTIAL, Outcome, Status, status_of
 from .compose import Prepared
 
-__all__ = ["score", "harvested", "given_answers", "read_record", "tampering", "flags_of", "Record", "Records"]
+__all__ = ["score", "harvested", "read_record", "tampering", "Record", "Records"]
 
 Record = dict[str, Any]  # a cleaned record (`records.clean_record`): plain values only
 Records = dict[str, "Record | None"]  # question id -> its record, None when it could not be read
@@ -78,17 +77,6 @@ def tampering(exercise: Exercise, result: RunResult | None, records: Records) ->
             flags.insert(0, "its reading cell printed more than one record")
         if flags:
             found[q.id] = flags
-    return found
-
-
-def flags_of(exercise: Exercise, prep: Prepared, result: RunResult | None, records: Records) -> dict[str, list[str]]:
-    """{question id: findings} for the instructor: what reached into the reading of each answer that
-    counted (`tampering`; a dead or broken kernel's records do not count), and edited check cells."""
-    counted = {} if result is None or status_of(result.ended) in (Status.KERNEL_DIED, Status.KERNEL_BROKEN) \
-        else result.harvest
-    found = tampering(exercise, result, {q: r for q, r in records.items() if q in counted})
-    for question in prep.edited_checks:
-        found.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     return found
 
 
@@ -209,11 +197,10 @@ def _scored(q: Question, prep: Prepared, cells: dict[int, CellResult], record: R
 
 
 def score(exercise: Exercise, prep: Prepared, result: RunResult | None, limits: Limits,
-          records: Records) -> tuple[Status, list[Outcome], list[str]]:
-    """(status, one Outcome per question, notes) for one run, computed in the grader's process.
-
-    `records` are the run's records as `harvested` decodes them.
-    """
+          records: Records) -> tuple[Status, list[Outcome], list[str], dict[str, list[str]]]:
+    """(status, one Outcome per question, notes, findings for the instructor) for one run, computed in
+    the grader's process from its records as `harvested` decodes them. The findings: what reached into
+    the reading of each answer that counted (`tampering`), and edited check cells."""
     notes = list(prep.notes)
     status, cells, harvest = _run_status(prep, result, limits, notes)
     why = _stopped(limits) if result is None else _WHY_UNREAD.get(status, "")
@@ -226,16 +213,14 @@ def score(exercise: Exercise, prep: Prepared, result: RunResult | None, limits: 
         outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
     flagged = tampering(exercise, result, {q: r for q, r in records.items() if q in harvest})
     outcomes = [_capped(o, flagged[o.question]) if o.question in flagged else o for o in outcomes]
+    flags = {q: list(found) for q, found in flagged.items()}
+    for question in prep.edited_checks:
+        flags.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     # error texts, answers and names in them came from the kernel: inert, one line each, from here on
-    return status, [replace(o, message=inert(o.message)) for o in outcomes], [inert(note) for note in notes]
+    return status, [replace(o, message=inert(o.message)) for o in outcomes], [inert(note) for note in notes], flags
 
 
 def harvested(exercise: Exercise, result: RunResult | None, nonce: str, limits: Limits) -> Records:
     """{question id: its record, or None} for every auto-scored question, each decoded once."""
     harvest = result.harvest if result is not None else {}
     return {q.id: read_record(harvest.get(q.id), nonce, q.id, limits) for q in exercise.questions if q.auto_scored}
-
-
-def given_answers(exercise: Exercise, records: Records) -> dict[str, dict[str, Any]]:
-    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
-    return answers.summarise(exercise, records)
