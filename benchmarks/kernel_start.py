@@ -1,5 +1,5 @@
 """What a walled kernel costs to start, three ways, side by side in one run; and the grading rate with and without
-the fork server.
+the fork server, and with and without the worker pool.
 
     python benchmarks/kernel_start.py                 # 8 kernels each way, then 40 submissions graded twice
     python benchmarks/kernel_start.py --kernels 16 --count 100
@@ -14,9 +14,11 @@ seconds its processes used by then (user + system), median of --kernels starts, 
 - bwrap, warm pool: the same kernels started ahead; what is left per submission is the hand-over
   (connecting and a first reply). The CPU of starting them is still spent, only earlier.
 Then the class benchmark's folder (benchmarks/grade_class.py, --exercise) is graded with the
-instructor's command twice, alternating: as today, and with the fork server switched off (each
-kernel's launcher a new interpreter, the cost a kernel per bwrap pays). A warm pool cannot beat
-the second where the cores are busy: it moves the same CPU seconds earlier, it does not remove them.
+instructor's command, alternating: as today; with the fork server switched off (each kernel's
+launcher a new interpreter, the cost a kernel per bwrap pays); and with the worker pool switched
+off (a new `python -m t5lesson.grading.run.worker JOB.json` per submission, the fork server on).
+Both switches are benchmark-only patches (`PATCHES`). A warm pool of kernels cannot beat the
+second where the cores are busy: it moves the same CPU seconds earlier, it does not remove them.
 """
 from __future__ import annotations
 
@@ -50,6 +52,13 @@ CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1: the CPU of a process tree
 NO_FORK_SERVER = ("import sys; from t5lesson.grading.sandbox import zygote; "
                   "zygote.Zygote.__enter__ = lambda self: self; zygote.Zygote.close = lambda self: None; "
                   "from t5lesson.grade import main; sys.exit(main(sys.argv[1:]))")
+NO_POOL = ("import sys, contextlib; from t5lesson.grading.run import execute; "
+           "execute.WorkerPool = lambda *a: contextlib.nullcontext(None); "
+           "from t5lesson.grade import main; sys.exit(main(sys.argv[1:]))")
+PATCHES = {"grader": None, "no fork server": NO_FORK_SERVER, "no pool": NO_POOL}
+MODES = {"grader": "the grader (fork server in bwrap, worker pool)",
+         "no fork server": "one bwrap per kernel, cold (pool kept)",
+         "no pool": "a new worker process per submission"}
 
 
 class Slot:
@@ -192,11 +201,12 @@ def _line(name: str, found: list[tuple[float, float]]) -> str:
     return f"  {name:<30} start {seconds * 1000:7.0f} ms   CPU {cpu * 1000:6.0f} ms   (median of {len(found)})"
 
 
-def _grade(folder: Path, out: Path, fork_server_on: bool) -> tuple[float, float]:
+def _grade(folder: Path, out: Path, mode: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the grader and every process below it) of one `t5grade grade`."""
     args = ["grade", str(folder), "--out", str(out), "--quiet"]
-    command = [sys.executable, "-m", "t5lesson.grade", *args] if fork_server_on else \
-        [sys.executable, "-c", NO_FORK_SERVER, *args]
+    patch = PATCHES[mode]
+    command = [sys.executable, "-m", "t5lesson.grade", *args] if patch is None else \
+        [sys.executable, "-c", patch, *args]
     group = CPUACCT / f"t5bench-{os.getpid()}"
     group.mkdir(exist_ok=True)
     start = time.monotonic()
@@ -213,21 +223,23 @@ def _grade(folder: Path, out: Path, fork_server_on: bool) -> tuple[float, float]
 
 
 def rates(tmp: Path, count: int, exercise: str, repeat: int) -> list[str]:
+    """The class folder graded by the grader and by each of its simpler replacements (`MODES`), in turn."""
     folder = tmp / "class"
     _class(folder, count, exercise)
-    times: dict[bool, list] = {True: [], False: []}
+    times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
     for k in range(repeat):
-        for on in (True, False)[:: 1 if k % 2 == 0 else -1]:
-            times[on].append(_grade(folder, tmp / f"out{k}{on}", on))
-    rate = {on: count * 60 / min(w for w, _ in t) for on, t in times.items()}
-    cpu = {on: min(c for _, c in t) / count for on, t in times.items()}
+        for mode in list(MODES)[:: 1 if k % 2 == 0 else -1]:
+            times[mode].append(_grade(folder, tmp / f"out{k}{mode}", mode))
+    rate = {mode: count * 60 / min(w for w, _ in t) for mode, t in times.items()}
+    cpu = {mode: min(c for _, c in t) / count for mode, t in times.items()}
     cores = len(os.sched_getaffinity(0))
     lines = [f"  grading {count} submissions of exercise {exercise}, {repeat} turns, best of each "
              f"(CPU: of the grader and all below it, per submission; ceiling: cores x 60 / CPU):"]
-    for on, name in ((True, "fork server in bwrap (the grader)"), (False, "one bwrap per kernel, cold")):
-        lines.append(f"    {name:<30} {rate[on]:6.1f} per minute ({', '.join(f'{w:.1f} s' for w, _ in times[on])}), "
-                     f"CPU {cpu[on]:.2f} s, ceiling {cores * 60 / cpu[on]:.0f} per minute; "
-                     f"{rate[on] / rate[True]:.0%} of the fork server's")
+    for mode, name in MODES.items():
+        walls = ", ".join(f"{w:.1f} s" for w, _ in times[mode])
+        lines.append(f"    {name:<44} {rate[mode]:6.1f} per minute ({walls}), "
+                     f"CPU {cpu[mode]:.2f} s, ceiling {cores * 60 / cpu[mode]:.0f} per minute; "
+                     f"{rate[mode] / rate['grader']:.0%} of the grader's")
     return lines
 
 

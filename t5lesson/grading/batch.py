@@ -16,39 +16,44 @@ import threading
 import time
 import traceback
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-
-import nbformat
+from typing import Protocol, cast
 
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import course_root
 from .errors import InputError, SettingsError
-from .exercise import VARIANTS, Exercise, find
+from .exercise import VARIANTS, Catalogue, Exercise, find
 from .protocol import Limits, Walls
+from .questions import answers
 from .records import loads
 from .reports import store
 from .run import intake
-from .run.compose import prepare
-from .run.execute import run_step
-from .run.score import flags_of, given_answers, harvested, score
-from .run.work import work_area
+from .run.compose import Notebook, prepare, read_notebook
+from .run.execute import RunStep, run_step, work_area
+from .run.score import harvested, score
 from .sandbox.resources import Cgroup
 from .sandbox.walls import check_isolation, class_walls, uids
 from .verdict import ERROR, Graded, RunSettings, Status
 
 
-def _infer_exercise(datas, ids: tuple[str, ...], limits: Limits) -> str | None:
+class Progress(Protocol):
+    """Told of each finished submission (`reports.progress.Progress`; its `begin(total)`, if any, first)."""
+
+    def __call__(self, done: int, total: int, graded: Graded, exercise: Exercise, /) -> None: ...
+
+
+def _infer_exercise(datas: Iterable[bytes | intake.Unreadable], ids: tuple[str, ...], limits: Limits) -> str | None:
     """The exercise most of the notebooks name in their metadata (unreadable ones are left out)."""
-    counts = Counter()
+    counts = Counter[str]()
     for data in datas:
         if not isinstance(data, bytes):
             continue
         try:
-            doc = loads(data.decode("utf-8"), max_depth=Limits.NOTEBOOK_DEPTH, max_nodes=limits.notebook_nodes(),
-                        constants=True)
+            doc: object = loads(data.decode("utf-8"), max_depth=Limits.NOTEBOOK_DEPTH,
+                                max_nodes=limits.notebook_nodes(), constants=True)
             exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
         except Exception:  # anything odd in one file only means that file does not vote
             continue
@@ -59,22 +64,19 @@ def _infer_exercise(datas, ids: tuple[str, ...], limits: Limits) -> str | None:
     return ids[0] if len(ids) == 1 else None
 
 
-def load_template(exercise, template: Path | None = None, course: Path | None = None):
+def load_template(exercise: Exercise, template: Path | None = None, course: Path | None = None) -> Notebook:
     """The student version of the exercise: `template`, else the course's exercises/, else built from solutions/."""
-    if template is not None:
-        return _notebook(template)
     root = course_root(course)
     handed_out = root / "exercises" / f"{exercise.id}.ipynb"
-    if handed_out.exists():
-        return _notebook(handed_out)
-    solution = root / "solutions" / f"{exercise.id}.ipynb"
-    return make_exercise(_notebook(solution), exercise)
+    if template is not None or handed_out.exists():
+        return _notebook(template or handed_out)
+    return cast(Notebook, make_exercise(_notebook(root / "solutions" / f"{exercise.id}.ipynb"), exercise))
 
 
-def _notebook(path: Path):
+def _notebook(path: Path) -> Notebook:
     """The course's notebook at `path`; an InputError when the file is no notebook (a missing one is an OSError)."""
     try:
-        return nbformat.read(path, as_version=4)
+        return read_notebook(path)
     except ValueError as exc:  # nbformat's NotJSONError among them
         raise InputError(f"{path} is not a notebook: {exc}") from None
 
@@ -92,30 +94,20 @@ class _Batch:
     """What every submission of one run shares."""
 
     exercise: Exercise
-    template: object
+    template: Notebook
     limits: Limits
     work: Path
     uids: list[int]
     walls: Walls | None  # the isolation shared by every kernel (None: --isolation none)
     as_root: bool
-    run: Callable
+    run: RunStep
     references: threading.Thread | None = None  # computing the expected results; scoring waits for it
 
 
-def shard_of(files: list, shard: tuple[int, int]) -> list:
+def shard_of(files: list[intake.Entry], shard: tuple[int, int]) -> list[intake.Entry]:
     """The files of shard K/N: every N-th file of the sorted list, starting at the K-th."""
     k, n = shard
-    return list(files[k - 1::n])
-
-
-def _exercise_of(every, exercise_id, catalogue, limits: Limits) -> Exercise:
-    if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
-        max_bytes = limits.max_notebook_mb * 2 ** 20
-        exercise_id = _infer_exercise((intake.read(entry, max_bytes) for entry in every), catalogue.exercise_ids(),
-                                      limits)
-    if exercise_id is None:
-        raise SettingsError("cannot tell which exercise this is; pass --exercise")
-    return find(catalogue, exercise_id)
+    return files[k - 1::n]
 
 
 def _unreadable(exercise: Exercise, entry: intake.Entry, problem: str, status: Status) -> Graded:
@@ -149,9 +141,9 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
         batch.references.join()
     mine = exercise.for_student(key, expected=True)
     records = harvested(mine, result, nonce, limits)
-    status, outcomes, notes = score(mine, prep, result, limits, records)
+    status, outcomes, notes, flags = score(mine, prep, result, limits, records)
     return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                  answers=given_answers(mine, records), flags=flags_of(mine, prep, result, records))
+                  answers=answers.summarise(mine, records), flags=flags)
 
 
 def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
@@ -163,34 +155,27 @@ def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
         return grader_error(batch.exercise, entry, exc, time.monotonic() - start)
 
 
-def _grade_all(batch: _Batch, files, jobs: int | None, progress) -> list[Graded]:
+def _grade_all(batch: _Batch, files: list[intake.Entry], jobs: int | None, progress: Progress | None) -> list[Graded]:
     graded: list[Graded] = []
-    if progress is not None and hasattr(progress, "begin"):
-        progress.begin(len(files))
-    with ThreadPoolExecutor(max_workers=jobs or _cores()) as pool:
+    begin = getattr(progress, "begin", None)
+    if callable(begin):
+        begin(len(files))
+    with ThreadPoolExecutor(max_workers=jobs or len(os.sched_getaffinity(0))) as pool:
         futures = [pool.submit(_grade_safely, batch, i, entry) for i, entry in enumerate(files)]
         for done, future in enumerate(as_completed(futures), 1):
             graded.append(future.result())
-            if progress:
-                try:
+            try:
+                if progress is not None:
                     progress(done, len(files), graded[-1], batch.exercise)
-                except Exception:  # a progress line must never cost the gradebook
-                    pass
+            except Exception:  # a progress line must never cost the gradebook
+                pass
     return graded
-
-
-def _settings(limits: Limits, exercise: Exercise, full: bool, as_root: bool, shard_text: str | None) -> RunSettings:
-    walled = "full: own user id per kernel" if as_root else "full: user namespaces"
-    return RunSettings(limits, exercise.id, isolation=walled if full else "none (--isolation none)",
-                       memory=("one cgroup per submission" if as_root and Cgroup.available()
-                               else "the kernel's process tree, watched"),
-                       seed=exercise.seed, shard=shard_text or None)
 
 
 def _expected_in_background(exercise: Exercise) -> threading.Thread:
     """Draw every set of hidden cases and compute their expected results (the reference, in this
     process) while the first kernels start and run; a failure here shows where it is asked again."""
-    def compute():
+    def compute() -> None:
         try:
             if exercise.pool is not None:  # under the pool's lock: no other thread draws meanwhile
                 exercise.pool.warm()
@@ -206,21 +191,18 @@ def new_seed() -> str:
     return secrets.token_hex(8)
 
 
-def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | None = None,
+def grade_folder(submissions: Path, out: Path, *, catalogue: Catalogue, exercise_id: str | None = None,
                  template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
-                 jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (), progress=None,
-                 shard: tuple[int, int] | None = None, run: Callable | None = None,
+                 jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (),
+                 progress: Progress | None = None, shard: tuple[int, int] | None = None, run: RunStep | None = None,
                  seed: str | None = None, variants: int = VARIANTS) -> Verdicts:
     """Grade every submission under `submissions` (or shard K/N of them: `shard_of`); write
     the reports under `out`; return the verdicts (with `.settings`).
 
-    `seed` is the instructor's secret the hidden cases are drawn from (`Exercise.drawn`); the
-    reports record it, so grading again with it gives the same grades. None draws a new one
-    (shards must share one, so a shard needs it given). `variants` sets of cases are drawn from it,
-    and each submission's cases are picked among them (`Exercise.for_student`).
-
-    `run(prepared, limits, work, uid, walls) -> (result or None, seconds)` runs one composed
-    notebook; the default starts a worker process (`run_worker`). Tests pass their own.
+    `seed` is the instructor's secret the hidden cases are drawn from (`Exercise.drawn`), recorded
+    in the reports; None draws a new one (shards must share one). `variants` sets of cases are
+    drawn, and each submission's cases are picked among them (`Exercise.for_student`). `run` runs
+    one composed notebook (`run.execute.RunStep`); the default is the pooled workers. Tests pass their own.
     """
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
@@ -229,21 +211,29 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
     files = shard_of(every, shard) if shard else every
     if seed is None and shard:
         raise SettingsError("every shard must draw the same hidden cases: pass the same --seed to each")
-    seed = new_seed() if seed is None else seed
-    exercise = _exercise_of(every, exercise_id, catalogue, limits).drawn(seed, variants)
+    if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
+        max_bytes = limits.max_notebook_mb * 2 ** 20
+        exercise_id = _infer_exercise((intake.read(e, max_bytes) for e in every), catalogue.exercise_ids(), limits)
+    if exercise_id is None:
+        raise SettingsError("cannot tell which exercise this is; pass --exercise")
+    exercise = find(catalogue, exercise_id).drawn(new_seed() if seed is None else seed, variants)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)
     kernel_uids = uids(max(1, len(files)))  # an empty folder or shard still probes (and writes an empty report)
     as_root, full = os.geteuid() == 0, isolation != "none"
     check_isolation(isolation, kernel_uids[0])
+    shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+    settings = RunSettings(limits, exercise.id, seed=exercise.seed, shard=shard_text,
+                           isolation=("full: own user id per kernel" if as_root else "full: user namespaces")
+                           if full else "none (--isolation none)",
+                           memory=("one cgroup per submission" if as_root and Cgroup.available()
+                                   else "the kernel's process tree, watched"))
     with work_area() as (work, ipc_root):
         shown = [str(submissions), str(work), str(ipc_root)] + [str(p) for p in (out,) if p.exists()]
         walls = class_walls(shown, root, hide, as_root) if full else None
         with run_step(run, work, template_nb, walls) as run_one:
             batch = _Batch(exercise, template_nb, limits, work, kernel_uids, walls, as_root, run_one,
                            _expected_in_background(exercise))
-            shard_text = f"{shard[0]}/{shard[1]}" if shard else None
-            settings = _settings(limits, exercise, full, as_root, shard_text)
             graded = Verdicts(_grade_all(batch, files, jobs, progress), settings)
         # the reports before the work area goes: nothing a kernel left there can cost them
         failed = store.write_all(out, exercise, graded, graded.settings, shard_text, skipped=skipped,
@@ -253,7 +243,7 @@ def grade_folder(submissions: Path, out: Path, *, catalogue, exercise_id: str | 
     return graded
 
 
-def grader_error(exercise, entry: intake.Entry, exc: BaseException, seconds: float = 0.0) -> Graded:
+def grader_error(exercise: Exercise, entry: intake.Entry, exc: BaseException, seconds: float = 0.0) -> Graded:
     """The row of a submission whose grading failed inside the grader: status "grader error"."""
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
     where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
@@ -263,10 +253,3 @@ def grader_error(exercise, entry: intake.Entry, exc: BaseException, seconds: flo
     notes = ["The grader could not grade this notebook (an error in the grader, logged for your instructor)."]
     return Graded(entry.student, entry.relative, Status.GRADER_ERROR, outcomes, notes, seconds=seconds,
                   error=f"{detail}{place}")
-
-
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)

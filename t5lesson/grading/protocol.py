@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from . import harvest
 
@@ -41,15 +42,25 @@ def resolve(reference: str) -> Any:
     return obj
 
 
-def mark_harvest(cell, question_id: str) -> None:
+JSON = dict[str, Any]  # a JSON object as json.loads gives it: its values are checked where they are read
+
+
+class Cell(Protocol):
+    """What the protocol reads of a notebook cell (nbformat's, untyped)."""
+
+    metadata: dict[str, Any]
+
+
+def mark_harvest(cell: Cell, question_id: str) -> None:
     """Mark a cell of the run notebook as the harvesting cell of one question."""
     cell.metadata[GRADER_KEY] = {"harvest": question_id}
 
 
-def harvest_question(cell) -> str | None:
+def harvest_question(cell: Cell) -> str | None:
     """The question a harvesting cell reads, or None for every other cell."""
     marker = cell.metadata.get(GRADER_KEY)
-    return marker.get("harvest") if isinstance(marker, dict) else None
+    question = cast(JSON, marker).get("harvest") if isinstance(marker, dict) else None
+    return question if isinstance(question, str) else None
 
 
 class Words(str, Enum):
@@ -88,7 +99,11 @@ class CellStatus(Words):
 FAILED_CELL = (CellStatus.ERROR, CellStatus.TIMEOUT, CellStatus.DIED, CellStatus.STUCK)
 
 
-def _limit(default, help: str):
+_T = TypeVar("_T")
+
+
+def _limit(default: _T, help: str) -> _T:
+    """A limit's field, with the words `t5grade`'s flag shows for it."""
     return field(default=default, metadata={"help": help})
 
 
@@ -134,18 +149,13 @@ class Limits:
         return self.harvest_limit // 5
 
     @classmethod
-    def from_dict(cls, data: dict) -> Limits:
+    def from_dict(cls, data: Mapping[str, Any]) -> Limits:
         """The limits a dict names (a Job, autograder.json); unknown keys are ignored, missing ones default."""
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**_known(cls, data))
 
     def hard_limit(self) -> float:
-        """When the grader kills a run from outside, whatever the worker is doing.
-
-        The notebook limit covers everything done in the kernel, the reading of the answers
-        included; on top come the kernel's start, one grace period for a cell that ignores its
-        interrupt, and a few seconds for the last output (`output_grace`).
-        """
+        """When the grader kills a run from outside: the kernel's start, the notebook's budget (the
+        reading of the answers included), one stuck grace and the last output's grace."""
         return self.startup_timeout + self.notebook_timeout + self.stuck_grace + self.output_grace
 
     def cpu_seconds(self) -> int:
@@ -153,14 +163,16 @@ class Limits:
         return int(self.hard_limit()) + self.cpu_grace
 
 
+def _known(cls: type, data: Mapping[str, Any]) -> JSON:
+    """The fields of dataclass `cls` that `data` names (JSON lists as tuples); unknown keys are ignored."""
+    known = {f.name for f in fields(cls)}
+    return {k: tuple(cast(list[Any], v)) if isinstance(v, list) else v for k, v in data.items() if k in known}
+
+
 @dataclass(frozen=True)
 class SandboxPlan:
-    """The walls of one isolated kernel (see `t5lesson.grading.sandbox.namespaces`).
-
-    The class grader makes one per submission; it travels in the job file as a plain dict
-    (`to_json`) through the worker to the kernel's launcher, which reads it back (`from_json`)
-    and hands it to `namespaces.enter`.
-    """
+    """The walls of one isolated kernel (see `t5lesson.grading.sandbox.namespaces`): made by the
+    class grader per submission, carried in the job file, applied by the kernel's launcher."""
 
     home: str  # the kernel's home folder (bound in from the scratch tmpfs)
     scratch: str  # an empty folder to mount the kernel's one writable tmpfs on (its new root is built in it)
@@ -170,25 +182,19 @@ class SandboxPlan:
     writable_keep: tuple[str, ...] = ()  # paths of `keep` bound writable (the kernel's socket folder)
     uid: int | None = None  # as root: the kernel's own user id (its home is chowned to it); else None
 
-    def to_json(self) -> dict:
-        """A plain dict for the job file (lists, not tuples)."""
-        return {name: list(v) if isinstance(v, tuple) else v for name, v in asdict(self).items()}
+    def to_json(self) -> JSON:
+        return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> SandboxPlan:
+    def from_json(cls, data: Mapping[str, Any]) -> SandboxPlan:
         """The plan `to_json` wrote; unknown keys are ignored, missing optional ones default."""
-        known = {f.name for f in fields(cls)}
-        given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
-        return cls(**given)
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True)
 class Walls:
     """The isolation every kernel of one class shares: the folders never shown and the paths kept.
-
-    The class grader makes one per batch (`run.work`); each kernel's `SandboxPlan` adds its own
-    socket folder to `keep`.
-    """
+    Each kernel's `SandboxPlan` adds its own socket folder to `keep`."""
 
     hide: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
@@ -201,11 +207,8 @@ class Walls:
 
 @dataclass(frozen=True)
 class LaunchConfig:
-    """What the kernel's launcher applies to itself before it becomes the kernel (`sandbox.launcher`).
-
-    Made by the class grader for one submission, carried in the job file, written by the worker to
-    the file its kernelspec names, and read by the launcher (a new process, or the zygote's child).
-    """
+    """What the kernel's launcher applies to itself before it becomes the kernel (`sandbox.launcher`):
+    made by the class grader, carried in the job file, written by the worker where its kernelspec says."""
 
     home: str  # the kernel's home and working folder
     pid_file: str = ""  # where the launcher writes its process id (the grader kills its group)
@@ -219,15 +222,12 @@ class LaunchConfig:
     zygote: str = ""  # the batch's zygote socket ("": each launcher a new process)
     isolation: SandboxPlan | None = None  # the walls (None: --isolation none)
 
-    def to_json(self) -> dict:
-        data = {name: list(v) if isinstance(v, tuple) else v for name, v in asdict(self).items()}
-        data["isolation"] = self.isolation.to_json() if self.isolation else None
-        return data
+    def to_json(self) -> JSON:
+        return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> LaunchConfig:
-        known = {f.name for f in fields(cls)}
-        given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in known}
+    def from_json(cls, data: Mapping[str, Any]) -> LaunchConfig:
+        given = _known(cls, data)
         given["isolation"] = SandboxPlan.from_json(data["isolation"]) if data.get("isolation") else None
         return cls(**given)
 
@@ -235,7 +235,7 @@ class LaunchConfig:
         Path(path).write_text(json.dumps(self.to_json()), encoding="utf-8")
 
     @classmethod
-    def read(cls, path) -> LaunchConfig:
+    def read(cls, path: str | Path) -> LaunchConfig:
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
@@ -250,19 +250,19 @@ class Job:
     sandbox: LaunchConfig = LaunchConfig(home="")
 
     def write(self, path: Path) -> None:
-        data = asdict(self)
-        data["sandbox"] = self.sandbox.to_json()
-        path.write_text(json.dumps(data))
+        path.write_text(json.dumps(asdict(self)))
 
     @classmethod
     def read(cls, path: Path) -> Job:
-        data = json.loads(Path(path).read_text())
-        limits = Limits.from_dict(data.get("limits", {}))
-        sandbox = LaunchConfig.from_json(data.get("sandbox") or {"home": ""})
-        return cls(data["notebook"], data["result"], data["private_dir"], limits, sandbox)
+        data: JSON = json.loads(Path(path).read_text())
+        return cls(data["notebook"], data["result"], data["private_dir"], Limits.from_dict(data.get("limits", {})),
+                   LaunchConfig.from_json(data.get("sandbox") or {"home": ""}))
 
 
-def _words(kind, value):
+_E = TypeVar("_E", bound=Words)
+
+
+def _words(kind: type[_E], value: object) -> _E | None:
     """`value` as a member of the enum `kind`, or None when it names none (a worker of another version)."""
     try:
         return kind(value)
@@ -270,8 +270,12 @@ def _words(kind, value):
         return None
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     return value if isinstance(value, str) else str(value)
+
+
+def _number(value: object) -> float:
+    return value if isinstance(value, (int, float)) else 0.0
 
 
 @dataclass
@@ -289,10 +293,10 @@ class CellResult:
     function: str = ""
 
     @classmethod
-    def from_json(cls, data: dict) -> CellResult:
+    def from_json(cls, data: Mapping[str, Any]) -> CellResult:
         ename = data.get("ename")
-        return cls(data["index"], _words(CellStatus, data.get("status")), data.get("seconds") or 0.0,
-                   data.get("output_bytes") or 0, bool(data.get("truncated")),
+        return cls(data["index"], _words(CellStatus, data.get("status")), _number(data.get("seconds")),
+                   int(_number(data.get("output_bytes"))), bool(data.get("truncated")),
                    None if ename is None else _text(ename), _text(data.get("evalue") or ""),
                    _text(data.get("line") or ""), _text(data.get("function") or ""))
 
@@ -301,24 +305,36 @@ class CellResult:
 class RunResult:
     """What the worker writes back (result.json): how each cell and the run ended, and the records as text."""
 
-    cells: list[CellResult] = field(default_factory=list)
-    harvest: dict[str, str] = field(default_factory=dict)  # question id -> its harvesting cell's record text
+    cells: list[CellResult] = field(default_factory=list[CellResult])
+    harvest: dict[str, str] = field(default_factory=dict[str, str])  # question id -> its reading cell's record
     ended: RunEnd | None = RunEnd.COMPLETED  # None: an end this grader does not know (a grader error)
     detail: str = ""  # what stopped the run (the cell's index, or the error)
     memory_exceeded: bool = False  # the memory watch (or the cgroup) stopped it
-    extra_records: list[str] = field(default_factory=list)  # questions whose reading cell printed more than one record
+    extra_records: list[str] = field(default_factory=list[str])  # questions whose reading cell printed two records
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JSON:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> RunResult:
+    def from_json(cls, data: Mapping[str, Any]) -> RunResult:
         """The one loader of a result file's JSON: what it cannot read is left out, never trusted."""
-        cells = data.get("cells")
-        harvest = data.get("harvest")
-        return cls([CellResult.from_json(c) for c in (cells if isinstance(cells, list) else [])
-                    if isinstance(c, dict) and isinstance(c.get("index"), int)],
-                   {k: v for k, v in (harvest.items() if isinstance(harvest, dict) else ()) if isinstance(v, str)},
+        cells: object = data.get("cells")
+        harvest: object = data.get("harvest")
+        extra: object = data.get("extra_records")
+        return cls([CellResult.from_json(c) for c in _objects(cells) if isinstance(c.get("index"), int)],
+                   {k: v for k, v in _pairs(harvest) if isinstance(v, str)},
                    _words(RunEnd, data.get("ended")), _text(data.get("detail", "")),
                    bool(data.get("memory_exceeded")),
-                   [_text(q)[:40] for q in (data.get("extra_records") or [])[:100] if isinstance(q, str)])
+                   [q[:40] for q in _items(extra)[:100] if isinstance(q, str)])
+
+
+def _items(value: object) -> list[Any]:
+    return cast(list[Any], value) if isinstance(value, list) else []
+
+
+def _objects(value: object) -> list[JSON]:
+    return [cast(JSON, c) for c in _items(value) if isinstance(c, dict)]
+
+
+def _pairs(value: object) -> list[tuple[str, object]]:
+    return [(str(k), v) for k, v in cast(JSON, value).items()] if isinstance(value, dict) else []

@@ -4,80 +4,118 @@ The file is only read. The run follows the exercise's own order (the template): 
 as the template has them, answer cells from the submission by name (a missing one runs blank),
 check() cells skipped, the student's extra cells after the cell they followed, then one
 harvesting cell per auto-scored question with this run's nonce. See docs/grading.md, "How a
-submission is run", step 2.
+submission is run", step 2. nbformat is untyped: `Cell` and `Notebook` say what is used of it.
 """
 from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, cast
 
 import nbformat
-from nbformat.v4 import new_code_cell
 
-from .. import harvest
+from .. import harvest, protocol
 from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
 from ..exercise import Exercise
 from ..protocol import Limits, mark_harvest
-from ..questions.kinds import FreeText
+from ..questions.kinds import FreeText, Question
 from ..records import BoundsError, loads
 
-__all__ = ["Prepared", "parse", "prepare", "harvest_source", "too_many_cells"]
+__all__ = ["Cell", "Notebook", "Prepared", "parse", "prepare", "read_notebook", "write_notebook", "run_blocked"]
 
-_HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel (see harvest_source)
+
+class Cell(protocol.Cell, Protocol):
+    cell_type: str
+    source: str
+
+
+class Notebook(Protocol):
+    cells: list[Cell]
+    metadata: dict[str, Any]
+
+
+def read_notebook(path: Path) -> Notebook:
+    return cast(Notebook, nbformat.read(path, as_version=4))  # pyright: ignore[reportUnknownMemberType] (untyped)
+
+
+def write_notebook(nb: Notebook, path: Path) -> None:
+    path.write_text(cast(str, nbformat.writes(nb)), encoding="utf-8")  # pyright: ignore[reportUnknownMemberType]
+
+
+def _code_cell(source: str) -> Cell:
+    return cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
+
+
+_HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel, in a fresh namespace
 _HARVEST_CELL = """def __t5lesson_harvest():
     namespace = {{"__name__": "t5lesson_harvest"}}
     exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
     namespace["emit"]({nonce!r}, {spec!r}, globals())
 __t5lesson_harvest()
 del __t5lesson_harvest"""
+_BLOCKING_CELL = """def __t5lesson_block():
+    for name in {load_first!r}:
+        try:
+            __import__(name)
+        except Exception:
+            pass  # the provided cell that loads it says what went wrong
+    namespace = {{"__name__": "t5lesson_harvest"}}
+    exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
+    namespace["block_for_the_run"]({targets!r})
+__t5lesson_block()
+del __t5lesson_block"""
+TOO_MANY_CELLS = "the notebook has {cells:,} cells, more than the {limit:,} a submission may have, so it was not run"
+Found = tuple[int, Cell]  # a cell of the submission and its number (from 1)
 
 
 @dataclass
 class Prepared:
     """A submission ready to run, or the reason it cannot be (`problem`)."""
 
-    notebook: object = None
+    notebook: Notebook = cast(Notebook, None)  # set unless there is a problem
     problem: str | None = None
     too_large: bool = False  # the problem is the notebook's size (its status is "too large")
-    notes: list[str] = field(default_factory=list)
-    free_text: dict[str, str] = field(default_factory=dict)
-    answer_cell: dict[str, int] = field(default_factory=dict)  # question -> index in the run notebook
-    harvest_cell: dict[str, int] = field(default_factory=dict)  # question -> index of its harvesting cell
-    origin: dict[int, str] = field(default_factory=dict)  # index in the run notebook -> words for feedback
-    edited_checks: list[str] = field(default_factory=list)  # questions whose check cell held code of the student's
-
-
-def harvest_source(spec: dict, nonce: str) -> str:
-    """The code of one harvesting cell: harvest.py's text, run in a fresh namespace."""
-    return _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)
-
-
-def _text(source) -> str | None:
-    if isinstance(source, str):
-        return source
-    if isinstance(source, list) and all(isinstance(s, str) for s in source):
-        return "".join(source)
-    return None
-
-
-TOO_MANY_CELLS = "the notebook has {cells:,} cells, more than the {limit:,} a submission may have, so it was not run"
+    notes: list[str] = field(default_factory=list[str])
+    free_text: dict[str, str] = field(default_factory=dict[str, str])
+    answer_cell: dict[str, int] = field(default_factory=dict[str, int])  # question -> index in the run notebook
+    harvest_cell: dict[str, int] = field(default_factory=dict[str, int])  # question -> index of its reading cell
+    origin: dict[int, str] = field(default_factory=dict[int, str])  # index in the run notebook -> words for feedback
+    edited_checks: list[str] = field(default_factory=list[str])  # questions whose check cell held the student's code
 
 
 class TooLarge(str):
     """A refusal that gives the submission the status "too large", not "unreadable"."""
 
 
-def too_many_cells(cells: int, limits: Limits) -> str:
-    """The refusal of a notebook with more cells than `limits.max_cells` (it counts as too large)."""
-    return TooLarge(TOO_MANY_CELLS.format(cells=cells, limit=limits.max_cells))
+def _text(source: object) -> str | None:
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(s, str) for s in cast(list[object], source)):
+        return "".join(cast(list[str], source))
+    return None
 
 
-def parse(data: bytes, limits: Limits = Limits()):
+def _cell(raw: object) -> Cell | None:
+    """A cell of the submission built anew from its type, text, metadata and id; None when it is damaged."""
+    if not isinstance(raw, dict):
+        return None
+    cell = cast(dict[str, object], raw)
+    source, kind, metadata, key = _text(cell.get("source")), cell.get("cell_type"), cell.get("metadata"), cell.get("id")
+    if source is None or kind not in ("code", "markdown", "raw"):
+        return None
+    return cast(Cell, nbformat.from_dict({  # pyright: ignore[reportUnknownMemberType] (untyped)
+        "cell_type": kind, "source": source, "metadata": metadata if isinstance(metadata, dict) else {},
+        "id": key if isinstance(key, str) else None}))
+
+
+def parse(data: bytes, limits: Limits = Limits()) -> tuple[list[Cell] | None, str | None, str | None]:
     """(cells, None, exercise id) for a readable notebook, else (None, the reason in words, None)."""
     try:
-        doc = loads(data.decode("utf-8"), max_depth=Limits.NOTEBOOK_DEPTH, max_nodes=limits.notebook_nodes(),
-                    constants=True)
+        doc: object = loads(data.decode("utf-8"), max_depth=Limits.NOTEBOOK_DEPTH,
+                            max_nodes=limits.notebook_nodes(), constants=True)
     except UnicodeDecodeError:
         return None, "the file is not text (not UTF-8), so it is not a notebook", None
     except json.JSONDecodeError as exc:
@@ -85,22 +123,21 @@ def parse(data: bytes, limits: Limits = Limits()):
         return None, f"the file is not valid JSON ({where}): it is damaged or not a notebook", None
     except BoundsError as exc:
         return None, f"the file is not a notebook Jupyter writes: {exc}", None
-    if not isinstance(doc, dict) or not isinstance(doc.get("cells"), list):
-        if isinstance(doc, dict) and "worksheets" in doc:
+    top = cast(dict[str, object], doc) if isinstance(doc, dict) else {}
+    raw = cast(list[object], top["cells"]) if isinstance(top.get("cells"), list) else None
+    if raw is None:
+        if "worksheets" in top:
             return None, "the notebook is in the old format 3; open and save it in Jupyter first", None
         return None, "the file is JSON but not a notebook (it has no list of cells)", None
-    if len(doc["cells"]) > limits.max_cells:  # before any cell is built: composing costs time per cell
-        return None, too_many_cells(len(doc["cells"]), limits), None
-    cells = []
-    for number, raw in enumerate(doc["cells"], 1):
-        source = _text(raw.get("source")) if isinstance(raw, dict) else None
-        kind = raw.get("cell_type") if isinstance(raw, dict) else None
-        if source is None or kind not in ("code", "markdown", "raw"):
+    if len(raw) > limits.max_cells:  # before any cell is built: composing costs time per cell
+        return None, TooLarge(TOO_MANY_CELLS.format(cells=len(raw), limit=limits.max_cells)), None
+    cells: list[Cell] = []
+    for number, item in enumerate(raw, 1):
+        cell = _cell(item)
+        if cell is None:
             return None, f"cell {number} of the notebook is damaged (no type or no text)", None
-        metadata = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-        cells.append(nbformat.from_dict({"cell_type": kind, "source": source, "metadata": metadata,
-                                         "id": raw.get("id") if isinstance(raw.get("id"), str) else None}))
-    claimed = exercise_id_of(doc) if isinstance(doc.get("metadata"), dict) else None
+        cells.append(cell)
+    claimed = exercise_id_of(top) if isinstance(top.get("metadata"), dict) else None
     return cells, None, claimed if isinstance(claimed, str) else None
 
 
@@ -109,17 +146,17 @@ class _Matched:
     """The submission's cells against the template's: each known cell by its key, the added ones by the
     known cell they follow (None: before the first), and the order the known ones came in."""
 
-    by_key: dict[str, tuple[int, object]] = field(default_factory=dict)  # key -> (cell number, cell)
-    extras: dict[str | None, list[tuple[int, object]]] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
+    by_key: dict[str, Found] = field(default_factory=dict[str, Found])
+    extras: dict[str | None, list[Found]] = field(default_factory=dict[str | None, list[Found]])
+    order: list[str] = field(default_factory=list[str])
 
 
-def _match(cells, known: set[str], notes: list[str]) -> _Matched:
+def _match(cells: list[Cell], known: set[str], notes: list[str]) -> _Matched:
     """Find every known cell of the submission by its key; a student's own code cells ride behind the last one."""
     found, anchor = _Matched(), None
     for number, cell in enumerate(cells, 1):
         key = cell_key(cell)
-        if key in known:
+        if key is not None and key in known:
             if key in found.by_key:
                 notes.append(f"The cell '{key}' appears twice; the later copy (cell {number}) was used.")
             found.by_key[key] = (number, cell)
@@ -134,21 +171,24 @@ class _RunCells:
     """The run notebook's cells as they are added, each with the words that say where it came from."""
 
     def __init__(self, out: Prepared):
-        self.out, self.cells = out, []
+        self.out, self.cells = out, list[Cell]()
 
-    def add(self, cell, origin: str) -> int:
-        """Append a cell; return its index in the run notebook."""
+    def add(self, source: str, origin: str) -> int:
+        """Append a code cell; return its index in the run notebook."""
+        return self.add_cell(_code_cell(source), origin)
+
+    def add_cell(self, cell: Cell, origin: str) -> int:
         self.out.origin[len(self.cells)] = origin
         self.cells.append(cell)
         return len(self.cells) - 1
 
-    def add_extras(self, extras) -> None:
+    def add_extras(self, extras: Iterable[Found]) -> None:
         """The code cells the student added here, as they wrote them."""
         for number, cell in extras:
-            self.add(new_code_cell(cell.source), f"cell {number} (a cell you added)")
+            self.add(cell.source, f"cell {number} (a cell you added)")
 
 
-def _answer(run: _RunCells, template_cell, found, q) -> None:
+def _answer(run: _RunCells, template_cell: Cell, found: Found | None, q: Question) -> None:
     """An answer cell: free text is read from the file; code runs as submitted, or blank if it is missing."""
     out = run.out
     if isinstance(q, FreeText):
@@ -156,71 +196,37 @@ def _answer(run: _RunCells, template_cell, found, q) -> None:
         if not found:
             out.notes.append(f"The answer cell of {q.id} was missing.")
     elif found and found[1].cell_type == "code":
-        out.answer_cell[q.id] = run.add(new_code_cell(found[1].source), f"cell {found[0]} (the answer cell of {q.id})")
+        out.answer_cell[q.id] = run.add(found[1].source, f"cell {found[0]} (the answer cell of {q.id})")
     else:
         out.notes.append(f"The answer cell of {q.id} was missing (or not a code cell); it counts as not attempted.")
-        out.answer_cell[q.id] = run.add(new_code_cell(template_cell.source), f"the blank answer cell of {q.id}")
+        out.answer_cell[q.id] = run.add(template_cell.source, f"the blank answer cell of {q.id}")
 
 
-def _check_cell(run: _RunCells, found, question, edited: bool) -> None:
-    """A check() cell is skipped, unless the student wrote something else into it: then it runs,
-    and the feedback and the instructor's summary say so (code there runs beside the grader's)."""
-    if edited:
-        run.add(new_code_cell(found[1].source), f"cell {found[0]} (the check cell of {question}, edited)")
-        run.out.edited_checks.append(question)
-        run.out.notes.append(f"The check cell of {question} (cell {found[0]}) held code of your own, which ran; "
-                             "your instructor sees this.")
-
-
-def _given(run: _RunCells, template_cell, key: str, found, edited: bool) -> None:
-    """A provided cell always runs as the template has it; the feedback says if it was lost or changed."""
-    if found is None:
-        run.out.notes.append(f"The provided cell '{key}' was missing; the original was run.")
-    elif edited:
-        run.out.notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
-    run.add(new_code_cell(template_cell.source), f"the provided cell '{key}'")
-
-
-def _compose(run: _RunCells, template_cell, key: str, found, exercise: Exercise) -> None:
-    """The run notebook's cells for one template cell, by its role."""
-    info = cell_info(template_cell)
-    role, question = info.get("role", "given"), info.get("question")
+def _compose(run: _RunCells, template_cell: Cell, key: str, found: Found | None, exercise: Exercise) -> None:
+    """The run notebook's cells for one template cell, by its role. A provided cell always runs as the
+    template has it; a check() cell is skipped, unless the student wrote something else into it: then
+    it runs, and the feedback and the instructor's summary say so."""
+    info: dict[str, object] = cell_info(template_cell)
+    role, question = info.get("role", "given"), str(info.get("question"))
     if role == "answer":
-        _answer(run, template_cell, found, exercise[str(question)])
-    elif template_cell.cell_type == "code":
-        edited = found is not None and found[1].source.strip() != template_cell.source.strip()
-        if role == "check":
-            _check_cell(run, found, question, edited)
-        else:
-            _given(run, template_cell, key, found, edited)
-
-
-def _harvest_spec(q, limits: Limits) -> dict:
-    """What the harvesting cell of `q` collects; a code question's with how many slow cases it may have."""
-    spec = q.harvest_spec()
-    return {**spec, "slow_cases": limits.slow_cases} if spec.get("kind") == "code" else spec
-
-
-def _add_harvest_cells(run: _RunCells, exercise: Exercise, nonce: str, limits: Limits) -> None:
-    """At the end, one harvesting cell per auto-scored question."""
-    for q in exercise.questions:
-        if q.auto_scored:
-            cell = new_code_cell(harvest_source(_harvest_spec(q, limits), nonce))
-            mark_harvest(cell, q.id)
-            run.out.harvest_cell[q.id] = run.add(cell, f"the grader's reading of {q.id}")
-
-
-_BLOCKING_CELL = """def __t5lesson_block():
-    for name in {load_first!r}:
-        try:
-            __import__(name)
-        except Exception:
-            pass  # the provided cell that loads it says what went wrong
-    namespace = {{"__name__": "t5lesson_harvest"}}
-    exec(compile({code!r}, "<t5lesson-harvest>", "exec"), namespace)
-    namespace["block_for_the_run"]({targets!r})
-__t5lesson_block()
-del __t5lesson_block"""
+        _answer(run, template_cell, found, exercise[question])
+        return
+    if template_cell.cell_type != "code":
+        return
+    edited = found is not None and found[1].source.strip() != template_cell.source.strip()
+    notes = run.out.notes
+    if role == "check":
+        if found is not None and edited:
+            run.add(found[1].source, f"cell {found[0]} (the check cell of {question}, edited)")
+            run.out.edited_checks.append(question)
+            notes.append(f"The check cell of {question} (cell {found[0]}) held code of your own, which ran; "
+                         "your instructor sees this.")
+        return
+    if found is None:
+        notes.append(f"The provided cell '{key}' was missing; the original was run.")
+    elif edited:
+        notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
+    run.add(template_cell.source, f"the provided cell '{key}'")
 
 
 def run_blocked(exercise: Exercise) -> list[str]:
@@ -231,32 +237,23 @@ def run_blocked(exercise: Exercise) -> list[str]:
     return [t for t in dict.fromkeys(targets) if t not in kept_open]
 
 
-def _add_blocking_cell(run: _RunCells, exercise: Exercise) -> None:
-    """First of all, before any cell of the submission: the references blocked (see `run_blocked`)."""
-    targets = run_blocked(exercise)
-    if targets:
-        cell = new_code_cell(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=targets,
-                                                   load_first=list(exercise.load_first)))
-        mark_harvest(cell, "")
-        run.add(cell, "the grader's first cell")
+def _grader_cell(run: _RunCells, source: str, question: str, origin: str) -> int:
+    cell = _code_cell(source)
+    mark_harvest(cell, question)
+    return run.add_cell(cell, origin)
 
 
-def _notebook(cells):
-    nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    return nb
-
-
-def _template_key(cell) -> str:
+def _template_key(cell: Cell) -> str:
     key = cell_key(cell)
     assert key is not None, "a template cell without a name (notebook_format.validate refuses those)"
     return key
 
 
-def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limits = Limits()) -> Prepared:
-    """Compose the run notebook for one submission (see module doc)."""
+def prepare(data: bytes, template: Notebook, exercise: Exercise, nonce: str, limits: Limits = Limits()) -> Prepared:
+    """Compose the run notebook for one submission (see module doc): first the references blocked
+    (`run_blocked`), then the exercise's cells, last one harvesting cell per auto-scored question."""
     cells, problem, claimed = parse(data, limits)
-    if problem:
+    if cells is None:
         return Prepared(problem=str(problem), too_large=isinstance(problem, TooLarge))
     out = Prepared()
     if claimed is not None and claimed != exercise.id:
@@ -268,12 +265,22 @@ def prepare(data: bytes, template, exercise: Exercise, nonce: str, limits: Limit
         out.notes.append("Some cells were moved; the notebook was run in the original order of the exercise.")
 
     run = _RunCells(out)
-    _add_blocking_cell(run, exercise)
+    blocked = run_blocked(exercise)
+    if blocked:
+        _grader_cell(run, _BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked,
+                                                load_first=list(exercise.load_first)), "", "the grader's first cell")
     run.add_extras(found.extras.get(None, []))
-    for template_cell in template.cells:
-        key = _template_key(template_cell)
+    for template_cell, key in zip(template.cells, template_keys, strict=True):
         _compose(run, template_cell, key, found.by_key.get(key), exercise)
         run.add_extras(found.extras.get(key, []))
-    _add_harvest_cells(run, exercise, nonce, limits)
-    out.notebook = _notebook(run.cells)
+    for q in exercise.questions:
+        if q.auto_scored:
+            spec: dict[str, object] = q.harvest_spec()
+            if spec.get("kind") == "code":  # with how many slow cases a code question may have
+                spec = {**spec, "slow_cases": limits.slow_cases}
+            source = _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)  # harvest.py, in a namespace
+            out.harvest_cell[q.id] = _grader_cell(run, source, q.id, f"the grader's reading of {q.id}")
+    nb = cast(Notebook, nbformat.v4.new_notebook(cells=run.cells))  # pyright: ignore[reportUnknownMemberType]
+    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    out.notebook = nb
     return out

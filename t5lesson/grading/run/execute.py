@@ -1,10 +1,10 @@
 """Run one composed notebook in a worker process, and clean up after it whatever happened.
 
-`run_worker` writes the job (the notebook, the limits, the kernel's `LaunchConfig`), runs it in
-one of the batch's long-lived workers (`run.pool`) or a new worker process, kills whatever
-outlives the run's hard limit, and reads back the `RunResult`. `run_step` is the batch's run
-step: these workers, their kernels forked from one zygote (`sandbox.zygote`). See
-docs/grading.md, "How a submission is run".
+`work_area()` makes the batch's private folders (removed at the end unless T5LESSON_GRADE_KEEP is
+set). `run_worker` writes the job (the notebook, the limits, the kernel's `LaunchConfig`), runs it
+in one of the batch's workers (`run.pool`) or a new worker process, kills whatever outlives the
+hard limit, and reads back the `RunResult` within bounds. `run_step` is the batch's run step:
+pooled workers, their kernels forked from one zygote. See docs/grading.md, "How a submission is run".
 """
 from __future__ import annotations
 
@@ -15,29 +15,76 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from pathlib import Path
-
-import nbformat
+from typing import Any, cast
 
 from ..course import PACKAGE_PARENT
+from ..errors import GradingError
 from ..protocol import RUNNER_MODULE, Job, LaunchConfig, Limits, RunEnd, RunResult, Walls
 from ..records import loads
 from ..sandbox import launcher, zygote
 from ..sandbox.resources import Cgroup, kill_group, kill_user_processes, remove_quietly, remove_user_files
-from .compose import Prepared
+from .compose import Notebook, Prepared, write_notebook
 from .pool import WorkerPool
-from .work import keep_run_folders
 
-__all__ = ["run_worker", "run_step", "worker_env"]
+__all__ = ["run_worker", "run_step", "worker_env", "work_area", "RunStep", "SOCKET_PATH_MAX"]
+
+SOCKET_PATH_MAX = 107 - len("/tmpXXXXXXXX/k-65535")  # a Unix socket's path is at most 107 bytes
+# (prepared notebook, limits, work folder, the kernel's uid, the class's walls) -> (result or None, seconds)
+RunStep = Callable[[Prepared, Limits, Path, "int | None", "Walls | None"], "tuple[RunResult | None, float]"]
 
 
-def worker_env(job_dir: Path) -> dict:
+def worker_env(job_dir: Path) -> dict[str, str]:
     """A worker's environment: the grader's, with its runtime folder private and the course importable."""
     return dict(os.environ, JUPYTER_RUNTIME_DIR=str(job_dir), PYDEVD_DISABLE_FILE_VALIDATION="1",
                 JUPYTER_PLATFORM_DIRS="1",
                 PYTHONPATH=os.pathsep.join(p for p in (str(PACKAGE_PARENT), os.environ.get("PYTHONPATH")) if p))
+
+
+def _remove(*folders: Path | None) -> None:
+    """Remove run folders, whatever a kernel left in them (unless T5LESSON_GRADE_KEEP is set, to debug the
+    grader); an error is logged to stderr, never raised: the batch and its reports come first."""
+    if os.environ.get("T5LESSON_GRADE_KEEP"):
+        return
+    for folder in folders:
+        try:
+            if folder is not None:
+                remove_quietly(folder)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            print(f"t5grade: could not remove {folder}: {type(exc).__name__}", file=sys.stderr)
+
+
+def _socket_folder() -> Path:
+    """A private folder for the kernels' socket folders, with a path short enough for Unix sockets."""
+    for base in (tempfile.gettempdir(), "/tmp", "/dev/shm"):
+        if os.path.isdir(base) and len(os.fsencode(base)) + len("/t5ipc-XXXXXXXX") <= SOCKET_PATH_MAX:
+            try:
+                folder = Path(tempfile.mkdtemp(prefix="t5ipc-", dir=base))
+            except OSError:
+                continue
+            os.chmod(folder, 0o711)
+            return folder
+    raise GradingError("no folder with a path short enough for the kernels' sockets (set TMPDIR to a short path)")
+
+
+@contextmanager
+def work_area() -> Generator[tuple[Path, Path]]:
+    """(work folder, socket folder): the batch's private folders, removed at the end."""
+    work = Path(tempfile.mkdtemp(prefix="t5grade-"))
+    ipc_root = None
+    try:
+        os.chmod(work, 0o711)
+        (work / "jobs").mkdir(mode=0o700)
+        (work / "scratch").mkdir(mode=0o711)
+        ipc_root = _socket_folder()
+        (work / "ipc").symlink_to(ipc_root)
+        yield work, ipc_root
+    finally:
+        _remove(work, ipc_root)
 
 
 def _read_result(target: Path, limits: Limits) -> RunResult | None:
@@ -45,27 +92,25 @@ def _read_result(target: Path, limits: Limits) -> RunResult | None:
     if not target.exists() or target.stat().st_size >= limits.max_result_mb * 2 ** 20:
         return None
     try:
-        data = loads(target.read_text(encoding="utf-8"), max_depth=Limits.RESULT_DEPTH, constants=True)
+        data: object = loads(target.read_text(encoding="utf-8"), max_depth=Limits.RESULT_DEPTH, constants=True)
     except (ValueError, UnicodeDecodeError):
         return None
-    return RunResult.from_json(data) if isinstance(data, dict) else None
+    return RunResult.from_json(cast(dict[str, Any], data)) if isinstance(data, dict) else None
 
 
 def _execute(job_dir: Path, limits: Limits, pool: WorkerPool | None) -> RunResult | None:
-    """Run the job in `job_dir` in a worker (one of `pool`'s, else a new process); its result, or None.
-
-    A worker that outlives the run's hard limit is killed, with its process group.
-    """
-    job = job_dir / "job.json"
+    """Run the job in `job_dir` in one of `pool`'s workers, else a new process, killed with its process
+    group if it outlives the run's hard limit; its result, or None."""
+    job, target = job_dir / "job.json", job_dir / "result.json"
     if pool is not None:
-        found = {}
+        found: list[RunResult | None] = [None]
 
         def keep() -> bool:  # only a worker whose run ended as runs should may run another notebook
-            found["result"] = _read_result(job_dir / "result.json", limits)
-            return found["result"] is not None and found["result"].ended in (RunEnd.COMPLETED, RunEnd.TIME_LIMIT)
+            found[0] = _read_result(target, limits)
+            return found[0] is not None and found[0].ended in (RunEnd.COMPLETED, RunEnd.TIME_LIMIT)
 
         pool.run(job, limits.hard_limit(), keep)
-        return found.get("result")
+        return found[0]
     with open(job_dir / "worker.log", "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job)], cwd=job_dir, env=worker_env(job_dir),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
@@ -76,7 +121,7 @@ def _execute(job_dir: Path, limits: Limits, pool: WorkerPool | None) -> RunResul
         finally:
             kill_group(proc.pid)
             proc.wait()
-    return _read_result(job_dir / "result.json", limits)
+    return _read_result(target, limits)
 
 
 def _launch_config(limits: Limits, home: Path, job_dir: Path, ipc_dir: Path, cgroup: Cgroup | None,
@@ -105,14 +150,23 @@ def _kill_kernel(pid_file: Path) -> None:
         pass
 
 
+def _clean_user(uid: int) -> None:
+    """Kill what the kernel's own user id left running, and remove its files (logged, never raised)."""
+    kill_user_processes(uid)
+    try:
+        remove_user_files(uid)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a clean-up never costs the run its result
+        print(f"t5grade: could not remove the files of user {uid}: {type(exc).__name__}", file=sys.stderr)
+
+
 def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: Walls | None,
                zygote: str | None = None, pool: WorkerPool | None = None) -> tuple[RunResult | None, float]:
     """Run one prepared notebook; return the worker's result (None if it had to be killed) and the seconds.
 
-    `walls` is the isolation shared by every kernel of the class, None without isolation; `uid`
-    the kernel's own user id when the grader is root; `zygote` the socket of the batch's kernel
-    zygote, None to start each kernel's launcher as a new process; `pool` the batch's long-lived
-    workers, None for a new worker process.
+    `uid` is the kernel's own user id when the grader is root; `zygote` the batch's zygote socket
+    (None: each launcher a new process); `pool` the batch's workers (None: a new worker process).
     """
     job_dir = Path(tempfile.mkdtemp(dir=work / "jobs"))
     home = Path(tempfile.mkdtemp(dir=work / "scratch"))
@@ -122,7 +176,7 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
         os.chown(home, uid, uid)
         os.chown(ipc_dir, uid, uid)
     os.chmod(home, 0o700)
-    (job_dir / "run.ipynb").write_text(nbformat.writes(prep.notebook), encoding="utf-8")
+    write_notebook(prep.notebook, job_dir / "run.ipynb")
     cgroup = Cgroup.create(f"t5grade-{job_dir.name}", limits.memory_mb * 2 ** 20, limits.max_processes)
     config = _launch_config(limits, home, job_dir, ipc_dir, cgroup, uid, walls, zygote)
     Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
@@ -137,38 +191,18 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
             over_memory = cgroup.went_over_memory()
             cgroup.remove()
         if uid is not None:
-            kill_user_processes(uid)
-            try:
-                remove_user_files(uid)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # a clean-up never costs the run its result
-                print(f"t5grade: could not remove the files of user {uid}: {type(exc).__name__}", file=sys.stderr)
+            _clean_user(uid)
     seconds = time.monotonic() - start
     if result is not None and over_memory:
         result = dataclasses.replace(result, memory_exceeded=True)
-    _remove_run_folders(job_dir, home, ipc_dir)
+    _remove(job_dir, home, ipc_dir)
     return result, seconds
 
 
-def _remove_run_folders(*folders: Path) -> None:
-    """Remove a run's folders, whatever a kernel left in them; an error is logged (stderr), never raised."""
-    if keep_run_folders():
-        return
-    for folder in folders:
-        try:
-            remove_quietly(folder)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # whatever a kernel left, the batch goes on
-            print(f"t5grade: could not remove {folder}: {type(exc).__name__}", file=sys.stderr)
-
-
 @contextmanager
-def run_step(run: Callable | None, work: Path, template, walls: Walls | None = None):
-    """The run step of a batch: `run` as given, else worker processes whose kernels fork from one zygote
-    that has imported what the exercise's notebook imports (without one, each kernel starts afresh), inside
-    the class's `walls` (bubblewrap) when there are walls."""
+def run_step(run: RunStep | None, work: Path, template: Notebook, walls: Walls | None = None) -> Generator[RunStep]:
+    """The run step of a batch: `run` as given, else pooled workers whose kernels fork from one zygote
+    that has imported what the exercise's notebook imports, inside the class's `walls` (bubblewrap)."""
     if run is not None:
         yield run
         return

@@ -7,19 +7,23 @@ every cell that failed, every limit hit, becomes a note of the feedback. See doc
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import replace
+from typing import Any, cast
 
+from ..exercise import Exercise
 from ..protocol import EXIT_ENAME, FAILED_CELL, KERNEL_BROKEN_ENAME, CellResult, CellStatus, Limits, RunResult
-from ..questions import answers
+from ..questions.kinds import Question
 from ..records import clean_record, loads
 from ..reports.files import inert
 from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, PARTIAL, Outcome, Status, status_of
 from .compose import Prepared
 
-__all__ = ["score", "harvested", "given_answers", "read_record", "tampering", "flags_of"]
+__all__ = ["score", "harvested", "read_record", "tampering", "Record", "Records"]
+
+Record = dict[str, Any]  # a cleaned record (`records.clean_record`): plain values only
+Records = dict[str, "Record | None"]  # question id -> its record, None when it could not be read
 
 _WHY_UNREAD = {Status.STUCK: "a cell never stopped, so the answers could not be read",
                Status.KERNEL_DIED: "the kernel died before all the answers could be read",
@@ -27,18 +31,19 @@ _WHY_UNREAD = {Status.STUCK: "a cell never stopped, so the answers could not be 
                Status.GRADER_ERROR: "the notebook could not be run"}
 
 
-def read_record(text, nonce: str, question_id: str, limits: Limits):
+def read_record(text: object, nonce: str, question_id: str, limits: Limits) -> Record | None:
     """The record of one question from the harvesting cell's output, or None if unusable."""
     if not isinstance(text, str):
         return None
     try:  # bounded: the text came out of the student's kernel
-        payload = loads(text, max_depth=Limits.HARVEST_DEPTH, max_nodes=limits.harvest_nodes(),
-                        max_chars=limits.harvest_limit)
+        found: object = loads(text, max_depth=Limits.HARVEST_DEPTH, max_nodes=limits.harvest_nodes(),
+                              max_chars=limits.harvest_limit)
     except ValueError:
         return None
-    if not isinstance(payload, dict) or payload.get("nonce") != nonce or payload.get("id") != question_id:
+    payload = cast(dict[str, object], found) if isinstance(found, dict) else {}
+    if payload.get("nonce") != nonce or payload.get("id") != question_id:
         return None
-    record = clean_record(payload.get("record"))
+    record: Record = clean_record(payload.get("record"))
     record["tampering"] = _tampering(payload)
     return record
 
@@ -46,43 +51,32 @@ def read_record(text, nonce: str, question_id: str, limits: Limits):
 _SAFE = re.compile(r"[^A-Za-z0-9_.,:;()<> -]")
 
 
-def _tampering(payload: dict) -> list[str]:
+def _tampering(payload: dict[str, object]) -> list[str]:
     """What the reading cell saw run around it (`harvest.audit`), as sentences: hooks, a blocking
     undone mid-read, or no audit at all (a record the grader's reading code did not write)."""
-    hooks = payload.get("audit")
-    record = payload.get("record")
-    if not isinstance(hooks, list) or not all(isinstance(h, str) for h in hooks):
+    audit, record = payload.get("audit"), payload.get("record")
+    hooks = cast(list[object], audit) if isinstance(audit, list) else [None]
+    if not all(isinstance(h, str) for h in hooks):
         return ["its record lacks the grader's own check, so it did not come from the grader's reading cell"]
-    ran = ", ".join(_SAFE.sub("?", h[:120]) for h in hooks[:20])
+    ran = ", ".join(_SAFE.sub("?", str(h)[:120]) for h in hooks[:20])
     found = [f"around the grader's reading cell ran {ran}"] if hooks else []
-    if isinstance(record, dict) and record.get("unblocked") is True:
+    if isinstance(record, dict) and cast(dict[str, object], record).get("unblocked") is True:
         found.append("the blocking of the reference was undone while the answer was read")
     return found
 
 
-def tampering(exercise, result: RunResult | None, records: dict) -> dict[str, list[str]]:
+def tampering(exercise: Exercise, result: RunResult | None, records: Records) -> dict[str, list[str]]:
     """{question id: what reached into the grader's reading of it}, for the questions where anything
     did: a second record printed in its reading cell, or what its record's audit found."""
-    extra = set(result.extra_records) if result is not None else set()
-    found = {}
+    extra = set(result.extra_records) if result is not None else set[str]()
+    found: dict[str, list[str]] = {}
     for q in exercise.questions:
         record = records.get(q.id)
-        flags = list(record.get("tampering", [])) if isinstance(record, dict) else []
+        flags = [str(f) for f in record.get("tampering", [])] if record is not None else []
         if q.id in extra:
             flags.insert(0, "its reading cell printed more than one record")
         if flags:
             found[q.id] = flags
-    return found
-
-
-def flags_of(exercise, prep: Prepared, result: RunResult | None, records: dict) -> dict[str, list[str]]:
-    """{question id: findings} for the instructor: what reached into the reading of each answer that
-    counted (`tampering`; a dead or broken kernel's records do not count), and edited check cells."""
-    counted = {} if result is None or status_of(result.ended) in (Status.KERNEL_DIED, Status.KERNEL_BROKEN) \
-        else result.harvest
-    found = tampering(exercise, result, {q: r for q, r in records.items() if q in counted})
-    for question in prep.edited_checks:
-        found.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     return found
 
 
@@ -128,7 +122,8 @@ def _failure_note(cell: CellResult, origin: str, limits: Limits) -> str | None:
 
 
 def _cell_notes(prep: Prepared, cells: dict[int, CellResult], limits: Limits) -> list[str]:
-    notes, skipped = [], 0
+    notes: list[str] = []
+    skipped = 0
     harvesting = set(prep.harvest_cell.values())
     for index in sorted(cells):
         cell, origin = cells[index], prep.origin.get(index, f"cell {index + 1}")
@@ -178,19 +173,19 @@ def _run_status(prep: Prepared, result: RunResult | None, limits: Limits,
     return status, cells, harvest
 
 
-def _unread(q, prep: Prepared, cells: dict[int, CellResult], why: str) -> Outcome:
+def _unread(q: Question, prep: Prepared, cells: dict[int, CellResult], why: str) -> Outcome:
     """The outcome of a question whose record could not be read back."""
     reading = cells.get(prep.harvest_cell.get(q.id, -1))
     reason = why or "your answer could not be read back"
     if reading is not None and reading.status in (CellStatus.ERROR, CellStatus.TIMEOUT):
         # the error's name only: its text may come from the learner's code, called on a hidden case
-        shown = dataclasses.replace(reading, evalue="")
+        shown = replace(reading, evalue="")
         reason = (f"your answer could not be read back ({_cell_error(shown, 'the grader')}); "
                   "did the notebook replace a built-in?")
     return q.outcome(ERROR, 0, reason + ".")
 
 
-def _scored(q, prep: Prepared, cells: dict[int, CellResult], record) -> Outcome:
+def _scored(q: Question, prep: Prepared, cells: dict[int, CellResult], record: Record) -> Outcome:
     """The outcome of a question from its record; an unattempted answer whose cell failed says why."""
     outcome = q.score(record)
     answer = cells.get(prep.answer_cell.get(q.id, -1))
@@ -201,16 +196,15 @@ def _scored(q, prep: Prepared, cells: dict[int, CellResult], record) -> Outcome:
     return q.outcome(ERROR, 0, f"{what}.")
 
 
-def score(exercise, prep: Prepared, result: RunResult | None, limits: Limits,
-          records: dict) -> tuple[Status, list[Outcome], list[str]]:
-    """(status, one Outcome per question, notes) for one run, computed in the grader's process.
-
-    `records` are the run's records as `harvested` decodes them.
-    """
+def score(exercise: Exercise, prep: Prepared, result: RunResult | None, limits: Limits,
+          records: Records) -> tuple[Status, list[Outcome], list[str], dict[str, list[str]]]:
+    """(status, one Outcome per question, notes, findings for the instructor) for one run, computed in
+    the grader's process from its records as `harvested` decodes them. The findings: what reached into
+    the reading of each answer that counted (`tampering`), and edited check cells."""
     notes = list(prep.notes)
     status, cells, harvest = _run_status(prep, result, limits, notes)
     why = _stopped(limits) if result is None else _WHY_UNREAD.get(status, "")
-    outcomes = []
+    outcomes: list[Outcome] = []
     for q in exercise.questions:
         if not q.auto_scored:
             outcomes.append(q.score({"text": prep.free_text.get(q.id, "")}))
@@ -219,16 +213,14 @@ def score(exercise, prep: Prepared, result: RunResult | None, limits: Limits,
         outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
     flagged = tampering(exercise, result, {q: r for q, r in records.items() if q in harvest})
     outcomes = [_capped(o, flagged[o.question]) if o.question in flagged else o for o in outcomes]
+    flags = {q: list(found) for q, found in flagged.items()}
+    for question in prep.edited_checks:
+        flags.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     # error texts, answers and names in them came from the kernel: inert, one line each, from here on
-    return status, [replace(o, message=inert(o.message)) for o in outcomes], [inert(note) for note in notes]
+    return status, [replace(o, message=inert(o.message)) for o in outcomes], [inert(note) for note in notes], flags
 
 
-def harvested(exercise, result: RunResult | None, nonce: str, limits: Limits) -> dict:
+def harvested(exercise: Exercise, result: RunResult | None, nonce: str, limits: Limits) -> Records:
     """{question id: its record, or None} for every auto-scored question, each decoded once."""
     harvest = result.harvest if result is not None else {}
     return {q.id: read_record(harvest.get(q.id), nonce, q.id, limits) for q in exercise.questions if q.auto_scored}
-
-
-def given_answers(exercise, records: dict) -> dict:
-    """What each auto-scored question was answered, for the class report (`t5lesson.grading.questions.answers`)."""
-    return answers.summarise(exercise, records)

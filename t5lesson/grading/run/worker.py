@@ -15,7 +15,9 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .. import skip_uri_grammar
 
@@ -29,6 +31,7 @@ from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import DeadKernelError  # noqa: E402
+from nbformat import NotebookNode  # noqa: E402
 
 from ..errors import GradingError  # noqa: E402
 from ..protocol import (  # noqa: E402
@@ -48,6 +51,9 @@ from ..sandbox.namespaces import sealed  # noqa: E402
 from ..sandbox.resources import harvest_reserve, kill_group, tree_memory  # noqa: E402
 from ..sandbox.zygote import spawn  # noqa: E402
 
+if TYPE_CHECKING:
+    from .compose import Cell, Notebook
+
 KERNEL_NAME = "t5lesson-sandbox"
 TIMEOUT_ENAME = "CellTimeoutError"
 OUTPUT_TYPES = ("stream", "display_data", "execute_result", "error", "update_display_data")
@@ -55,38 +61,38 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 WHERE = re.compile(r"(?:Cell In\[\d*\]|File <[^>]*>|input-\d+-\w+), line (\d+)(?:, in (\S+?)\(?\)?$)?", re.M)
 
 
-def _content_size(content: dict) -> int:
+def _content_size(content: Mapping[str, object]) -> int:
     """Bytes of text an output message carries (cheap: no re-serialisation of big strings)."""
     total = 0
     for value in content.values():
         if isinstance(value, str):
             total += len(value)
         elif isinstance(value, dict):
-            total += _content_size(value)
+            total += _content_size(cast(dict[str, object], value))
         elif isinstance(value, list):
-            total += sum(len(v) if isinstance(v, str) else 16 for v in value)
+            total += sum(len(v) if isinstance(v, str) else 16 for v in cast(list[object], value))
     return total
 
 
 class CappedClient(NotebookClient):
     """nbclient with an output cap: output beyond the cap is counted, then dropped."""
 
-    def __init__(self, *args, cell_cap: int, total_cap: int, harvest_cap: int | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.cell_cap, self.total_cap = cell_cap, total_cap
-        self.harvest_cap = cell_cap if harvest_cap is None else harvest_cap  # a record has a limit of its own
+    def __init__(self, nb: Notebook, km: AsyncKernelManager, *, cell_cap: int, total_cap: int, harvest_cap: int,
+                 **kwargs: Any):
+        super().__init__(cast(NotebookNode, nb), km, **kwargs)
+        self.cell_cap, self.total_cap, self.harvest_cap = cell_cap, total_cap, harvest_cap  # a record has its own
         self.bytes_seen: dict[int, int] = {}
         self.truncated: set[int] = set()
         self.student_total = 0
-        self.replies: dict[int, dict] = {}
+        self.replies: dict[int, dict[str, Any]] = {}
         self.on_cell_executed = self._remember_reply
 
-    def _remember_reply(self, cell, cell_index, execute_reply):
+    def _remember_reply(self, cell: NotebookNode, cell_index: int, execute_reply: dict[str, Any] | None) -> None:
         self.replies[cell_index] = execute_reply.get("content", {}) if execute_reply else {}
 
-    def process_message(self, msg, cell, cell_index):
+    def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> NotebookNode | None:
         if msg["msg_type"] in OUTPUT_TYPES:
-            harvest = harvest_question(cell) is not None
+            harvest = harvest_question(cast("Cell", cell)) is not None
             if harvest:  # harvesting cells keep only their own records
                 data = msg["content"].get("data", {})
                 if msg["msg_type"] != "display_data" or HARVEST_MIME not in data:
@@ -103,12 +109,12 @@ class CappedClient(NotebookClient):
         return super().process_message(msg, cell, cell_index)
 
 
-def _where(traceback: list) -> tuple[str, str]:
+def _where(traceback: object) -> tuple[str, str]:
     """(line, function) of the innermost frame in the cell, parsed from IPython's traceback."""
     if not isinstance(traceback, list):
         return "", ""
     # bounded: the traceback is the kernel's, as long as it likes; the innermost frames are at the end
-    text = ANSI.sub("", "\n".join(t[-5000:] for t in traceback[-50:] if isinstance(t, str)))
+    text = ANSI.sub("", "\n".join(t[-5000:] for t in cast(list[object], traceback)[-50:] if isinstance(t, str)))
     found = WHERE.findall(text)
     if not found:
         return "", ""
@@ -116,7 +122,7 @@ def _where(traceback: list) -> tuple[str, str]:
     return line, function
 
 
-def _cell_result(client: CappedClient, index: int, cell, seconds: float) -> CellResult:
+def _cell_result(client: CappedClient, index: int, seconds: float) -> CellResult:
     reply = client.replies.get(index, {})
     result = CellResult(index, CellStatus.OK, round(seconds, 3), client.bytes_seen.get(index, 0),
                         index in client.truncated)
@@ -162,13 +168,13 @@ class SandboxProvisioner(LocalProvisioner):
     zygote = ""
     log_fd = 2
 
-    async def launch_kernel(self, cmd: list[str], **kwargs) -> KernelConnectionInfo:
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         self.cwd = kwargs.get("cwd") or os.getcwd()
         if not self.zygote:
             return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
         # A forked launcher keeps in its memory what it was sent (an exec'd one does not): only the
         # variables that the launcher would keep anyway are sent.
-        env = kept_environment(kwargs.get("env") or os.environ)
+        env: dict[str, str] = kept_environment(kwargs.get("env") or os.environ)
         read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: a pipe nobody writes to
         try:
             self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
@@ -181,7 +187,7 @@ class SandboxProvisioner(LocalProvisioner):
             raise
         finally:
             os.close(read_end)
-        self.process._keep.append(write_end)
+        self.process._keep.append(write_end)  # pyright: ignore[reportPrivateUsage] (closed when the kernel ends)
         self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
         return self.connection_info
 
@@ -205,60 +211,52 @@ def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
 
 
 class _Clock:
-    """One budget for everything done in the kernel: the student's cells, then the reading of
-    the answers, which keeps a reserve at the end (see `harvest_reserve`)."""
+    """One budget for everything done in the kernel, counted from its start: the student's cells,
+    then the reading of the answers, which keeps a reserve at the end (see `harvest_reserve`)."""
 
     def __init__(self, limits: Limits):
         self.limits = limits
-        self.deadline: float | None = None  # set when the kernel has started
-        self.student_end: float | None = None
+        self.deadline = self.student_end = float("inf")
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.limits.notebook_timeout
         self.student_end = self.deadline - harvest_reserve(self.limits)
 
     def end_for(self, harvest: str | None) -> float:
-        end = self.student_end if harvest is None else self.deadline
-        assert end is not None, "the clock is read before the kernel started"
-        return end
+        return self.student_end if harvest is None else self.deadline
 
-    def timeout_for(self, cell) -> int:
-        now, limits = time.monotonic(), self.limits
-        if harvest_question(cell) is not None:
-            per, end = limits.harvest_timeout, self.deadline
-        else:
-            per, end = limits.cell_timeout, self.student_end
-        left = end - now if end else limits.notebook_timeout
-        return max(1, int(min(per, left) + 0.999))
+    def timeout_for(self, cell: NotebookNode) -> int:
+        harvest = harvest_question(cast("Cell", cell))
+        per = self.limits.cell_timeout if harvest is None else self.limits.harvest_timeout
+        return max(1, int(min(per, self.end_for(harvest) - time.monotonic()) + 0.999))
 
 
-def _client(nb, km, job: Job, clock: _Clock) -> CappedClient:
+def _client(nb: Notebook, km: AsyncKernelManager, job: Job, clock: _Clock) -> CappedClient:
     limits = job.limits
     return CappedClient(
         nb, km=km, kernel_name=KERNEL_NAME, timeout_func=clock.timeout_for, interrupt_on_timeout=True,
         error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
         allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
-        shutdown_kernel="immediate", cell_cap=int(limits.output_limit), total_cap=int(limits.total_output_limit),
-        harvest_cap=int(limits.harvest_limit),
-        resources={"metadata": {"path": job.sandbox.home}},
-    )
+        shutdown_kernel="immediate", cell_cap=limits.output_limit, total_cap=limits.total_output_limit,
+        harvest_cap=limits.harvest_limit, resources={"metadata": {"path": job.sandbox.home}})
 
 
-async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, result: RunResult) -> bool:
+async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits, result: RunResult) -> bool:
     """Run one cell and record how it ended; False when nothing more can run in this kernel."""
     harvest = harvest_question(cell)
     start = time.monotonic()
     try:
-        await client.async_execute_cell(cell, index)
+        await client.async_execute_cell(cast(NotebookNode, cell), index)
     except DeadKernelError:
         seconds = round(time.monotonic() - start, 3)
         result.cells.append(CellResult(index, CellStatus.DIED, seconds))
         result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
         return False
-    cell_result = _cell_result(client, index, cell, time.monotonic() - start)
+    cell_result = _cell_result(client, index, time.monotonic() - start)
     result.cells.append(cell_result)
     if harvest:  # a reading cell prints one record; a second one came from something else in the kernel
-        texts = [t for t in (o.get("data", {}).get(HARVEST_MIME) for o in cell.outputs) if isinstance(t, str)]
+        outputs = cast(list[dict[str, Any]], getattr(cell, "outputs", []))
+        texts = [t for t in (o.get("data", {}).get(HARVEST_MIME) for o in outputs) if isinstance(t, str)]
         if texts and harvest not in result.harvest:
             result.harvest[harvest] = texts[0][: limits.harvest_limit]
         if len(texts) > 1 and harvest not in result.extra_records:
@@ -274,7 +272,7 @@ async def _run_cell(client: CappedClient, index: int, cell, limits: Limits, resu
     return False
 
 
-async def _run_cells(client: CappedClient, nb, clock: _Clock, result: RunResult, running: list) -> None:
+async def _run_cells(client: CappedClient, nb: Notebook, clock: _Clock, result: RunResult, running: list[int]) -> None:
     """Run the code cells in turn, skipping those past their part of the budget."""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
@@ -288,7 +286,7 @@ async def _run_cells(client: CappedClient, nb, clock: _Clock, result: RunResult,
             return
 
 
-def _broken(result: RunResult, running: list, exc: Exception) -> None:
+def _broken(result: RunResult, running: list[int], exc: Exception) -> None:
     """The kernel would not start, or its messages broke nbclient: say so in the result."""
     if running:  # nbclient failed on what the kernel sent while the notebook ran
         result.ended = RunEnd.KERNEL_BROKEN
@@ -305,7 +303,7 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
 
     `log_fd` is the kernel's stdout and stderr (what the student's code writes there outside IPython).
     """
-    nb = nbformat.read(job.notebook, as_version=4)
+    nb = cast("Notebook", nbformat.read(job.notebook, as_version=4))  # pyright: ignore[reportUnknownMemberType]
     clock = _Clock(job.limits)
     client = _client(nb, _kernel_manager(job, log_fd), job, clock)
     result = RunResult()
@@ -335,7 +333,20 @@ class SocketFolderOpen(GradingError, RuntimeError):
     """The kernel's socket folder (on the machine's disk) was not made read-only: no cell may run."""
 
 
-async def _wait_sealed(km, job: Job, every: float = 0.005) -> None:
+class _Process(Protocol):
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+
+def _process(km: object) -> _Process | None:
+    """The kernel's launcher process (a Popen, or a zygote's `ForkedKernel`) once the provisioner started it."""
+    return cast("_Process | None", getattr(getattr(km, "provisioner", None), "process", None))
+
+
+async def _wait_sealed(km: object, job: Job, every: float = 0.005) -> None:
     """With isolation, run no cell before the kernel's supervisor has made its socket folder read-only.
 
     The folder is bound from the machine's disk, and nothing else bounds what is written there:
@@ -345,11 +356,11 @@ async def _wait_sealed(km, job: Job, every: float = 0.005) -> None:
     plan = job.sandbox.isolation
     if plan is None or not plan.writable_keep:
         return
-    process = km.provisioner.process
+    process = _process(km)
     folder = os.path.realpath(plan.writable_keep[0])
     deadline = time.monotonic() + job.limits.startup_timeout
-    while not sealed(process.pid, folder):
-        if process.poll() is not None or time.monotonic() > deadline:
+    while process is None or not sealed(process.pid, folder):
+        if process is None or process.poll() is not None or time.monotonic() > deadline:
             raise SocketFolderOpen("the kernel's socket folder was not made read-only, so no cell was run")
         await asyncio.sleep(every)
 
@@ -362,12 +373,12 @@ def _own_tmpfs(pid: int, home: str) -> tuple[int, ...]:
         return ()
 
 
-async def _watch_memory(km, limit: int, result: RunResult, home: str = "", every: float = 0.25) -> None:
+async def _watch_memory(km: object, limit: int, result: RunResult, home: str = "", every: float = 0.25) -> None:
     """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes:
     their PSS and the memfd and tmpfs files they hold (but the kernel's own tmpfs, bounded by --disk-mb)."""
     while True:
         await asyncio.sleep(every)
-        process = getattr(getattr(km, "provisioner", None), "process", None)
+        process = _process(km)
         if process is None or process.poll() is not None:
             continue
         if tree_memory(process.pid, _own_tmpfs(process.pid, home) if home else ()) > limit:
@@ -406,7 +417,7 @@ def serve(jobs_fd: int, done_fd: int) -> int:
     return 0
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """`worker JOB.json` runs one job; `worker --serve JOBS DONE` runs many (`t5lesson.grading.run.pool`)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--serve"]:
