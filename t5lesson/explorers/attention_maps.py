@@ -17,7 +17,7 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 
 from .._validate import ArgumentError
-from ..lessons.figures import SMALL, WIDTH, describe
+from ..common.figures import SMALL, WIDTH, describe
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .raster import Heatmap

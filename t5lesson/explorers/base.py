@@ -15,7 +15,7 @@ In a notebook the explorer shows its controls and the figure rendered to PNG in 
   (GitHub, nbviewer, or JupyterLab before the cell runs) sees it in its current state, with a
   line above it saying that it is a picture and how to get the sliders.
 
-The figure follows the course style (`t5lesson.lessons.figures`): `figsize` is in display inches
+The figure follows the course style (`t5lesson.common.figures`): `figsize` is in display inches
 (100 CSS px each), the PNG has twice the pixels and is shown at its natural width (never
 stretched; smaller in a narrow window). Controls: every slider gets a track of at least
 `TRACK_PX` pixels and its full description; a parameter with `stops` gets a `SelectionSlider`
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._validate import ArgumentError
-from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, encode_png, new_figure, style
+from ..common.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, encode_png, new_figure, style
 
 REGISTRY: dict[str, type] = {}
 # The budget of one slider move in the kernel (update and PNG, median wall-clock time), which
@@ -287,7 +287,7 @@ def _note_pixels(text, width_px) -> np.ndarray:
     """A strip of RGBA pixels `width_px` wide holding `text` (wrapped) on a pale yellow band."""
     import textwrap
 
-    from ..lessons.figures import DPI, SMALL
+    from ..common.figures import DPI, SMALL
 
     size = SMALL + 1
     per_line = max(20, int(width_px / PIXEL_RATIO / (0.55 * size * DISPLAY_DPI / 72)))  # about 0.55 em a character

@@ -20,7 +20,7 @@ from matplotlib.ticker import MaxNLocator
 from .._validate import ArgumentError
 from ..bias import relative_bias
 from ..buckets import bucket_config
-from ..lessons.figures import SMALL, WIDTH
+from ..common.figures import SMALL, WIDTH
 from ..lessons.toy_heads import HEAD_NAMES, toy_bias_table
 from ..scores import attention_scores, causal_mask, softmax
 from .base import Explorer, Param, register

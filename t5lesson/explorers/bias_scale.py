@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from .._validate import ArgumentError
-from ..lessons.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
+from ..common.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender

@@ -22,7 +22,7 @@ from matplotlib.transforms import blended_transform_factory
 
 from .._validate import ArgumentError
 from ..buckets import bucket_ranges, relative_position_bucket
-from ..lessons.figures import COLORS, DPI, SMALL, WIDTH
+from ..common.figures import COLORS, DPI, SMALL, WIDTH
 from .base import Explorer, Param, register
 from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze
 from .render import BlitRender

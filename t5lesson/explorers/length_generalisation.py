@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import ArgumentError
+from ..common.figures import COLORS, LINESTYLES, SERIES, SMALL, WIDTH
 from ..lengthgen.variants import MAX_DISTANCES, load_variants
-from ..lessons.figures import COLORS, LINESTYLES, SERIES, SMALL, WIDTH
 from .base import Explorer, Param, register
 from .raster import freeze
 from .render import BlitRender

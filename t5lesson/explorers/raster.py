@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 
 from .._validate import ArgumentError
-from ..lessons.figures import new_figure
+from ..common.figures import new_figure
 
 __all__ = ["GlyphAtlas", "freeze", "PixelBlock", "Heatmap", "AxisTicks", "TextBlock", "to_rgba_bytes"]
 

@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
+from ..common.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
-from ..lessons.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
 from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
 from .base import Explorer, Param, register

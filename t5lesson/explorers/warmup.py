@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lessons.figures import COLORS
+from ..common.figures import COLORS
 from ..scores import softmax
 from .base import Explorer, Param, register
 from .render import BlitRender

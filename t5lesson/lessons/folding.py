@@ -32,10 +32,10 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int, is_torch
+from ..common.determinism import one_thread_forked_rng
 from ..layer import T5SelfAttention
 from ..perturbation import perturb_
 from ..saturation import softmax_entropy
-from .determinism import one_thread_forked_rng
 
 __all__ = ["initial_logit_std", "fold_query_scale", "RecallTask", "RecallAttention", "TrainingTrace",
            "train_recall", "train_step", "step_check", "STEP_SETTINGS", "StepSetting", "TRAIN_STEP_HINTS",

@@ -24,9 +24,9 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int
+from ..common.determinism import one_thread_forked_rng
 from ..layer import T5SelfAttention, attention_weights
 from ..perturbation import perturb_
-from .determinism import one_thread_forked_rng
 
 __all__ = ["LagModel", "lag_batch", "train_tiny_model", "TrainedLagModel"]
 
