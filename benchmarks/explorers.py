@@ -21,15 +21,14 @@ so that both see the same load. It prints the in-place medians (wall and CPU) of
 ratio, and the load average before and after.
 
 --compare-glyph-cache measures what the glyph cache (`render.cache_text`) is worth against plain
-matplotlib text drawing: two explorers of each kind, one drawing text through the cache (empty at
-the start) and one drawing it the plain way, make the same moves, taking turns move by move, for
-`--rounds` rounds. It prints, per explorer, the median in-place update (wall and CPU) of each,
-the CPU time the cache saves as a share of the plain update, and how many strings a move draws.
-Rule: the cache stays if the median, over the explorers that draw text on a move (the others
-cannot gain), of the CPU time it saves is more than 10 % of a plain update. Measured 2026-12-05
-(4 rounds of 20 moves, 2 busy cores): 14.8 %, so it stays. A second level, which also kept each
-glyph's bitmap per size and sub-pixel offset for strings not seen before, saved 2.1 % more
-(median, the same run) and needed three private matplotlib names: it was removed.
+matplotlib text drawing: three explorers of each kind make the same moves, taking turns move by
+move, for `--rounds` rounds: one drawing text the plain way, one caching whole strings only (the
+cache's first level), one with the whole cache (whole strings, and each glyph's bitmap for strings
+not seen before); each with caches of its own, empty at the start. It prints, per explorer, the
+median in-place update (wall and CPU) of each, the CPU time the whole cache and its first level
+save as a share of the plain update, and how many strings a move draws. Rule: the cache stays if
+the median, over the explorers that draw text on a move (the others cannot gain), of the CPU time
+it saves is more than 10 % of a plain update.
 """
 from __future__ import annotations
 
@@ -118,21 +117,27 @@ def _plain_text(explorer):
     return explorer
 
 
+GLYPH_SIDES = ("plain", "strings", "glyphs")  # no cache; whole strings only; strings and glyph bitmaps
+
+
 def bench_glyph_cache(cls, count):
-    """The same moves, taking turns, with the glyph cache (its own, empty at the start) and without:
-    {"cached" | "plain": (walls, cpus)}, and the number of strings each plain move drew."""
+    """The same moves, taking turns, without the cache, with whole strings cached, and with glyph bitmaps
+    cached too (each side with caches of its own, empty at the start): {side: (walls, cpus)}, and the
+    number of strings each plain move drew."""
     from t5lesson.explorers import render
 
-    saved = render._GLYPHS
-    render._GLYPHS = {}
+    caches = {side: ({}, {}) for side in GLYPH_SIDES}  # per side: _GLYPHS, _GLYPH_BITMAPS
+    saved = render._GLYPHS, render._GLYPH_BITMAPS, render._GLYPH_LEVEL
+    explorers, times, strings = {}, {side: ([], []) for side in GLYPH_SIDES}, []
     try:
-        explorers = {"cached": cls(), "plain": _plain_text(cls())}
-        times = {side: ([], []) for side in explorers}
-        strings = []
-        for explorer in explorers.values():
-            explorer.to_png()
+        for side in GLYPH_SIDES:
+            render._GLYPHS, render._GLYPH_BITMAPS = caches[side]
+            render._GLYPH_LEVEL = saved[2] and side == "glyphs"  # read when `cache_text` wraps the renderer
+            explorers[side] = _plain_text(cls()) if side == "plain" else cls()
+            explorers[side].to_png()
         for change in moves(cls, count):
             for side, explorer in explorers.items():
+                render._GLYPHS, render._GLYPH_BITMAPS = caches[side]
                 explorer.strings = 0
                 start, start_cpu = time.perf_counter(), time.process_time()
                 explorer.update(**change).to_png()
@@ -140,7 +145,7 @@ def bench_glyph_cache(cls, count):
                 times[side][1].append(time.process_time() - start_cpu)
             strings.append(explorers["plain"].strings)
     finally:
-        render._GLYPHS = saved
+        render._GLYPHS, render._GLYPH_BITMAPS, render._GLYPH_LEVEL = saved
     return times, strings
 
 
@@ -150,28 +155,34 @@ def compare_glyph_cache(names, count, rounds):
 
     registry = load_all()
     names = names or sorted(registry)
-    print(f"{'explorer':<28} {'plain ms':>9} {'(cpu)':>7} {'cached ms':>9} {'(cpu)':>7} {'saved':>7} {'texts':>6}")
+    print(f"{'explorer':<28} {'plain ms':>8} {'(cpu)':>6} {'strings':>8} {'(cpu)':>6} {'glyphs':>7} {'(cpu)':>6} "
+          f"{'saved':>6} {'str.':>6} {'texts':>5}")
     worth = {}
     for name in names:
-        walls, cpus, strings = {"cached": [], "plain": []}, {"cached": [], "plain": []}, []
+        walls = {side: [] for side in GLYPH_SIDES}
+        cpus = {side: [] for side in GLYPH_SIDES}
+        strings = []
         for _ in range(rounds):
             times, drawn = bench_glyph_cache(registry[name], count)
             for side, (wall, cpu) in times.items():
                 walls[side] += wall
                 cpus[side] += cpu
             strings += drawn
-        wall = {side: statistics.median(w) for side, w in walls.items()}
-        cpu = {side: statistics.median(c) for side, c in cpus.items()}
-        saved = 1 - cpu["cached"] / cpu["plain"]
+        wall = {side: statistics.median(walls[side]) for side in GLYPH_SIDES}
+        cpu = {side: statistics.median(cpus[side]) for side in GLYPH_SIDES}
+        saved = 1 - cpu["glyphs"] / cpu["plain"]  # the whole cache, as a share of a plain update
+        strings_only = 1 - cpu["strings"] / cpu["plain"]  # its first level alone
         if statistics.median(strings) > 0:
-            worth[name] = saved
-        print(f"{name:<28} {wall['plain'] * 1e3:>9.1f} {cpu['plain'] * 1e3:>7.1f} {wall['cached'] * 1e3:>9.1f} "
-              f"{cpu['cached'] * 1e3:>7.1f} {saved * 100:>6.1f}% {statistics.median(strings):>6.0f}")
-    print(f"(ms, medians over {rounds} x {count} moves, taking turns; saved: the CPU time of a plain update the "
-          "cache saves; texts: strings a move draws)")
+            worth[name] = (saved, strings_only)
+        print(f"{name:<28} " + " ".join(f"{wall[side] * 1e3:>{w}.1f} {cpu[side] * 1e3:>6.1f}"
+                                         for side, w in zip(GLYPH_SIDES, (8, 8, 7), strict=True))
+              + f" {saved * 100:>5.1f}% {strings_only * 100:>5.1f}% {statistics.median(strings):>5.0f}")
+    print(f"(ms, medians over {rounds} x {count} moves, taking turns; saved: the CPU time of a plain update that "
+          "the whole cache saves; str.: that whole strings alone save; texts: strings a move draws)")
     if worth:
         print(f"explorers that draw text on a move: {', '.join(worth)}\nmedian over them: the glyph cache saves "
-              f"{statistics.median(worth.values()) * 100:.1f} % of an update (it stays if > 10 %)")
+              f"{statistics.median(w for w, _ in worth.values()) * 100:.1f} % of an update, whole strings alone "
+              f"{statistics.median(s for _, s in worth.values()) * 100:.1f} % (it stays if > 10 %)")
     return 0
 
 

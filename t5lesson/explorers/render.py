@@ -2,8 +2,8 @@
 
 Rendering a whole explorer figure on every slider move costs a few times the budget of one move
 (`base.UPDATE_BUDGET_MS`; `benchmarks/explorers.py` prints both), most of it laying out and
-rasterising tick labels, axis labels and titles that never change. `BlitRender` is the one
-explorer mixin that avoids it:
+rasterising tick labels, axis labels and titles that never change. `BlitRender`, the explorer
+class every explorer derives from, avoids it:
 
 - the layout is fixed: if `build` left constrained layout on, it runs once, in the state whose
   labels take the most room (`widest`: parameter values), and is then switched off, so nothing
@@ -25,19 +25,19 @@ explorer mixin that avoids it:
 - text is drawn from cached glyph bitmaps (`cache_text`): matplotlib lays out and rasterises
   every glyph of a `Text` on every draw (a title that follows a slider costs more than the
   curves under it); the explorer's renderer instead keeps, per string, font, angle and place,
-  the glyph bitmaps that drawing it pasted, and pastes those again. The same calls with the
-  same bitmaps: the same pixels. Measured against plain matplotlib text
-  (`benchmarks/explorers.py --compare-glyph-cache`), it saves a median 15 % of the CPU time of a
-  move in the explorers whose text changes on a move (0-28 % each); a second level that also
-  cached each glyph's bitmap, for strings not seen before, added 2 % and three private
-  matplotlib names, and was removed. The one private name left is the Agg renderer's core,
-  `renderer._renderer`, whose `draw_text_image` the cache records and calls.
+  the glyph bitmaps that drawing it produced, and pastes those again. A string not seen before
+  is laid out, but its glyphs come from a cache of bitmaps per glyph, size and sub-pixel
+  offset. The same calls with the same bitmaps: the same pixels.
+  Why a cache and not the boundary table as HTML: the table is already pixels from a glyph atlas
+  (public calls only), and the titles and notes of every explorer need the cache; its private
+  matplotlib names are checked, per verified version, by `tests/explorers/test_raster.py`.
 
 A blitted frame equals a from-scratch render of the same state (the tests check this). The
 moving artists are marked animated, so `fig.savefig` would leave them out: use `to_png`/`save`.
 """
 from __future__ import annotations
 
+import math
 import struct
 import zlib
 from collections import OrderedDict
@@ -46,7 +46,8 @@ import matplotlib as mpl
 import numpy as np
 from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
-from ..common.figures import png_file, png_shape, style
+from ..common.figures import agg_canvas, png_file, png_shape, style
+from .base import Explorer
 
 __all__ = ["BlitRender", "BandPNG", "cache_text"]
 
@@ -66,6 +67,61 @@ class _Recorder:
 
     def __getattr__(self, name):  # anything else draw_text might use, unchanged
         return getattr(self.core, name)
+
+
+_GLYPH_BITMAPS: dict = {}  # (font, size, dpi, glyph, ..., sub-pixel offset) -> (font, bitmap, left, top)
+# The matplotlib versions (major.minor) whose private glyph-drawing steps `_glyph_drawer` repeats,
+# checked pixel for pixel (tests/explorers/test_raster.py fails on any other, so an upgrade is
+# checked before it ships). Elsewhere (the live site's Pyodide matplotlib, say) strings are still
+# cached whole, with `renderer._renderer` alone.
+VERIFIED_MATPLOTLIB = ("3.11",)
+_GLYPH_LEVEL = ".".join(mpl.__version__.split(".")[:2]) in VERIFIED_MATPLOTLIB
+
+
+def _glyph_drawer(renderer):
+    """`RendererAgg._draw_text_glyphs_and_boxes` (matplotlib 3.11) with each glyph's bitmap cached.
+
+    FreeType renders a glyph at a position given in 1/64 pixel; moving it by whole pixels moves
+    its bitmap by as many pixels and leaves the bitmap as it was. So a glyph's bitmap is kept per
+    font, size, dpi, angle, hinting, antialiasing and the fraction of a pixel of its position,
+    with its place relative to the whole pixels; the paste is the one matplotlib would make.
+    """
+    from matplotlib.backends.backend_agg import get_hinting_flag
+    from matplotlib.ft2font import RenderMode
+
+    original = renderer._draw_text_glyphs_and_boxes
+
+    def draw(gc, x, y, angle, glyphs, boxes):
+        cos, sin = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        load_flags = get_hinting_flag()
+        antialiased = gc.get_antialiased()
+        core, height, dpi = renderer._renderer, renderer.height, renderer.dpi
+        for font, size, glyph_index, slant, extend, dx, dy in glyphs:  # dy is upwards
+            across = round(0x40 * (x + dx * cos - dy * sin))
+            up = round(0x40 * (height - y + dx * sin + dy * cos))  # FreeType's y is upwards
+            key = (id(font), size, dpi, glyph_index, slant, extend, angle, load_flags, antialiased,
+                   across & 0x3F, up & 0x3F)
+            hit = _GLYPH_BITMAPS.get(key)
+            if hit is None or hit[0] is not font:
+                font.set_size(size, dpi)
+                font._set_transform((0x10000 * np.array([[cos, -sin], [sin, cos]])
+                                     @ [[extend, extend * slant], [0, 1]]).round().astype(int), [across, up])
+                bitmap = font._render_glyph(glyph_index, load_flags,
+                                            RenderMode.NORMAL if antialiased else RenderMode.MONO)
+                buffer = np.array(bitmap.buffer)
+                if not antialiased:
+                    buffer *= 0xFF
+                hit = (font, buffer, bitmap.left - (across >> 6), bitmap.top - (up >> 6))
+                if len(_GLYPH_BITMAPS) >= 4 * _GLYPHS_MAX:
+                    _GLYPH_BITMAPS.clear()
+                _GLYPH_BITMAPS[key] = hit
+            _, buffer, left, top = hit
+            # draw_text_image's y is downwards and names the bitmap's bottom side
+            core.draw_text_image(buffer, left + (across >> 6), int(height) - (top + (up >> 6)) + buffer.shape[0], 0, gc)
+        if boxes:
+            original(gc, x, y, angle, (), boxes)
+
+    return draw
 
 
 def cache_text(renderer):
@@ -110,6 +166,8 @@ def cache_text(renderer):
         return None
 
     renderer.draw_text = draw_text
+    if _GLYPH_LEVEL:
+        renderer._draw_text_glyphs_and_boxes = _glyph_drawer(renderer)
     return renderer
 
 
@@ -179,7 +237,8 @@ class BandPNG:
                 rows[0, 1:] = flat[0]
                 first = 1
             np.subtract(flat[first:stop], flat[first - 1:stop - 1], out=rows[first - start:, 1:])  # modulo 256
-            band = (compressor.compress(rows) + compressor.flush(zlib.Z_FULL_FLUSH), zlib.adler32(rows), rows.size)
+            band = (compressor.compress(rows.data) + compressor.flush(zlib.Z_FULL_FLUSH), zlib.adler32(rows.data),
+                    rows.size)
             if index < len(self._bands):
                 self._bands[index] = band
             else:
@@ -193,8 +252,8 @@ class BandPNG:
         return png_file(width, height, channels, data)
 
 
-class BlitRender:
-    """Explorer mixin, listed before `Explorer`: cached background bitmaps, moving artists drawn on top."""
+class BlitRender(Explorer):
+    """An explorer with cached background bitmaps and its moving artists drawn on top."""
 
     widest: dict = {}  # parameter values whose labels take the most room (for the one layout pass)
     background_cache_size = 8
@@ -245,7 +304,7 @@ class BlitRender:
         return tuple((ax.get_xlim(), ax.get_ylim()) for ax in self.fig.axes)
 
     def pixels(self) -> np.ndarray:
-        canvas = self.fig.canvas
+        canvas = agg_canvas(self.fig)
         cache_text(canvas.get_renderer())
         key = self._background_key()
         if key in self._backgrounds:
@@ -281,7 +340,7 @@ class BlitRender:
         return self.fig.bbox
 
     def _draw_layer(self, background_key, artists):
-        canvas = self.fig.canvas
+        canvas = agg_canvas(self.fig)
         if not hasattr(self, "_layers"):
             self._layers = OrderedDict()
         key = (background_key, self._layer_key())

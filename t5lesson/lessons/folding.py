@@ -465,7 +465,8 @@ def run_table(traces, at: int = HALF_WAY, above: float | None = None) -> str:
         else:
             passed = first_step_above(t, above)
             middle = f"{f'step {passed}' if passed is not None else f'not by {int(t.step[-1])}':>9}"
-        rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {t.loss[0]:>12.2f}  {t.logit_std[0]:>17.2f}  "
+        loss = f"{t.loss[0]:>12.2f}" if t.loss is not None else f"{'-':>12}"
+        rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {loss}  {t.logit_std[0]:>17.2f}  "
                     f"{middle}  {when}")
     return "\n".join(rows)
 

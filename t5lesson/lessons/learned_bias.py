@@ -73,7 +73,9 @@ class LagModel(nn.Module):
     @property
     def bias_table(self) -> torch.Tensor:
         """The learned [num_buckets, num_heads] table."""
-        return self.attention.relative_bias.table
+        bias = self.attention.relative_bias
+        assert bias is not None, "built with has_relative_bias=True"  # T5SelfAttention's default
+        return bias.table
 
     def forward(self, tokens):
         """logits [num_lags, batch, seq_len, vocab] and the attention weights [batch, heads, q, k]."""

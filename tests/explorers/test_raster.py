@@ -142,11 +142,26 @@ def test_cached_text_draws_the_pixels_of_plain_text():
     assert "draw_text" not in vars(plain[0].canvas.get_renderer())
 
 
-def test_glyph_cache_finds_the_agg_core():
-    """`cache_text` records and repeats the pastes of the Agg renderer's core (`renderer._renderer`,
-    the one private matplotlib name it uses): a matplotlib without it fails here, not in a lesson."""
+def test_glyph_cache_runs_on_a_verified_matplotlib():
+    """`cache_text` repeats matplotlib's private text-drawing steps (render.py): it may only run on a
+    matplotlib whose steps were checked against matplotlib's own drawing (the test above). On a new
+    version: run that test, read `RendererAgg._draw_text_glyphs_and_boxes` and `draw_text` of the new
+    version against `_glyph_drawer` and `cache_text`, then add it to `VERIFIED_MATPLOTLIB`."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import RendererAgg
+    from matplotlib.font_manager import FontProperties, findfont, get_font
+
+    from t5lesson.explorers import render
+
+    version = ".".join(matplotlib.__version__.split(".")[:2])
+    assert version in render.VERIFIED_MATPLOTLIB, \
+        f"matplotlib {matplotlib.__version__}: the glyph cache was verified on {render.VERIFIED_MATPLOTLIB} only"
+    assert render._GLYPH_LEVEL
     renderer = FigureCanvasAgg(Figure()).get_renderer()
     assert callable(getattr(renderer._renderer, "draw_text_image", None))  # what `_Recorder` stands in for
+    assert callable(getattr(RendererAgg, "_draw_text_glyphs_and_boxes", None))  # what `_glyph_drawer` replaces
+    font = get_font(findfont(FontProperties()))
+    assert callable(getattr(font, "_set_transform", None)) and callable(getattr(font, "_render_glyph", None))
 
 
 def _png_parts(png):
