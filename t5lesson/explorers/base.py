@@ -282,8 +282,10 @@ class Explorer:
         return encode_png(pixels) if sys.platform == "emscripten" else compact_png(pixels)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        # ipywidgets 8: the widget view's bundle (a dict), or None for a widget without a view
-        bundle: dict[str, object] = {**(self.widget()._repr_mimebundle_(include=include, exclude=exclude) or {})}
+        shown: object = self.widget()._repr_mimebundle_(include=include, exclude=exclude)
+        if isinstance(shown, tuple):  # IPython also allows (data, metadata)
+            shown = shown[0]
+        bundle: dict[str, object] = dict(shown) if isinstance(shown, dict) else {}
         # Static copy for readers without a kernel; JupyterLab prefers the live widget view.
         png = self.static_png()
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
