@@ -32,7 +32,7 @@ class every explorer derives from, avoids it:
   (public calls only), and the titles and notes of every explorer need the cache; its private
   matplotlib names are checked, per verified version, by `tests/explorers/test_raster.py`.
   Its worth, against plain matplotlib text (`benchmarks/explorers.py --compare-glyph-cache`): a
-  median 15 % of a move's CPU time over the explorers whose text changes on a move (2-24 % each).
+  median 15 % of a move's CPU time over the explorers whose text changes on a move (6-24 % each).
   Its two levels serve different explorers: whole strings those whose text repeats as a slider
   goes back and forth (9 % alone), glyph bitmaps those that print a new number on every move.
 
