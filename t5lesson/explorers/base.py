@@ -282,16 +282,20 @@ class Explorer:
         return encode_png(pixels) if sys.platform == "emscripten" else compact_png(pixels)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        shown: object = self.widget()._repr_mimebundle_(include=include, exclude=exclude)
-        if isinstance(shown, tuple):  # IPython also allows (data, metadata)
-            shown = shown[0]
-        bundle: dict[str, object] = dict(shown) if isinstance(shown, dict) else {}
+        bundle = _bundle_data(self.widget()._repr_mimebundle_(include=include, exclude=exclude))
         # Static copy for readers without a kernel; JupyterLab prefers the live widget view.
         png = self.static_png()
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
         bundle["text/plain"] = f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.values.items())})"
         height = int.from_bytes(png[20:24], "big") // PIXEL_RATIO  # from the PNG header
         return bundle, {"image/png": {"width": self.display_width, "height": height, "alt": self.alt_text()}}
+
+
+def _bundle_data(shown: object) -> dict[str, object]:
+    """The data of a `_repr_mimebundle_` answer: a dict, (data, metadata) as IPython also allows, or None."""
+    if isinstance(shown, tuple):
+        shown = shown[0]
+    return dict(shown) if isinstance(shown, dict) else {}
 
 
 def _note_pixels(text, width_px) -> np.ndarray:
