@@ -19,6 +19,16 @@ branch before a change): one worker process per checkout, each importing its own
 and the same moves measured in both, taking turns explorer by explorer for `--rounds` rounds,
 so that both see the same load. It prints the in-place medians (wall and CPU) of each, their
 ratio, and the load average before and after.
+
+--compare-glyph-cache measures what the glyph cache (`render.cache_text`) is worth against plain
+matplotlib text drawing: three explorers of each kind make the same moves, taking turns move by
+move, for `--rounds` rounds: one drawing text the plain way, one caching whole strings only (the
+cache's first level), one with the whole cache (whole strings, and each glyph's bitmap for strings
+not seen before); each with caches of its own, empty at the start. It prints, per explorer, the
+median in-place update (wall and CPU) of each, the CPU time the whole cache and its first level
+save as a share of the plain update, and how many strings a move draws. Rule: the cache stays if
+the median, over the explorers that draw text on a move (the others cannot gain), of the CPU time
+it saves is more than 10 % of a plain update.
 """
 from __future__ import annotations
 
@@ -91,6 +101,89 @@ def bench(cls, count, rebuild=True):
             rebuilt.append(time.perf_counter() - start)
     return (statistics.median(in_place), statistics.median(cpu), percentile(cpu, 95), statistics.median(sizes),
             statistics.median(rebuilt) if rebuilt else None)
+
+
+def _plain_text(explorer):
+    """Make `explorer` draw text the plain matplotlib way, counting the strings it draws."""
+    renderer = explorer.fig.canvas.get_renderer()
+    plain = renderer.draw_text
+    explorer.strings = 0
+
+    def draw_text(*args, **kwargs):
+        explorer.strings += 1
+        return plain(*args, **kwargs)
+
+    renderer.draw_text = draw_text  # an instance attribute: `cache_text` leaves such a renderer alone
+    return explorer
+
+
+GLYPH_SIDES = ("plain", "strings", "glyphs")  # no cache; whole strings only; strings and glyph bitmaps
+
+
+def bench_glyph_cache(cls, count):
+    """The same moves, taking turns, without the cache, with whole strings cached, and with glyph bitmaps
+    cached too (each side with caches of its own, empty at the start): {side: (walls, cpus)}, and the
+    number of strings each plain move drew."""
+    from t5lesson.explorers import render
+
+    caches = {side: ({}, {}) for side in GLYPH_SIDES}  # per side: _GLYPHS, _GLYPH_BITMAPS
+    saved = render._GLYPHS, render._GLYPH_BITMAPS, render._GLYPH_LEVEL
+    explorers, times, strings = {}, {side: ([], []) for side in GLYPH_SIDES}, []
+    try:
+        for side in GLYPH_SIDES:
+            render._GLYPHS, render._GLYPH_BITMAPS = caches[side]
+            render._GLYPH_LEVEL = saved[2] and side == "glyphs"  # read when `cache_text` wraps the renderer
+            explorers[side] = _plain_text(cls()) if side == "plain" else cls()
+            explorers[side].to_png()
+        for change in moves(cls, count):
+            for side, explorer in explorers.items():
+                render._GLYPHS, render._GLYPH_BITMAPS = caches[side]
+                explorer.strings = 0
+                start, start_cpu = time.perf_counter(), time.process_time()
+                explorer.update(**change).to_png()
+                times[side][0].append(time.perf_counter() - start)
+                times[side][1].append(time.process_time() - start_cpu)
+            strings.append(explorers["plain"].strings)
+    finally:
+        render._GLYPHS, render._GLYPH_BITMAPS, render._GLYPH_LEVEL = saved
+    return times, strings
+
+
+def compare_glyph_cache(names, count, rounds):
+    """Print the glyph cache's worth per explorer and the median over those that draw text on a move; 0."""
+    from t5lesson.explorers import load_all
+
+    registry = load_all()
+    names = names or sorted(registry)
+    print(f"{'explorer':<28} {'plain ms':>8} {'(cpu)':>6} {'strings':>8} {'(cpu)':>6} {'glyphs':>7} {'(cpu)':>6} "
+          f"{'saved':>6} {'str.':>6} {'texts':>5}")
+    worth = {}
+    for name in names:
+        walls = {side: [] for side in GLYPH_SIDES}
+        cpus = {side: [] for side in GLYPH_SIDES}
+        strings = []
+        for _ in range(rounds):
+            times, drawn = bench_glyph_cache(registry[name], count)
+            for side, (wall, cpu) in times.items():
+                walls[side] += wall
+                cpus[side] += cpu
+            strings += drawn
+        wall = {side: statistics.median(walls[side]) for side in GLYPH_SIDES}
+        cpu = {side: statistics.median(cpus[side]) for side in GLYPH_SIDES}
+        saved = 1 - cpu["glyphs"] / cpu["plain"]  # the whole cache, as a share of a plain update
+        strings_only = 1 - cpu["strings"] / cpu["plain"]  # its first level alone
+        if statistics.median(strings) > 0:
+            worth[name] = (saved, strings_only)
+        print(f"{name:<28} " + " ".join(f"{wall[side] * 1e3:>{w}.1f} {cpu[side] * 1e3:>6.1f}"
+                                         for side, w in zip(GLYPH_SIDES, (8, 8, 7), strict=True))
+              + f" {saved * 100:>5.1f}% {strings_only * 100:>5.1f}% {statistics.median(strings):>5.0f}")
+    print(f"(ms, medians over {rounds} x {count} moves, taking turns; saved: the CPU time of a plain update that "
+          "the whole cache saves; str.: that whole strings alone save; texts: strings a move draws)")
+    if worth:
+        print(f"explorers that draw text on a move: {', '.join(worth)}\nmedian over them: the glyph cache saves "
+              f"{statistics.median(w for w, _ in worth.values()) * 100:.1f} % of an update, whole strings alone "
+              f"{statistics.median(s for _, s in worth.values()) * 100:.1f} % (it stays if > 10 %)")
+    return 0
 
 
 def worker(count):
@@ -167,10 +260,14 @@ def main():
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--against", type=Path, help="another checkout to compare with, side by side")
     parser.add_argument("--rounds", type=int, default=3, help="with --against: rounds of taking turns")
+    parser.add_argument("--compare-glyph-cache", action="store_true",
+                        help="the glyph cache against plain matplotlib text, side by side")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker(args.moves)
+    if args.compare_glyph_cache:
+        return compare_glyph_cache(args.only, args.moves, args.rounds)
     if args.against is not None:
         return compare(args.against.resolve(), args.only, args.moves, args.rounds)
     from t5lesson.explorers import load_all

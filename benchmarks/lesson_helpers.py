@@ -20,7 +20,7 @@ import zlib
 
 import numpy as np
 
-from t5lesson.lessons.figures import WIDTH, compact_png, encode_png, new_figure, png_file, png_shape, style
+from t5lesson.common.figures import WIDTH, compact_png, encode_png, new_figure, png_file, png_shape, style
 
 
 def timed(function, repeats: int) -> tuple[float, float]:

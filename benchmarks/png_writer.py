@@ -1,4 +1,4 @@
-"""The explorers' PNG writer (`t5lesson.lessons.figures.encode_png`) against Pillow's encoder.
+"""The explorers' PNG writer (`t5lesson.common.figures.encode_png`) against Pillow's encoder.
 
 Run: python benchmarks/png_writer.py [--repeats 15] [--only NAME ...]
 
@@ -35,7 +35,7 @@ def cpu_seconds(encode, pixels) -> tuple[float, int]:
 
 def compare(pixels, repeats: int) -> tuple[float, float, int, int]:
     """(median seconds ours, median seconds Pillow, bytes ours, bytes Pillow), measured in turns."""
-    from t5lesson.lessons.figures import encode_png
+    from t5lesson.common.figures import encode_png
 
     ours, theirs = [], []
     for _ in range(repeats):

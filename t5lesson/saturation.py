@@ -140,7 +140,8 @@ class SaturationCurve(NamedTuple):
     uniform_entropy: float  # log(n_keys), the most spread-out possible
 
 
-def saturation_curve(dims, scale=1.0, n_queries=256, n_keys=64, seed=0, jacobians=None) -> SaturationCurve:
+def saturation_curve(dims, scale: float | str = 1.0, n_queries=256, n_keys=64, seed=0,
+                     jacobians=None) -> SaturationCurve:
     """Mean entropy, max weight, ||dp/ds|| and ||dp/dq|| of softmax(q.k * scale) for each d in dims.
 
     scale=1.0 is the unscaled score with nothing compensated (unit-variance q and k);

@@ -1,4 +1,4 @@
-"""The package's rooms and who may import whom: core <- lessons <- lengthgen <- explorers; the grading
+"""The package's rooms and who may import whom: core <- common <- lessons <- lengthgen <- explorers; the grading
 engine apart; the course's exercises on top of both.
 
 Read from the source (imports, relative ones included), so it costs no imports. The engine
@@ -14,14 +14,15 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "t5lesson"
-ROOMS = ("lessons", "explorers", "lengthgen", "grading", "exercises")
+ROOMS = ("common", "lessons", "explorers", "lengthgen", "grading", "exercises")
 ALLOWED = {
     "core": {"core"},
-    "lessons": {"core", "lessons"},
-    "lengthgen": {"core", "lessons", "lengthgen"},
-    "explorers": {"core", "lessons", "lengthgen", "explorers"},
+    "common": {"core", "common"},
+    "lessons": {"core", "common", "lessons"},
+    "lengthgen": {"core", "common", "lessons", "lengthgen"},
+    "explorers": {"core", "common", "lessons", "lengthgen", "explorers"},
     "grading": {"grading"},
-    "exercises": {"core", "lessons", "lengthgen", "grading", "exercises"},
+    "exercises": {"core", "common", "lessons", "lengthgen", "grading", "exercises"},
 }
 ENGINE_MAY_IMPORT = {"t5lesson._validate"}  # the one core module the engine uses
 ROOTS = {"t5lesson.check", "t5lesson.grade"}  # the composition roots: engine + exercises

@@ -6,7 +6,7 @@
   whose inline script (naming a CDN) it adds twice, so every page would raise "Identifier
   'THEBE_JS_URL' has already been declared". Other inline scripts added twice are deduplicated.
 - Figures keep their alt text: a notebook output stores it in its metadata (image/png -> alt,
-  written by `t5lesson.lessons.figures.describe`); myst-nb reads only width and height from there,
+  written by `t5lesson.common.figures.describe`); myst-nb reads only width and height from there,
   so `render_image` is wrapped to copy `alt` onto the image too (else Sphinx uses the file name).
 - Controls whose accessible name must hold their visible text (WCAG 2.5.3, axe's
   label-content-name-mismatch): the theme's search button says "Search Ctrl+K" but is named

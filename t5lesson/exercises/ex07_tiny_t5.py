@@ -106,8 +106,9 @@ def _generate(seed, prompts, max_new_tokens, eos_scale=1.0, shift=None, **settin
         if shift is not None:
             _add_offset(model, logit_offset(shift, CONFIG["vocab_size"]))
         input_ids, attention_mask = padded(prompts)
-        tokens = model.generate(input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
-                                **settings)
+        # transformers' own annotation of generate's `self` does not admit T5ForConditionalGeneration
+        tokens = model.generate(  # pyright: ignore[reportAttributeAccessIssue]
+            input_ids=input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens, **settings)
     return tokens.double().numpy()
 
 
@@ -169,7 +170,7 @@ EOS_RANKS = {"any_rank": 2 * BEAMS}  # how far down the candidates an end token 
 
 
 def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest", gaps=None, firsts=None,
-                against=None, rule="generate") -> list[list[int]] | None:
+                against=None, rule="generate") -> list[list[int]]:
     """The question's five rules on a StepModel: each string's best finished hypothesis, start token
     first, up to its EOS. Equal to generate(num_beams=2) (tests/exercises/test_beam_question.py).
 
@@ -180,8 +181,8 @@ def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest",
     decides something: two neighbouring candidates while the string is not done, at a step where
     swapping them changes what finishes or goes on, and two neighbouring finished hypotheses as it
     ranks them. firsts: a list extended with each string's most likely first token (greedy's).
-    against: answers to compare with; the search stops, and returns None, once a string is done with
-    another answer (the recipe asks only whether a slip's answers differ).
+    against: answers to compare with; the search stops once a string is done with another answer,
+    and returns the answers as they stand (the recipe asks only whether a slip's answers differ).
     rule: "generate", the question's rules; three slips of them, for the recipe: "first", a string is
     done at its first finished hypothesis; "no_last", no last-step rule (a string that has not
     finished by the budget takes its best open beam, one that has, its finished hypothesis);
@@ -209,13 +210,18 @@ def beam_search(model, input_ids, attention_mask, max_new_tokens, feed="newest",
                 finished[b] = _finished_after(finished[b], running[b], candidates, last and rule != "no_last",
                                               None if gaps is None else gaps[b], EOS_RANKS.get(rule, BEAMS))
                 if against is not None and len(finished[b]) == BEAMS and finished[b][0][1] != against[b]:
-                    return None
+                    return _answers(finished, running)
             going = _going_on(candidates)
             kept += [b * BEAMS + k for _, k, _ in going]
             running[b] = [(s, running[b][k][1] + [t]) for s, k, t in going]
         if last or all(len(f) >= needed for f in finished):
             break
         cache = _cache_rows(returned, kept)
+    return _answers(finished, running)
+
+
+def _answers(finished, running) -> list[list[int]]:
+    """Each string's best finished hypothesis, or its best open beam where none finished."""
     return [f[0][1] if f else beams[0][1] for f, beams in zip(finished, running, strict=True)]
 
 

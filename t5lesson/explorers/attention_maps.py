@@ -17,9 +17,9 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 
 from .._validate import ArgumentError
-from ..lessons.figures import SMALL, WIDTH, describe
+from ..common.figures import SMALL, WIDTH, describe
 from ..scores import softmax
-from .base import Explorer, Param, register
+from .base import Param, register
 from .raster import Heatmap
 from .render import BlitRender
 
@@ -58,7 +58,7 @@ def _check(maps, source, target):
 
 
 @register
-class AttentionMapExplorer(BlitRender, Explorer):
+class AttentionMapExplorer(BlitRender):
     """Encoder, decoder and cross-attention weights of one example, for one layer and head."""
 
     params = (Param("layer", 0, 0, 1, 1, label="layer"), Param("head", 0, 0, 3, 1, label="head"))

@@ -15,7 +15,7 @@ In a notebook the explorer shows its controls and the figure rendered to PNG in 
   (GitHub, nbviewer, or JupyterLab before the cell runs) sees it in its current state, with a
   line above it saying that it is a picture and how to get the sliders.
 
-The figure follows the course style (`t5lesson.lessons.figures`): `figsize` is in display inches
+The figure follows the course style (`t5lesson.common.figures`): `figsize` is in display inches
 (100 CSS px each), the PNG has twice the pixels and is shown at its natural width (never
 stretched; smaller in a narrow window). Controls: every slider gets a track of at least
 `TRACK_PX` pixels and its full description; a parameter with `stops` gets a `SelectionSlider`
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .._validate import ArgumentError
-from ..lessons.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, compact_png, encode_png, new_figure, style
+from ..common.figures import DISPLAY_DPI, PIXEL_RATIO, WIDTH, agg_canvas, compact_png, encode_png, new_figure, style
 
 REGISTRY: dict[str, type] = {}
 # The budget of one slider move in the kernel (update and PNG, median wall-clock time), which
@@ -101,9 +101,18 @@ class Param:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral if is_int else numbers.Real):
             kind = "an integer" if is_int else "a number"
             raise ArgumentError(f"{self.name} must be {kind}, got {value!r}")
-        if not (self.min <= value <= self.max):
-            raise ArgumentError(f"{self.name} must be between {self.min} and {self.max}, got {value}")
-        return int(value) if is_int else float(value)
+        number = int(value) if isinstance(value, numbers.Integral) else float(value)
+        low, high = self.bounds
+        if not (low <= number <= high):
+            raise ArgumentError(f"{self.name} must be between {low} and {high}, got {value}")
+        return number if is_int else float(number)
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """(min, max) of a number's slider (set, or the first and last of its stops)."""
+        if self.min is None or self.max is None:
+            raise ArgumentError(f"{self.name}: a number needs min and max (or stops)")
+        return self.min, self.max
 
     def widget(self, value=None, label_chars=None):
         """The ipywidgets control, set to `value` (default: the default).
@@ -134,8 +143,9 @@ class Param:
             return w.SelectionSlider(options=[(_stop_label(v), v) for v in stops], value=value, description=desc,
                                      continuous_update=False, style=style, layout=layout)
         cls = w.IntSlider if isinstance(self.default, int) else w.FloatSlider
-        step = self.step if self.step is not None else (1 if cls is w.IntSlider else (self.max - self.min) / 100)
-        return cls(value=value, min=self.min, max=self.max, step=step, description=desc,
+        low, high = self.bounds
+        step = self.step if self.step is not None else (1 if cls is w.IntSlider else (high - low) / 100)
+        return cls(value=value, min=low, max=high, step=step, description=desc,
                    continuous_update=False, style=style, layout=layout)
 
 
@@ -197,7 +207,7 @@ class Explorer:
         with style():  # artists made or restyled in draw (a title, say) follow the course style
             self.draw(**self.values)
         if self._view is not None:
-            self._refresh_view()
+            self._refresh_view(self._view)
         return self
 
     @property
@@ -207,9 +217,10 @@ class Explorer:
 
     def pixels(self) -> np.ndarray:
         """The figure in its current state as an RGBA array [height, width, 4]."""
+        canvas = agg_canvas(self.fig)
         with style():
-            self.fig.canvas.draw()
-        return np.asarray(self.fig.canvas.buffer_rgba())
+            canvas.draw()
+        return np.asarray(canvas.buffer_rgba())
 
     def to_png(self) -> bytes:
         return encode_png(self.pixels())
@@ -236,7 +247,7 @@ class Explorer:
             self._view = (controls, image, text)
             for name, widget in controls.items():
                 widget.observe(lambda change, name=name: self.update(**{name: change["new"]}), names="value")
-            self._refresh_view()
+            self._refresh_view(self._view)
             row = w.HBox(list(controls.values()), layout=w.Layout(flex_flow="row wrap", max_width=width))
             self._box = w.VBox([row, image, text], layout=w.Layout(align_items="flex-start"))
             # CSS classes the browser test uses to find each explorer, its figure and readout
@@ -246,8 +257,8 @@ class Explorer:
             text.add_class("t5lesson-readout")
         return self._box
 
-    def _refresh_view(self):
-        _, image, text = self._view
+    def _refresh_view(self, view):
+        _, image, text = view
         image.value = self.to_png()  # first: the picture is what a learner waits for
         # The readout line, then the picture's alt text for screen readers only (visually hidden):
         # ipywidgets' Image has no alt attribute, and JupyterLab's widget view rejects a tooltip on it.
@@ -271,10 +282,7 @@ class Explorer:
         return encode_png(pixels) if sys.platform == "emscripten" else compact_png(pixels)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = self.widget()._repr_mimebundle_(include=include, exclude=exclude) or {}
-        if isinstance(bundle, tuple):
-            bundle = bundle[0]
-        bundle = dict(bundle)
+        bundle = _bundle_data(self.widget()._repr_mimebundle_(include=include, exclude=exclude))
         # Static copy for readers without a kernel; JupyterLab prefers the live widget view.
         png = self.static_png()
         bundle["image/png"] = base64.b64encode(png).decode("ascii")
@@ -283,11 +291,18 @@ class Explorer:
         return bundle, {"image/png": {"width": self.display_width, "height": height, "alt": self.alt_text()}}
 
 
+def _bundle_data(shown: object) -> dict[str, object]:
+    """The data of a `_repr_mimebundle_` answer: a dict, (data, metadata) as IPython also allows, or None."""
+    if isinstance(shown, tuple):
+        shown = shown[0]
+    return dict(shown) if isinstance(shown, dict) else {}
+
+
 def _note_pixels(text, width_px) -> np.ndarray:
     """A strip of RGBA pixels `width_px` wide holding `text` (wrapped) on a pale yellow band."""
     import textwrap
 
-    from ..lessons.figures import DPI, SMALL
+    from ..common.figures import DPI, SMALL
 
     size = SMALL + 1
     per_line = max(20, int(width_px / PIXEL_RATIO / (0.55 * size * DISPLAY_DPI / 72)))  # about 0.55 em a character
@@ -296,8 +311,9 @@ def _note_pixels(text, width_px) -> np.ndarray:
         fig = new_figure(width_px / DPI, 0.1 + 0.19 * len(lines), layout=None)
         fig.patch.set_facecolor("#fff7d6")
         fig.text(0.01, 0.5, "\n".join(lines), va="center", ha="left", fontsize=size, color="0.15", style="italic")
-        fig.canvas.draw()
-    strip = np.asarray(fig.canvas.buffer_rgba())[:, :width_px]
+        canvas = agg_canvas(fig)
+        canvas.draw()
+    strip = np.asarray(canvas.buffer_rgba())[:, :width_px]
     if strip.shape[1] < width_px:  # float rounding: pad with the band's colour
         strip = np.pad(strip, ((0, 0), (0, width_px - strip.shape[1]), (0, 0)), mode="edge")
     return strip

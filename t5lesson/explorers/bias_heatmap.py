@@ -20,10 +20,10 @@ from matplotlib.ticker import MaxNLocator
 from .._validate import ArgumentError
 from ..bias import relative_bias
 from ..buckets import bucket_config
-from ..lessons.figures import SMALL, WIDTH
+from ..common.figures import SMALL, WIDTH
 from ..lessons.toy_heads import HEAD_NAMES, toy_bias_table
 from ..scores import attention_scores, causal_mask, softmax
-from .base import Explorer, Param, register
+from .base import Param, register
 from .raster import AxisTicks, Heatmap, TextBlock, freeze
 from .render import BlitRender
 
@@ -41,12 +41,12 @@ def _random_qk(seed=0):
 def _check_tables(tables, head_names, max_distance):
     if not isinstance(tables, dict) or not tables or set(tables) - set(MODES):
         raise ArgumentError(f"tables must be a dict with keys among {list(MODES)}, got {tables!r:.80}")
-    heads = None
-    for mode, table in tables.items():
+    heads = 0
+    for index, (mode, table) in enumerate(tables.items()):
         if not isinstance(table, np.ndarray) or table.ndim != 2 or not np.issubdtype(table.dtype, np.floating):
             raise ArgumentError(f"tables[{mode!r}] must be a float NumPy array [num_buckets, heads]")
         bucket_config(mode == "encoder", table.shape[0], max_distance)
-        if heads is not None and table.shape[1] != heads:
+        if index and table.shape[1] != heads:
             raise ArgumentError(f"all tables must have the same number of heads, got {heads} and {table.shape[1]}")
         heads = table.shape[1]
     head_names = tuple(head_names) if head_names is not None else tuple(f"head {h}" for h in range(heads))
@@ -56,7 +56,7 @@ def _check_tables(tables, head_names, max_distance):
 
 
 @register
-class BiasHeatmapExplorer(BlitRender, Explorer):
+class BiasHeatmapExplorer(BlitRender):
     """One head's bias, bias plus mask, and attention weights, for a table [num_buckets, heads]."""
 
     params = (
@@ -96,8 +96,8 @@ class BiasHeatmapExplorer(BlitRender, Explorer):
         limit = max(float(np.abs(t).max()) for t in self.tables.values()) or 1.0
         self.axes = [fig.add_axes((x, 0.15, 0.235, 0.74)) for x in (0.07, 0.325, 0.675)]
         # Heatmaps drawn as prepared pixels (see raster.py): an imshow would resample on every move.
-        bias_style = dict(cmap=_grey_bad("RdBu_r"), vmin=-limit, vmax=limit)
-        self.images = [Heatmap(self.axes[0], **bias_style), Heatmap(self.axes[1], **bias_style),
+        bias_cmap = _grey_bad("RdBu_r")
+        self.images = [Heatmap(self.axes[0], bias_cmap, -limit, limit), Heatmap(self.axes[1], bias_cmap, -limit, limit),
                        Heatmap(self.axes[2], "viridis", 0, 1)]
         for ax in self.axes:
             ax.set_xlabel("key position j")

@@ -19,9 +19,9 @@ import math
 import numpy as np
 
 from .._validate import ArgumentError
-from ..lessons.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
+from ..common.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
 from ..scores import softmax
-from .base import Explorer, Param, register
+from .base import Param, register
 from .render import BlitRender
 from .score_spread import D_MAX, D_STOPS, SCALED, UNSCALED, no_minor_ticks
 
@@ -29,7 +29,7 @@ __all__ = ["BiasScale", "training_figure"]
 
 
 @register
-class BiasScale(BlitRender, Explorer):
+class BiasScale(BlitRender):
     """q.k + u (T5) against (q.k + u)/sqrt(d) (bias inside the scaling), for one row of keys."""
 
     params = (Param("d", 64, 2, D_MAX, 1, label="d (= d_kv)", stops=D_STOPS),

@@ -21,9 +21,9 @@ from matplotlib.ticker import FuncFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from .._validate import ArgumentError
-from ..buckets import bucket_ranges, relative_position_bucket
-from ..lessons.figures import COLORS, DPI, SMALL, WIDTH
-from .base import Explorer, Param, register
+from ..buckets import BucketTable, bucket_ranges, relative_position_bucket
+from ..common.figures import COLORS, DPI, SMALL, WIDTH
+from .base import Param, register
 from .raster import AxisTicks, GlyphAtlas, PixelBlock, freeze
 from .render import BlitRender
 
@@ -117,13 +117,13 @@ def titled_block(title, table, dpi) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=512)
-def _table(bidirectional, num_buckets, max_distance):
-    """(`bucket_ranges`, None), or (None, its error message) for a degenerate setting; kept, since
-    sliders go back and forth."""
+def _table(bidirectional, num_buckets, max_distance) -> BucketTable | str:
+    """`bucket_ranges`, or its error message for a degenerate setting; kept, since sliders go back
+    and forth."""
     try:
-        return bucket_ranges(bidirectional, num_buckets, max_distance), None
+        return bucket_ranges(bidirectional, num_buckets, max_distance)
     except ArgumentError as error:
-        return None, str(error)
+        return str(error)
 
 
 @functools.lru_cache(maxsize=512)
@@ -131,7 +131,7 @@ def _steps(bidirectional, num_buckets, max_distance, offset_range):
     """(offsets, buckets) of the step line: only the first and last offset of each run of equal
     buckets (the same steps-mid line, with a few points per bucket instead of one per offset)."""
     offsets = np.arange(-offset_range, offset_range + 1)
-    buckets = relative_position_bucket(offsets, bidirectional, num_buckets, max_distance)
+    buckets = np.asarray(relative_position_bucket(offsets, bidirectional, num_buckets, max_distance))
     change = np.diff(buckets) != 0
     keep = np.concatenate([[True], change]) | np.concatenate([change, [True]])
     offsets, buckets = offsets[keep], buckets[keep]
@@ -140,7 +140,7 @@ def _steps(bidirectional, num_buckets, max_distance, offset_range):
 
 
 @register
-class BucketBoundaryExplorer(BlitRender, Explorer):
+class BucketBoundaryExplorer(BlitRender):
     """Bucket against offset, with the boundary table, for any bucketing configuration."""
 
     params = (
@@ -199,20 +199,21 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         # The title and the table: one block of pixels from the glyph atlas.
         self.table_image = fig.add_artist(PixelBlock())
         self._blocks = {}
-        self.table = None
-        self.error = None
+        self.table: BucketTable | None = None
+        self.error: str | None = None
 
     def draw(self, num_buckets, max_distance, attention, offset_range):
         bidirectional = attention == "encoder"
         for mode, legend in self.legends.items():
             legend.set_visible(mode == attention)
-        self.table, self.error = _table(bidirectional, num_buckets, max_distance)
-        if self.error is not None:
-            self._show_error(attention)
+        table = _table(bidirectional, num_buckets, max_distance)
+        if isinstance(table, str):
+            self.table, self.error = None, table
+            self._show_error(attention, table)
             self._set_limits(num_buckets, offset_range)  # the same axes as a valid setting would get
             return
+        self.table, self.error = table, None
         self.error_text.set_text("")
-        table = self.table
         max_exact = table.max_exact
 
         self.steps.set_data(*_steps(bidirectional, num_buckets, max_distance, offset_range))
@@ -234,7 +235,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         self.last_start_marks.set_data(*zip(*marks, strict=True))
 
         self._set_limits(num_buckets, offset_range)
-        self._show_table()
+        self._show_table(table)
 
     def _set_limits(self, num_buckets, offset_range):
         self.ax.set_xlim(-offset_range * 1.05, offset_range * 1.05)
@@ -242,8 +243,7 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         self.ax.set_ylim(-0.8, num_buckets - 0.2)
         self.ax.set_yticks(range(0, num_buckets, max(1, math.ceil(num_buckets / 8))))
 
-    def _show_table(self):
-        table = self.table
+    def _show_table(self, table):
         key = (table.bidirectional, table.num_buckets, table.max_distance)
         if key not in self._blocks:
             if len(self._blocks) > 64:
@@ -254,13 +254,13 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
     def _place(self, block):
         self.table_image.set_pixels(block, 0.575 * self.fig.bbox.width, 0.985 * self.fig.bbox.height)
 
-    def _show_error(self, attention):
+    def _show_error(self, attention, error: str):
         for line in (self.steps, self.unused_lines, self.max_distance_lines, self.last_start_marks):
             line.set_data([], [])
         for band in (self.exact_band, self.masked_band):
             band.set_width(0)
         self.masked_band.set_visible(False)
-        self.error_text.set_text("No buckets for this setting:\n" + textwrap.fill(self.error, 48))
+        self.error_text.set_text("No buckets for this setting:\n" + textwrap.fill(error, 48))
         self._place(titled_block(f"bucket_ranges: {attention}: error", None, DPI))
 
     def moving_artists(self):
@@ -282,9 +282,9 @@ class BucketBoundaryExplorer(BlitRender, Explorer):
         return (self.values["attention"],)  # each kind has its own legend; nothing else in it changes
 
     def readout(self):
-        if self.error is not None:
-            return f"ArgumentError: {self.error}"
         t = self.table
+        if t is None:
+            return f"ArgumentError: {self.error}"
         unused = ", ".join(map(str, t.unused)) or "none"
         return (f"max_exact = {t.max_exact}; the last bucket starts at |offset| = {t.last_bucket_start} "
                 f"(max_distance = {t.max_distance}); buckets never used: {unused}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-from ..lessons.figures import PIXEL_RATIO, compact_png
+from ..common.figures import PIXEL_RATIO, compact_png
 from .base import Explorer, _stop_label
 
 

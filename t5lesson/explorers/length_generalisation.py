@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import ArgumentError
+from ..common.figures import COLORS, LINESTYLES, SERIES, SMALL, WIDTH
 from ..lengthgen.variants import MAX_DISTANCES, load_variants
-from ..lessons.figures import COLORS, LINESTYLES, SERIES, SMALL, WIDTH
-from .base import Explorer, Param, register
+from .base import Param, register
 from .raster import freeze
 from .render import BlitRender
 
@@ -35,7 +35,7 @@ SHOW = {"accuracy": ("accuracy", "accuracy"), "weight on right key": ("weight_on
 
 
 @register
-class LengthGeneralisationExplorer(BlitRender, Explorer):
+class LengthGeneralisationExplorer(BlitRender):
     params = (
         Param("max_distance", REFERENCE, label="T5 max_distance", stops=MAX_DISTANCES),
         Param("show", "accuracy", options=tuple(SHOW), label="left panel"),

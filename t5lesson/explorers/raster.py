@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 
 from .._validate import ArgumentError
-from ..lessons.figures import new_figure
+from ..common.figures import agg_canvas, new_figure
 
 __all__ = ["GlyphAtlas", "freeze", "PixelBlock", "Heatmap", "AxisTicks", "TextBlock", "to_rgba_bytes"]
 
@@ -46,7 +46,7 @@ class GlyphAtlas:
         baseline_from_top = int(np.ceil(em_px * 0.95))  # room for the tallest ascender
         pad = width  # empty space between cells, so antialiased edges never spill into a neighbour
         fig = new_figure(len(_CHARS) * (width + pad) / dpi, height / dpi, dpi=dpi, layout=None)
-        canvas = fig.canvas
+        canvas = agg_canvas(fig)
         fig.patch.set_facecolor("white")
         for i, char in enumerate(_CHARS):
             fig.text(i * (width + pad) / fig.bbox.width, 1 - baseline_from_top / height, char, family=family,
@@ -234,6 +234,7 @@ class Heatmap(Artist):
         from matplotlib.colors import Normalize
 
         super().__init__()
+        self.ax = ax  # `Artist.axes` may be None; this heatmap always has its axes
         self.cmap = colormaps[cmap] if isinstance(cmap, str) else cmap
         self.norm = Normalize(vmin, vmax)
         self.set_zorder(zorder)
@@ -253,10 +254,10 @@ class Heatmap(Artist):
     def set_extent(self, extent):
         left, right, bottom, top = extent
         self._extent = [left, right, bottom, top]
-        if self.axes.get_xlim() != (left, right):  # setting limits notifies every listener: only if they move
-            self.axes.set_xlim(left, right)
-        if self.axes.get_ylim() != (bottom, top):
-            self.axes.set_ylim(bottom, top)
+        if self.ax.get_xlim() != (left, right):  # setting limits notifies every listener: only if they move
+            self.ax.set_xlim(left, right)
+        if self.ax.get_ylim() != (bottom, top):
+            self.ax.set_ylim(bottom, top)
         self.stale = True
 
     def get_extent(self):
@@ -267,7 +268,7 @@ class Heatmap(Artist):
             return
         if self._colours is None:
             self._colours = self.cmap(self.norm(np.ma.masked_invalid(self._data)), bytes=True)
-        box = self.axes.bbox
+        box = self.ax.bbox
         x0, x1 = int(round(box.x0)), int(round(box.x1))
         y0, y1 = int(round(box.y0)), int(round(box.y1))
         rows, columns = self._data.shape
@@ -293,12 +294,14 @@ class AxisTicks(Artist):
     switched off; the explorer's background then no longer depends on the limits.
     """
 
-    def __init__(self, ax, which, grid=False, labels=True, fontsize=None, length=3.5, width=0.8, pad=3.5):
+    def __init__(self, ax, which, grid: bool | float = False, labels=True, fontsize=None, length=3.5, width=0.8,
+                 pad=3.5):
         from matplotlib import rcParams
 
         super().__init__()
         self.ax, self.which, self.grid, self.labels = ax, which, grid, labels
-        self.fontsize = fontsize if fontsize is not None else rcParams[f"{which}tick.labelsize"]
+        self.fontsize = fontsize if fontsize is not None else \
+            rcParams["xtick.labelsize" if which == "x" else "ytick.labelsize"]
         self.length, self.width, self.pad = length, width, pad
         self.axis = ax.xaxis if which == "x" else ax.yaxis
         self.grid_style = (rcParams["grid.color"], rcParams["grid.linewidth"])
@@ -349,7 +352,7 @@ class AxisTicks(Artist):
         identity = IdentityTransform()
         def segments(pairs):  # one path of separate segments: one draw call for all of them
             points = [p for pair in pairs for p in pair]
-            return Path(points, [Path.MOVETO, Path.LINETO] * len(pairs)) if pairs else None
+            return Path(points, [Path.MOVETO, Path.LINETO] * len(pairs))
 
         if self.grid and where:
             colour, width = self.grid_style
@@ -382,7 +385,7 @@ _TEXT_PIXELS: dict = {}  # (text, fontsize, dpi) -> RGBA, shared by every axis a
 _SCRATCH: dict = {}  # dpi -> (figure, text artist) used to render them
 
 
-def _text_rgba(text, fontsize, dpi):
+def _text_rgba(text, fontsize, dpi) -> np.ndarray | None:
     """Black text as RGBA pixels (ink in the alpha channel), rows bottom up, cropped to the text's box;
     None if blank. Rendered once per (text, size, dpi) in this process, then reused."""
     from matplotlib.figure import Figure
@@ -437,9 +440,11 @@ class TextBlock(Artist):
         return self._text
 
     def draw(self, renderer):
-        if not self.get_visible() or not self._text.strip():
+        if not self.get_visible():
             return
         pixels = _text_rgba(self._text, self.fontsize, self.fig.dpi)
+        if pixels is None:  # blank
+            return
         height, width = pixels.shape[:2]
         x, y = self.x * self.fig.bbox.width, self.y * self.fig.bbox.height
         left = x - {"left": 0, "center": width / 2, "right": width}[self.ha]

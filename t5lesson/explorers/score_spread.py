@@ -22,11 +22,11 @@ import math
 
 import numpy as np
 
+from ..common.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
 from ..lessons.dot_products import normal_pdf, prefix_dot_products
-from ..lessons.figures import COLORS, SMALL, WIDTH, describe, new_figure, styled
 from ..saturation import max_weight, saturation_curve, softmax_entropy, softmax_jacobian_norm
 from ..scores import softmax
-from .base import Explorer, Param, register
+from .base import Param, register
 from .render import BlitRender
 
 __all__ = ["DotProductSpread", "AttentionRow", "saturation_figure", "no_minor_ticks", "D_MAX", "D_STOPS"]
@@ -46,7 +46,7 @@ def no_minor_ticks(*axes):
 
 
 @register
-class DotProductSpread(BlitRender, Explorer):
+class DotProductSpread(BlitRender):
     """Histogram of q.k (left) and q.k/sqrt(d) (right) over many random pairs, for one d."""
 
     params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)", stops=D_STOPS),)
@@ -112,7 +112,7 @@ class DotProductSpread(BlitRender, Explorer):
 
 
 @register
-class AttentionRow(BlitRender, Explorer):
+class AttentionRow(BlitRender):
     """One query against a row of keys: logits (left) and softmax weights (right), both scorings."""
 
     params = (Param("d", 64, 2, D_MAX, 1, label="d (entries per vector)", stops=D_STOPS),

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..lessons.figures import COLORS
+from ..common.figures import COLORS
 from ..scores import softmax
-from .base import Explorer, Param, register
+from .base import Param, register
 from .render import BlitRender
 
 __all__ = ["SoftmaxOfTwo"]
 
 
 @register
-class SoftmaxOfTwo(BlitRender, Explorer):
+class SoftmaxOfTwo(BlitRender):
     """Two keys with scores 0 and `gap`: the weights softmax gives them."""
 
     widest = {"gap": 9.5}  # the longest title, for the one layout pass

@@ -2,10 +2,10 @@
 
 Every offset axis (here and in the lesson's explorer) is the same: offsets d = i - j on a
 symmetric-log scale, linear from 0 to 4 and logarithmic beyond (`OFFSET_SCALE`), from 0 to 512.
-Every builder attaches its alt text (`lessons.figures.describe`).
+Every builder attaches its alt text (`common.figures.describe`).
 
 All figures are plain matplotlib `Figure`s (no pyplot, nothing global) in the course style
-(`t5lesson.lessons.figures`); `lessons.figures.as_image` turns one into the PNG a notebook cell
+(`t5lesson.common.figures`); `common.figures.as_image` turns one into the PNG a notebook cell
 displays.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import textwrap
 import numpy as np
 
 from .._validate import ArgumentError, check_int
-from ..lessons.figures import COLORS, NORMAL, SERIES, SMALL, WIDTH, as_image, describe, new_figure, styled
+from ..common.figures import COLORS, NORMAL, SERIES, SMALL, WIDTH, as_image, describe, new_figure, styled
 from .counts import training_pairs_behind_offset
 from .run import Results
 from .schemes import get_scheme

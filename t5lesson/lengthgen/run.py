@@ -21,8 +21,8 @@ import torch
 from torch.nn import functional as F
 
 from .._validate import ArgumentError, check_int
-from ..lessons.determinism import one_thread_forked_rng
-from ..lessons.progress import Progress
+from ..common.determinism import one_thread_forked_rng
+from ..common.progress import Progress
 from ..perturbation import perturb_
 from .model import TinyAttentionModel
 from .schemes import get_scheme

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..lessons.determinism import one_thread_forked_rng
+from ..common.determinism import one_thread_forked_rng
 from .run import (
     Config,
     new_model,

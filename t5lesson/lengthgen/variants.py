@@ -81,7 +81,7 @@ def t5_variants(max_distances=MAX_DISTANCES, task="copy-k", seed=0, config=None)
 
     config: a lengthgen Config (default: the lesson's, `Config()`). Needs torch.
     """
-    from ..lessons.progress import Progress
+    from ..common.progress import Progress
     from .run import Config, check_config
     from .tasks import get_task
 

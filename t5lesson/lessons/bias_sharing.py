@@ -15,14 +15,28 @@ second after transformers is imported. What the lesson shows, and where it comes
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from .._validate import ArgumentError
 
 __all__ = ["TINY_CONFIG", "AttentionModule", "attention_modules", "reference_models", "owners_by_kind"]
 
+class TinyConfig(TypedDict):
+    """The keyword arguments of T5Config and UMT5Config that TINY_CONFIG sets."""
+
+    vocab_size: int
+    d_model: int
+    d_kv: int
+    d_ff: int
+    num_heads: int
+    num_layers: int
+    num_decoder_layers: int
+    dropout_rate: float
+
+
 # Small enough to build in milliseconds; only the layer structure matters here.
-TINY_CONFIG = dict(vocab_size=32, d_model=16, d_kv=4, d_ff=32, num_heads=2, num_layers=3,
-                   num_decoder_layers=3, dropout_rate=0.0)
+TINY_CONFIG = TinyConfig(vocab_size=32, d_model=16, d_kv=4, d_ff=32, num_heads=2, num_layers=3,
+                         num_decoder_layers=3, dropout_rate=0.0)
 
 
 @dataclass(frozen=True)

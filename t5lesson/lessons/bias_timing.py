@@ -9,7 +9,7 @@ import statistics
 import time
 
 from .._validate import check_bool, check_int
-from .figures import describe, new_figure, styled
+from ..common.figures import describe, new_figure, styled
 
 __all__ = ["bias_timings", "bias_timing_figure"]
 

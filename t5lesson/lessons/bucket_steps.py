@@ -52,15 +52,16 @@ class BucketSteps:
             out.append(f"1. causal: one side of {self.per_direction} buckets; n = max(-offset, 0) = {self.n}"
                        + ("  (a future key: bucket 0, removed by the causal mask)" if self.offset > 0 else ""))
         out.append(f"2. max_exact = {self.per_direction} // 2 = {self.max_exact}")
-        if self.region == "exact":
+        log_value = self.log_value  # None in the exact region
+        if self.region == "exact" or log_value is None:
             out.append(f"3. n = {self.n} < max_exact: exact region, bucket n = {self.n}")
         else:
-            unclamped = self.max_exact + math.trunc(self.log_value)
+            unclamped = self.max_exact + math.trunc(log_value)
             out.append(f"3. n = {self.n} >= max_exact: log region, "
                        f"log({self.n}/{self.max_exact}) / log({self.max_distance}/{self.max_exact}) "
-                       f"* {self.per_direction - self.max_exact} = {self.log_value:.3f}"
+                       f"* {self.per_direction - self.max_exact} = {log_value:.3f}"
                        f"{' exactly (a tie)' if self.tie else ''}, "
-                       f"so {self.max_exact} + {math.trunc(self.log_value)} = {unclamped}")
+                       f"so {self.max_exact} + {math.trunc(log_value)} = {unclamped}")
             if self.region == "clamped":
                 out.append(f"4. clamp: {unclamped} > {self.per_direction - 1}, "
                            f"so it becomes {self.per_direction - 1}")
@@ -120,7 +121,7 @@ def bucket_steps(offset, bidirectional=True, num_buckets=32, max_distance=128) -
         log_value, tie = _log_value(n, per_direction, max_exact, max_distance)
         region = "clamped" if max_exact + math.trunc(log_value) > per_direction - 1 else "log"
     return BucketSteps(offset, bidirectional, int(num_buckets), int(max_distance), per_direction,
-                       half_start, n, max_exact, region, log_value, bucket, tie)
+                       half_start, n, max_exact, region, log_value, int(bucket), tie)
 
 
 def bucket_of(offset, bidirectional=True, num_buckets=32, max_distance=128) -> int:

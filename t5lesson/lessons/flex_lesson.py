@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .figures import describe, new_figure, series_style, styled
+from ..common.figures import describe, new_figure, series_style, styled
 
 __all__ = ["gib", "memory_lines", "memory_figure", "LENGTHS"]
 

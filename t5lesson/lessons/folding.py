@@ -32,10 +32,10 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int, is_torch
+from ..common.determinism import one_thread_forked_rng
 from ..layer import T5SelfAttention
 from ..perturbation import perturb_
 from ..saturation import softmax_entropy
-from .determinism import one_thread_forked_rng
 
 __all__ = ["initial_logit_std", "fold_query_scale", "RecallTask", "RecallAttention", "TrainingTrace",
            "train_recall", "train_step", "step_check", "STEP_SETTINGS", "StepSetting", "TRAIN_STEP_HINTS",
@@ -465,7 +465,8 @@ def run_table(traces, at: int = HALF_WAY, above: float | None = None) -> str:
         else:
             passed = first_step_above(t, above)
             middle = f"{f'step {passed}' if passed is not None else f'not by {int(t.step[-1])}':>9}"
-        rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {t.loss[0]:>12.2f}  {t.logit_std[0]:>17.2f}  "
+        loss = f"{t.loss[0]:>12.2f}" if t.loss is not None else f"{'-':>12}"
+        rows.append(f"{t.optimizer:<9}  {t.lr:<6g} {t.variant:<8}  {loss}  {t.logit_std[0]:>17.2f}  "
                     f"{middle}  {when}")
     return "\n".join(rows)
 

@@ -320,6 +320,8 @@ def _load_class(path, name="T5Layer"):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(f"lesson6_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return getattr(module, name)

@@ -24,9 +24,9 @@ import torch
 from torch import nn
 
 from .._validate import ArgumentError, check_int
+from ..common.determinism import one_thread_forked_rng
 from ..layer import T5SelfAttention, attention_weights
 from ..perturbation import perturb_
-from .determinism import one_thread_forked_rng
 
 __all__ = ["LagModel", "lag_batch", "train_tiny_model", "TrainedLagModel"]
 
@@ -73,7 +73,9 @@ class LagModel(nn.Module):
     @property
     def bias_table(self) -> torch.Tensor:
         """The learned [num_buckets, num_heads] table."""
-        return self.attention.relative_bias.table
+        bias = self.attention.relative_bias
+        assert bias is not None, "built with has_relative_bias=True"  # T5SelfAttention's default
+        return bias.table
 
     def forward(self, tokens):
         """logits [num_lags, batch, seq_len, vocab] and the attention weights [batch, heads, q, k]."""

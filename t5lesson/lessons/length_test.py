@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from .._validate import ArgumentError, check_int
+from ..common.determinism import one_thread_forked_rng
+from ..common.figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
 from ..seq2seq import CONFIG, EOS
-from .determinism import one_thread_forked_rng
-from .figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
 from .pair_counts import bucket_pair_counts
 from .tiny_t5 import reverse_batch
 

@@ -1,7 +1,7 @@
 """Static figures of lessons 3 and 4 (relative positions, buckets, pair counts, bias tables).
 
 Each function returns a matplotlib `Figure` built without pyplot (no global state, nothing shown
-by accident); `lessons.figures.as_image` turns it into a PNG the notebook displays. All numbers drawn come
+by accident); `common.figures.as_image` turns it into a PNG the notebook displays. All numbers drawn come
 from the package: `relative_position_bucket`, `relative_bias`, `t5lesson.lessons.pair_counts`.
 
 Sign convention: offset = key - query (j - i); negative = the key is to the left.
@@ -13,7 +13,18 @@ import numpy as np
 from .._validate import ArgumentError, check_bool, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ids, bucket_ranges
-from .figures import COLORS, DIVERGING, NORMAL, SEQUENTIAL, SMALL, WIDTH, describe, new_figure, series_style, styled
+from ..common.figures import (
+    COLORS,
+    DIVERGING,
+    NORMAL,
+    SEQUENTIAL,
+    SMALL,
+    WIDTH,
+    describe,
+    new_figure,
+    series_style,
+    styled,
+)
 from .pair_counts import bucket_pair_counts, offset_pair_counts
 
 __all__ = ["offset_matrix_figure", "pair_count_figure", "bias_table_figure", "bias_by_offset"]

@@ -172,8 +172,10 @@ def tables_from_model(model, source: str = "model") -> BiasTables:
         bidirectional[parts[0]].add(not module.is_decoder)
     if not found["encoder"]:
         raise ArgumentError(f"{source} has no encoder bias table")
-    num_buckets = int(model.config.relative_attention_num_buckets)
-    max_distance = int(model.config.relative_attention_max_distance)
+    num_buckets = getattr(model.config, "relative_attention_num_buckets", None)
+    max_distance = getattr(model.config, "relative_attention_max_distance", None)
+    if not isinstance(num_buckets, int) or not isinstance(max_distance, int):
+        raise ArgumentError(f"{source}'s config names no bucket count and max distance of its position bias")
     stacks = {}
     for stack, items in found.items():
         if not items:

@@ -11,7 +11,7 @@ import numpy as np
 from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
 from ..buckets import bucket_config, bucket_ranges
-from .figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
+from ..common.figures import COLORS, SMALL, WIDTH, describe, new_figure, series_style, styled
 from .pretrained import BiasTables, StackTables
 from .toy_heads import toy_bias_table
 

@@ -48,10 +48,10 @@ import torch
 
 from .._validate import ArgumentError, check_int
 from ..bias import relative_bias
+from ..common.figures import SMALL, WIDTH, describe, new_figure, series_style, styled
 from ..layer import init_stds
 from ..perturbation import perturb_
 from ..seq2seq import CONFIG, EOS, FIRST_DIGIT, PAD, StepModel, from_text, padded, random_model, t5_config
-from .figures import SMALL, WIDTH, describe, new_figure, series_style, styled
 from .layer_build import lesson_6_layer
 from .pretrained import BiasTables, StackTables
 from .pretrained_figures import mark_buckets

@@ -256,14 +256,15 @@ class WatchedModel(nn.Module):
             torch.manual_seed(seed)
             self.shared = nn.Embedding(config["vocab_size"], config["d_model"])
             self.encoder = nn.ModuleList(_Block(config, False, i == 0) for i in range(config["layers"]))
-            self.decoder = nn.ModuleList(_Block(config, True, i == 0) for i in range(config["layers"]))
+            decoder = [_Block(config, True, i == 0) for i in range(config["layers"])]
+            self.decoder = nn.ModuleList(decoder)
             self.encoder_norm, self.decoder_norm = _RMSNorm(config["d_model"]), _RMSNorm(config["d_model"])
             t5_init_(self)
         with torch.no_grad():
             self.shared.weight[PAD] = 0.0
             self.shared.weight[EOS] *= float(eos_scale)
-            self.decoder[0].self_attention.relative_attention_bias.weight *= 20.0
-            for block in self.decoder:
+            decoder[0].self_attention.relative_attention_bias.weight *= 20.0
+            for block in decoder:
                 block.self_attention.v.weight *= 4.0
                 block.self_attention.o.weight *= 4.0
         self.eval()
@@ -311,7 +312,7 @@ def _flat(cache) -> list | None:
 def _same(given, returned) -> bool:
     """Whether the cache a call was handed holds what the previous call returned, tensor for tensor."""
     a, b = _flat(given), _flat(returned)
-    return a is not None and len(a) == len(b) and all(x.shape == y.shape and torch.equal(x, y)
+    return a is not None and b is not None and len(a) == len(b) and all(x.shape == y.shape and torch.equal(x, y)
                                                       for x, y in zip(a, b, strict=True))
 
 

@@ -35,7 +35,12 @@ def bucket_representatives(bidirectional=True, num_buckets=32, max_distance=128)
     """bucket -> the offset of that bucket nearest to 0 (the start of its range), used buckets only."""
     table = bucket_ranges(bidirectional, num_buckets, max_distance)
     # A bucket on the left has hi nearest to 0, on the right lo; bucket 0 always contains 0.
-    return {r.bucket: (r.lo if r.lo is not None and r.lo >= 0 else r.hi) for r in table.ranges}
+    starts = {}
+    for r in table.ranges:
+        start = r.lo if r.lo is not None and r.lo >= 0 else r.hi
+        assert start is not None  # a range unbounded on one side is bounded on the side nearer 0
+        starts[r.bucket] = start
+    return starts
 
 
 def _head_values(offset: int, max_distance: int) -> tuple[float, float, float, float]:

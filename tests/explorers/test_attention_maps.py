@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from t5lesson import ArgumentError
+from t5lesson.common.figures import alt_text
 from t5lesson.explorers.attention_maps import AttentionMapExplorer
-from t5lesson.lessons.figures import alt_text
 
 
 def test_default_builds_and_moves():

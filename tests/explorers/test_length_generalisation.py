@@ -8,9 +8,9 @@ import pytest
 from PIL import Image
 
 from t5lesson import ArgumentError, bucket_ranges
+from t5lesson.common.figures import style
 from t5lesson.explorers.length_generalisation import MAX_DISTANCES, REFERENCE, LengthGeneralisationExplorer
 from t5lesson.lengthgen.variants import load_variants
-from t5lesson.lessons.figures import style
 
 
 @pytest.fixture(scope="module")

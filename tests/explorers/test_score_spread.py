@@ -7,11 +7,11 @@ import pytest
 from PIL import Image
 
 from t5lesson import ArgumentError, max_weight, saturation_curve, softmax, softmax_entropy, softmax_jacobian_norm
+from t5lesson.common.figures import alt_text
 from t5lesson.explorers import load_all
 from t5lesson.explorers.bias_scale import BiasScale, training_figure
 from t5lesson.explorers.score_spread import AttentionRow, DotProductSpread, saturation_figure
 from t5lesson.lessons.dot_products import prefix_dot_products
-from t5lesson.lessons.figures import alt_text
 from t5lesson.lessons.folding import train_recall
 
 EXPLORERS = [DotProductSpread, AttentionRow, BiasScale]

@@ -12,8 +12,8 @@ from torch.nn import functional as F
 
 import t5lesson.lengthgen as lengthgen
 from t5lesson import ArgumentError
+from t5lesson.common.determinism import one_thread_forked_rng
 from t5lesson.lengthgen import Config, Results, evaluate, record, refill, train
-from t5lesson.lessons.determinism import one_thread_forked_rng
 
 LESSON = Path(__file__).resolve().parents[2] / "notebooks" / "05_length_generalisation.ipynb"
 SMALL = Config(steps=12, warmup=3, batch=4, eval_lens=(64, 128), eval_batch=2)

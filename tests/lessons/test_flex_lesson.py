@@ -1,8 +1,8 @@
 """Lesson 8: the memory arithmetic, its figure, and the check of the your-turn cell flex_attend."""
 import torch
 
+from t5lesson.common.figures import alt_text
 from t5lesson.lessons import flex_turns
-from t5lesson.lessons.figures import alt_text
 from t5lesson.lessons.flex_lesson import gib, memory_figure, memory_lines
 from t5lesson.lessons.your_turn import WIDTH
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from t5lesson import ArgumentError, attention
-from t5lesson.lessons.determinism import one_thread_forked_rng
+from t5lesson.common.determinism import one_thread_forked_rng
 from t5lesson.lessons.folding import (
     RecallAttention,
     RecallTask,

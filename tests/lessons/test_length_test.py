@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from t5lesson import ArgumentError
-from t5lesson.lessons.figures import alt_text
+from t5lesson.common.figures import alt_text
 from t5lesson.lessons.length_test import (
     LENGTHS,
     SEEDS,

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from t5lesson import ArgumentError, relative_bias
-from t5lesson.lessons.figures import as_image
+from t5lesson.common.figures import as_image
 from t5lesson.lessons.position_figures import (
     bias_by_offset,
     bias_table_figure,

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from t5lesson import ArgumentError
-from t5lesson.lessons.figures import alt_text
+from t5lesson.common.figures import alt_text
 from t5lesson.lessons.tiny_t5 import (
     CONFIG,
     EOS,

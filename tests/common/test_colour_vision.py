@@ -31,8 +31,8 @@ from matplotlib.colors import to_rgba
 from matplotlib.lines import Line2D
 from PIL import Image
 
+from t5lesson.common.figures import SERIES, figure_png, style
 from t5lesson.explorers import load_all
-from t5lesson.lessons.figures import SERIES, figure_png, style
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "colour_vision"

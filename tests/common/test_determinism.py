@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from t5lesson.lessons.determinism import one_thread_forked_rng
+from t5lesson.common.determinism import one_thread_forked_rng
 from t5lesson.lessons.folding import train_recall
 from t5lesson.lessons.learned_bias import train_tiny_model
 

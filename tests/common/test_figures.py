@@ -8,8 +8,7 @@ from matplotlib.text import Text
 from PIL import Image
 
 from t5lesson import ArgumentError
-from t5lesson.explorers import load_all
-from t5lesson.lessons.figures import (
+from t5lesson.common.figures import (
     DISPLAY_DPI,
     DPI,
     PIXEL_RATIO,
@@ -23,6 +22,7 @@ from t5lesson.lessons.figures import (
     new_figure,
     style,
 )
+from t5lesson.explorers import load_all
 
 
 def static_figures():

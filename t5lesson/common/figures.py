@@ -35,8 +35,14 @@ import functools
 import io
 import struct
 import zlib
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
 
 __all__ = ["COLORS", "SERIES", "LINESTYLES", "MARKERS", "SEQUENTIAL", "DIVERGING", "series_style",
            "DISPLAY_DPI", "PIXEL_RATIO", "DPI", "WIDTH", "SMALL", "NORMAL", "TITLE", "STYLE", "style", "styled",
@@ -65,7 +71,7 @@ def series_style(index: int) -> dict:
 
 
 SMALL, NORMAL, TITLE = 9, 10, 11  # font sizes in points; SMALL is the floor
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": NORMAL,
     "axes.titlesize": TITLE,
     "axes.labelsize": NORMAL,
@@ -91,7 +97,8 @@ def style():
     """The course style as a context: build (and draw) figures inside it."""
     import matplotlib
 
-    return matplotlib.rc_context({**STYLE, "axes.prop_cycle": _cycle()})
+    rc: dict[RcKeyType, Any] = {**STYLE, "axes.prop_cycle": _cycle()}
+    return matplotlib.rc_context(rc)
 
 
 def styled(function):
@@ -103,7 +110,8 @@ def styled(function):
     return wrapper
 
 
-def new_figure(width, height, dpi=None, layout="constrained"):
+def new_figure(width, height, dpi=None, layout: Literal["constrained", "compressed", "tight"] | None = "constrained"
+               ) -> Figure:
     """A `Figure` of width x height display inches, at the course dpi, with an Agg canvas.
 
     Call it (and add artists) inside `style()` or a `styled` function, so fonts follow the style.
@@ -121,6 +129,17 @@ def new_figure(width, height, dpi=None, layout="constrained"):
     fig = Figure(figsize=(width + 1e-6, height + 1e-6), dpi=DPI if dpi is None else dpi, layout=layout)
     FigureCanvasAgg(fig)
     return fig
+
+
+def agg_canvas(fig: Figure) -> FigureCanvasAgg:
+    """The Agg canvas of a figure from `new_figure` (matplotlib declares a figure's canvas as the base
+    class, which has no pixels)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    if not isinstance(canvas, FigureCanvasAgg):
+        raise TypeError(f"the figure has a {type(canvas).__name__}, not the Agg canvas of new_figure")
+    return canvas
 
 
 def describe(fig, alt: str):
@@ -177,7 +196,7 @@ def encode_png(pixels) -> bytes:
     rows = np.empty((height, width * channels + 1), dtype=np.uint8)
     rows[:, 0] = 0  # filter type 0 (none) on every row
     rows[:, 1:] = pixels.reshape(height, -1)
-    return png_file(width, height, channels, zlib.compress(rows, 1))
+    return png_file(width, height, channels, zlib.compress(rows.data, 1))
 
 
 def compact_png(pixels) -> bytes:

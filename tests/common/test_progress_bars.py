@@ -4,8 +4,8 @@ import io
 import pytest
 
 from t5lesson import ArgumentError
-from t5lesson.lessons import progress as progress_module
-from t5lesson.lessons.progress import Progress, track
+from t5lesson.common import progress as progress_module
+from t5lesson.common.progress import Progress, track
 
 
 class FakeTerminal(io.StringIO):
