@@ -25,7 +25,7 @@ from ..course import PACKAGE_PARENT
 from ..protocol import RUNNER_MODULE, Job, LaunchConfig, Limits, RunEnd, RunResult, Walls
 from ..records import loads
 from ..sandbox import launcher, zygote
-from ..sandbox.resources import Cgroup, kill_group, kill_user_processes, remove_quietly, remove_user_files
+from ..sandbox.resources import Cgroup, kill_group, remove_quietly
 from .compose import Prepared
 from .pool import WorkerPool
 from .work import keep_run_folders
@@ -85,9 +85,7 @@ def _launch_config(limits: Limits, home: Path, job_dir: Path, ipc_dir: Path, cgr
     memory_bytes = limits.memory_mb * 2 ** 20
     plan = None
     if walls is not None:
-        (job_dir / "scratch").mkdir(mode=0o700)
-        plan = walls.plan(uid=uid, home=str(home), scratch=str(job_dir / "scratch"),
-                          disk_bytes=limits.disk_mb * 2 ** 20, ipc_dir=str(ipc_dir))
+        plan = walls.plan(uid=uid, home=str(home), disk_bytes=limits.disk_mb * 2 ** 20, ipc_dir=str(ipc_dir))
     return LaunchConfig(home=str(home), pid_file=str(job_dir / "kernel.pid"), ipc_dir=str(ipc_dir),
                         memory_bytes=memory_bytes, cpu_seconds=limits.cpu_seconds(),
                         file_bytes=limits.max_file_mb * 2 ** 20, max_processes=limits.max_processes,
@@ -136,14 +134,6 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
         if cgroup is not None:
             over_memory = cgroup.went_over_memory()
             cgroup.remove()
-        if uid is not None:
-            kill_user_processes(uid)
-            try:
-                remove_user_files(uid)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # a clean-up never costs the run its result
-                print(f"t5grade: could not remove the files of user {uid}: {type(exc).__name__}", file=sys.stderr)
     seconds = time.monotonic() - start
     if result is not None and over_memory:
         result = dataclasses.replace(result, memory_exceeded=True)

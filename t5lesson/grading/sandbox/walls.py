@@ -13,11 +13,13 @@ import fcntl
 import functools
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..course import HIDDEN
 from ..protocol import Walls
 from . import launcher, namespaces
+from .bubblewrap import inside
 
 __all__ = ["UID_BASE", "uids", "reserve", "class_walls", "check_isolation", "IsolationUnavailable"]
 
@@ -88,16 +90,12 @@ def check_isolation(isolation: str, uid: int) -> None:
             "are allowed; or, knowing that, pass --isolation none.")
 
 
-def _inside(path: str, folders) -> bool:
-    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
-
-
-def class_walls(shown: list[str], root: Path, hide, as_root: bool) -> Walls:
+def class_walls(shown: list[str], root: Path, hide: Iterable[str | os.PathLike[str]], as_root: bool) -> Walls:
     """What every kernel's root shows of the Python environment (`keep`, never inside a hidden folder) and the
     folders it must never show (`hide`: covered where one lies inside a kept path, a second line of defence)."""
     hidden = shown + [str(root / name) for name in HIDDEN] + [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
-    keep = [p for p in namespaces.needed_paths() if not _inside(os.path.realpath(p), hidden)]
+    keep = [p for p in namespaces.needed_paths() if not inside(os.path.realpath(p), hidden)]
     if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
         hidden.append(os.path.realpath(os.path.expanduser("~")))
     return Walls(hide=tuple(hidden), keep=tuple(keep))

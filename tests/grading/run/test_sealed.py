@@ -37,7 +37,7 @@ def test_a_writable_folder_is_not_sealed():
 
 def test_no_cell_runs_when_the_folder_is_never_sealed(tmp_path):
     """A kernel whose supervisor ended without sealing the folder: the run stops, saying why."""
-    plan = SandboxPlan(home=str(tmp_path), scratch=str(tmp_path), disk_bytes=1, keep=(str(tmp_path),),
+    plan = SandboxPlan(home=str(tmp_path), disk_bytes=1, keep=(str(tmp_path),),
                        writable_keep=(str(tmp_path),))
     job = Job(notebook="", result="", private_dir=str(tmp_path), limits=Limits(startup_timeout=600),
               sandbox=LaunchConfig(home=str(tmp_path), isolation=plan))
