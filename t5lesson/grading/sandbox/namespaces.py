@@ -1,12 +1,11 @@
 """Each kernel's own namespaces, made inside the class's bubblewrap (`sandbox.bubblewrap`). Linux only.
 
-bwrap gives every kernel of a class the same read-only root; `enter(plan)`, run in the kernel's
-launcher (a child of the zygote, or a launcher that bwrap started), gives each its own: mount,
-IPC, network and PID namespaces; one tmpfs of the plan's size for /tmp, /var/tmp, /dev/shm,
-/run/lock and its home; the grader's run folders covered but for its own home and socket folder;
-a fresh /proc. `become(uid)` then drops to the kernel's user id and every capability and loads
+bwrap gives every kernel of a class one read-only root; `enter(plan)`, in the kernel's launcher,
+gives each its own mount, IPC, network and PID namespaces, one tmpfs of the plan's size for /tmp,
+/var/tmp, /dev/shm, /run/lock and its home, the grader's run folders covered (but for its own
+home and socket folder) and a fresh /proc; `become(uid)` drops to its user id, no capability and
 the system-call filter. `probe()` says whether this works here, and if not, why. See
-docs/grading.md, "Isolation, honestly". ctypes stands in for os.unshare (Python 3.12+ only).
+docs/grading.md, "Isolation, honestly". (ctypes: os.unshare is Python 3.12+.)
 """
 from __future__ import annotations
 
@@ -90,12 +89,9 @@ def _installation_path() -> tuple[str, ...]:
 
 
 def needed_paths() -> list[str]:
-    """What a kernel must see of the Python environment (the plan's `keep`): real paths, each once.
-
-    The interpreter and its prefixes, the installation's own sys.path (with the user's site folder
-    where it is on sys.path) and the course package. A folder on sys.path that holds the package (a
-    checkout, by PYTHONPATH or an old-style editable install) is not shown whole: only its `t5lesson/`.
-    """
+    """What a kernel must see of the Python environment (the plan's `keep`), real paths: the interpreter, its
+    prefixes and own sys.path (with the user's site folder where it is on sys.path), and the course package; of a
+    folder on sys.path that holds the package (a checkout, by PYTHONPATH or an editable install) only `t5lesson/`."""
     import site
 
     prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
@@ -154,13 +150,9 @@ def _covers(plan: SandboxPlan, private: list[str]) -> list[str]:
 
 
 def enter(plan: SandboxPlan, sockets: Sequence[str] = ()) -> None:
-    """Make the kernel's own world and move into it (see module doc), as root or as a normal user, inside
-    bubblewrap, with the capabilities of its namespaces.
-
-    Returns in the kernel-to-be: process 1 of its new PID namespace. This process stays outside as
-    its supervisor (`_supervise`); once the kernel has bound `sockets` (their paths), the supervisor
-    makes the socket folder read-only. Call `become` once the kernel's limits are set.
-    """
+    """Make the kernel's own world and move into it (see module doc), inside bubblewrap, with the capabilities
+    of its namespaces. Returns in the kernel-to-be, process 1 of its new PID namespace; this process stays
+    outside as its supervisor (`_supervise`). Call `become` once the kernel's limits are set."""
     private = list(dict.fromkeys(os.path.realpath(p) for p in bubblewrap.WRITABLE if os.path.isdir(p)))
     sockets_folder = [os.path.realpath(p) for p in plan.writable_keep if os.path.isdir(p)]
     kept = [os.path.realpath(p) for p in plan.keep if p not in plan.writable_keep and os.path.exists(p)]
@@ -190,12 +182,9 @@ _PARENT_PIPE: list[int] = []
 
 
 def _supervise(folders: list[str], sockets: list[str]) -> None:
-    """Fork the kernel-to-be as process 1 of the new PID namespace; this process stays outside.
-
-    Returns in the child. The parent ignores SIGINT (jupyter_client signals the whole process
-    group, so the kernel gets it anyway), turns SIGTERM into SIGKILL for the child, makes the
-    socket `folders` read-only once every path of `sockets` is there, and exits with the child's status.
-    """
+    """Fork the kernel-to-be as process 1 of the new PID namespace; return in it. The parent ignores SIGINT
+    (jupyter_client signals the whole group, the kernel included), turns SIGTERM into SIGKILL for the child,
+    seals the socket `folders` once every path of `sockets` is there, and exits with the child's status."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -216,11 +205,8 @@ def _supervise(folders: list[str], sockets: list[str]) -> None:
 
 def _seal_when_bound(pid: int, folders: list[str], sockets: list[str]) -> int | None:
     """Once the kernel has bound all its sockets, make the socket folders read-only (a socket on a read-only
-    mount can still be connected to); the kernel's status if it ended first, else None.
-
-    This process keeps the capabilities the kernel dropped. No student code runs before the
-    worker sees the folder read-only (`sealed`); on a read-only mount nothing can be created.
-    """
+    mount can still be connected to; nothing can be created there); the kernel's status if it ended first, else
+    None. The worker runs no cell before it sees them sealed (`sealed`)."""
     deadline = time.monotonic() + SEAL_WAIT
     while not all(os.path.exists(path) for path in sockets):
         ended, status = os.waitpid(pid, os.WNOHANG)
@@ -264,12 +250,9 @@ def sealed(pid: int, folder: str) -> bool:
 
 
 def become(uid: int | None) -> None:
-    """In the kernel-to-be, its limits set: take the kernel's user id (as root), die with the supervisor, keep
-    no capability now or after any exec, and load the system-call filter.
-
-    As a normal user the kernel holds every capability of its own user namespace until it execs,
-    and a kernel forked from the zygote never does: with them it could lift a cover.
-    """
+    """In the kernel-to-be, its limits set: take the kernel's user id (as root), die with the supervisor, keep no
+    capability now or after any exec (a kernel forked from the zygote never execs, and would keep those of its
+    user namespace: enough to lift a cover), and load the system-call filter."""
     if uid is not None:
         os.setgroups([])
         os.setgid(uid)
@@ -295,11 +278,8 @@ def become(uid: int | None) -> None:
 
 
 def _unseen(plan: SandboxPlan) -> list[str]:
-    """Paths of this machine a kernel must not see: each entry of / and of the course folder outside the allowlist.
-
-    An entry is seen where it is shown, lies in a shown path, or leads to one; the writable folders
-    are fresh in the kernel (seen, but nothing of the machine's inside them).
-    """
+    """Each entry of / and of the course folder outside the allowlist: what a kernel must not see (one that leads
+    to a shown path is seen; the writable folders are fresh in the kernel)."""
     system = bubblewrap.system_paths()
     shown = [os.path.realpath(p) for p in (*system, *plan.keep, "/proc", "/dev", "/sys", bubblewrap.SCRATCH)]
     shown += [p for p in system if os.path.islink(p)]
@@ -317,7 +297,7 @@ def _unseen(plan: SandboxPlan) -> list[str]:
 _PROBE_CHECK = """
 import ctypes, os, sys
 def fail(why):
-    os.write(REPORT, why.encode())
+    print(why, flush=True)
     sys.exit(4)
 if os.getpid() != 1:
     fail("the kernel is not process 1 of its PID namespace")
@@ -342,28 +322,6 @@ else:
 os.chdir({home!r})
 open("x", "w").write("x")
 """
-
-
-def _probe_inside(plan: SandboxPlan, check_source: str) -> int:
-    """Inside bubblewrap: become a kernel-to-be as a launcher does, then run `check_source`; its exit status.
-    What the check finds wrong it writes to this process's stdout."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read_end)
-            enter(plan)
-            become(plan.uid)
-            os.set_inheritable(write_end, True)
-            source = check_source.replace("REPORT", str(write_end))
-            os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", source])
-        except BaseException as exc:
-            os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:500])
-            os._exit(3)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as report:
-        sys.stdout.buffer.write(report.read(2000))
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) & 0xFF
 
 
 def probe(uid: int | None = None) -> str | None:
@@ -396,5 +354,12 @@ def probe(uid: int | None = None) -> str | None:
             f"of the apparmor-profiles package), so kernels cannot be isolated without root{detail}")
 
 
-if __name__ == "__main__":  # inside bubblewrap, for the probe: PLAN.json CHECK
-    sys.exit(_probe_inside(SandboxPlan.from_json(json.loads(sys.argv[1])), sys.argv[2]))
+if __name__ == "__main__":  # inside bubblewrap, for the probe: become a kernel-to-be as a launcher does, then check
+    plan = SandboxPlan.from_json(json.loads(sys.argv[1]))
+    try:
+        enter(plan)  # returns in the kernel-to-be; its supervisor exits with its status
+        become(plan.uid)
+    except OSError as exc:
+        print(f"{type(exc).__name__}: {exc}", flush=True)
+        sys.exit(3)
+    os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", sys.argv[2]])

@@ -8,6 +8,7 @@ everything the kernel started, ends with it. Every run folder is removed by `rem
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -24,7 +25,7 @@ import psutil
 
 from ..protocol import Limits
 
-__all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harvest_reserve", "kill", "kill_group",
+__all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harvest_reserve", "kill_group",
            "remove_tree", "remove_quietly"]
 
 ROOT = Path("/sys/fs/cgroup")
@@ -66,51 +67,30 @@ class Cgroup:
         if os.geteuid() != 0:
             return None
         own = _own_cgroups()
-        return cls._v1(own, name, memory_bytes, max_processes) or cls._v2(own, name, memory_bytes, max_processes)
-
-    @classmethod
-    def _v1(cls, own: dict[str, str], name: str, memory_bytes: int, max_processes: int) -> Cgroup | None:
-        if "memory" not in own or not (ROOT / "memory" / "memory.limit_in_bytes").exists():
+        if "memory" in own and (ROOT / "memory" / "memory.limit_in_bytes").exists():  # v1: a hierarchy each
+            limits = {"memory": {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes},
+                      "pids": {"pids.max": max_processes}}
+            version = 1
+            settings = {ROOT / c / own[c].lstrip("/") / name: v for c, v in limits.items()
+                        if c in own and (ROOT / c).is_dir()}
+        elif "" in own and (ROOT / "cgroup.controllers").exists():  # v2: one, where memory is delegated to it
+            version = 2
+            settings = {ROOT / own[""].lstrip("/") / name: {"memory.max": memory_bytes, "memory.swap.max": 0,
+                                                             "pids.max": max_processes}}
+        else:
             return None
-        made = cls([], 1)
+        made = cls([], version)
         try:
-            made.paths.append(ROOT / "memory" / own["memory"].lstrip("/") / name)
-            made.paths[0].mkdir()
-            _write(made.paths[0] / "memory.limit_in_bytes", memory_bytes)
-            try:
-                _write(made.paths[0] / "memory.memsw.limit_in_bytes", memory_bytes)
-            except OSError:  # swap not accounted here
-                pass
-            if "pids" in own and (ROOT / "pids").is_dir():
-                made.paths.append(ROOT / "pids" / own["pids"].lstrip("/") / name)
-                made.paths[1].mkdir()
-                _write(made.paths[1] / "pids.max", max_processes)
+            for path, values in settings.items():
+                path.mkdir()
+                made.paths.append(path)
+                for k, (file, value) in enumerate(values.items()):
+                    if k == 0 or (path / file).exists():  # the first is required; swap and v2's pids where accounted
+                        _write(path / file, value)
         except OSError:
             made.remove()
             return None
         return made
-
-    @classmethod
-    def _v2(cls, own: dict[str, str], name: str, memory_bytes: int, max_processes: int) -> Cgroup | None:
-        if "" not in own or not (ROOT / "cgroup.controllers").exists():
-            return None
-        group = ROOT / own[""].lstrip("/") / name
-        try:
-            if "memory" not in (group.parent / "cgroup.subtree_control").read_text().split():
-                return None
-            group.mkdir()
-        except OSError:
-            return None
-        try:
-            _write(group / "memory.max", memory_bytes)
-            if (group / "memory.swap.max").exists():
-                _write(group / "memory.swap.max", 0)
-            if (group / "pids.max").exists():
-                _write(group / "pids.max", max_processes)
-        except OSError:
-            cls([group], 2).remove()
-            return None
-        return cls([group], 2)
 
     @classmethod
     def available(cls) -> bool:
@@ -143,21 +123,14 @@ class Cgroup:
             for _ in range(rounds):
                 try:
                     for pid in (path / "cgroup.procs").read_text().split():
-                        kill(int(pid))
+                        with contextlib.suppress(OSError):
+                            os.kill(int(pid), signal.SIGKILL)
                     path.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
                     time.sleep(0.05)
-
-
-def kill(pid: int) -> None:
-    """SIGKILL one process, if it is still there."""
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
 
 
 def kill_group(pid: int) -> bool:

@@ -68,10 +68,7 @@ def modules_imported(sources: Iterable[str]) -> list[str]:
 
 def _read_request(conn: socket.socket) -> tuple[Request, list[int]]:
     data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
-    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST:
-        more = conn.recv(MAX_REQUEST)
-        if not more:
-            break
+    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST and (more := conn.recv(MAX_REQUEST)):
         data += more
     if len(fds) != 3:
         for fd in fds:
@@ -113,16 +110,16 @@ def _child(request: Request, fds: list[int], listener: socket.socket, conn: sock
     for thread in threading.enumerate():  # as an interpreter ends: wait for its threads, run the exit functions
         if thread is not threading.current_thread() and not thread.daemon:
             _quietly(thread.join)
-    _quietly(atexit._run_exitfuncs)  # pyright: ignore[reportPrivateUsage] (no public way to run them)
-    _quietly(sys.stdout.flush)
-    _quietly(sys.stderr.flush)
+    run_exit_functions: Callable[[], None] = atexit._run_exitfuncs  # pyright: ignore[reportPrivateUsage] (no public API)
+    for action in (run_exit_functions, sys.stdout.flush, sys.stderr.flush):
+        _quietly(action)
     os._exit(code & 0xFF)
 
 
 def _quietly(action: Callable[[], object]) -> None:
     try:
         action()
-    except BaseException:
+    except BaseException:  # what a process about to exit cannot report
         pass
 
 
@@ -163,12 +160,11 @@ def serve(path: str, modules: Iterable[str]) -> int:
     sys.stdout.flush()
     while os.getppid() == parent:
         ready = select.select([listener], [], [], 0.5)[0]
-        while True:  # reap the children that ended
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
-                break
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:  # reap the children that ended
+                pass
+        except ChildProcessError:
+            pass
         if not ready:
             continue
         conn = listener.accept()[0]
@@ -278,7 +274,7 @@ def spawn(path: str, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds:
         pid = int(answer)
         try:
             pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:
+        except ProcessLookupError:  # it ended already
             pidfd = None
         conn.sendall(b"ok")
     return ForkedKernel(pid, pidfd)
