@@ -106,7 +106,7 @@ def _cpu(pid: int) -> float:
 
 def _launch_config(slot: Slot) -> Path:
     walls = Walls(keep=tuple(namespaces.needed_paths()))
-    plan = walls.plan(uid=slot.uid, home=str(slot.home), scratch=str(slot.scratch), disk_bytes=256 << 20,
+    plan = walls.plan(uid=slot.uid, home=str(slot.home), disk_bytes=256 << 20,
                       ipc_dir=str(slot.ipc))
     path = slot.folder / "sandbox.json"
     LaunchConfig(home=str(slot.home), ipc_dir=str(slot.ipc), isolation=plan).write(path)

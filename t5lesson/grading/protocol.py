@@ -175,7 +175,6 @@ class SandboxPlan:
     class grader per submission, carried in the job file, applied by the kernel's launcher."""
 
     home: str  # the kernel's home folder (bound in from the scratch tmpfs)
-    scratch: str  # an empty folder to mount the kernel's one writable tmpfs on (its new root is built in it)
     disk_bytes: int  # size of that tmpfs: every file, shared memory and lock of the submission
     hide: tuple[str, ...] = ()  # folders never shown; one inside a kept path is covered by an empty tmpfs
     keep: tuple[str, ...] = ()  # read-only in the kernel's root, beside the system: Python and the course package
@@ -199,9 +198,9 @@ class Walls:
     hide: tuple[str, ...] = ()
     keep: tuple[str, ...] = ()
 
-    def plan(self, *, uid: int | None, home: str, scratch: str, disk_bytes: int, ipc_dir: str) -> SandboxPlan:
+    def plan(self, *, uid: int | None, home: str, disk_bytes: int, ipc_dir: str) -> SandboxPlan:
         """The walls of one kernel: these, and its own home, scratch tmpfs and socket folder."""
-        return SandboxPlan(uid=uid, home=home, scratch=scratch, disk_bytes=disk_bytes, hide=self.hide,
+        return SandboxPlan(uid=uid, home=home, disk_bytes=disk_bytes, hide=self.hide,
                            keep=(*self.keep, ipc_dir), writable_keep=(ipc_dir,))
 
 

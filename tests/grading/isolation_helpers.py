@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 from t5lesson.grading.sandbox import launcher as sandbox
 from t5lesson.grading.sandbox import namespaces as ns
 from t5lesson.grading.sandbox.walls import uids
@@ -63,8 +65,8 @@ def run_as(uid: int, gid: int, argv: list[str], *, cwd: str, env: dict, timeout:
 def _private_namespace() -> None:
     """Give this process its own mount namespace, whose mounts never propagate back."""
     libc = ns.load_libc()
-    ns._check(libc.unshare(ns.CLONE_NEWNS), "unshare(CLONE_NEWNS)")
-    ns._check(libc.mount(b"none", b"/", None, ns.MS_REC | ns.MS_PRIVATE, None), "make / private")
+    ns.check(libc.unshare(ns.CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    ns.check(libc.mount(b"none", b"/", None, ns.MS_REC | ns.MS_PRIVATE, None), "make / private")
 
 
 def _blocked(path: str):
@@ -97,7 +99,7 @@ def expose(paths) -> None:
         for folder, children in groups.items():
             fds = {child: os.open(os.path.join(folder, child), os.O_PATH) for child in children}
             data = b"size=64k,mode=0711"
-            ns._check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", ns.MS_NOSUID | ns.MS_NODEV, data),
+            ns.check(libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", ns.MS_NOSUID | ns.MS_NODEV, data),
                       f"cover {folder}")
             for child, fd in fds.items():
                 target = os.path.join(folder, child)
@@ -107,7 +109,7 @@ def expose(paths) -> None:
                     open(target, "w").close()
                 source = os.fsencode(f"/proc/self/fd/{fd}")
                 bound = libc.mount(source, os.fsencode(target), None, ns.MS_BIND | ns.MS_REC, None)
-                ns._check(bound, f"expose {target}")
+                ns.check(bound, f"expose {target}")
                 os.close(fd)
 
 
@@ -117,17 +119,7 @@ def python() -> str:
 
 def processes_running(*argv: str) -> list[int]:
     """Pids of the processes whose command line starts with argv (e.g. "sleep", "987")."""
-    want = [a.encode() for a in argv]
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                command = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if command[:len(want)] == want:
-                found.append(int(entry))
-    return found
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:len(argv)] == list(argv)]
 
 
 def grade_as(user: tuple[int, int], root: Path, folder: Path, report: Path, limits, *options: str,

@@ -72,7 +72,7 @@ def test_every_run_end_has_a_status_and_unknown_ones_are_grader_errors():
     assert f"{Status.KERNEL_DIED}" == str(Status.KERNEL_DIED) == "kernel died"
 
 
-PLAN = SandboxPlan(home="/w/home", scratch="/w/job/scratch", disk_bytes=256 << 20, hide=("/w/sub", "/w/out"),
+PLAN = SandboxPlan(home="/w/home", disk_bytes=256 << 20, hide=("/w/sub", "/w/out"),
                    keep=("/usr", "/w/ipc"), writable_keep=("/w/ipc",), uid=2_100_000_001)
 LAUNCH = LaunchConfig(home="/w/home", pid_file="/w/job/kernel.pid", ipc_dir="/w/ipc", memory_bytes=2 << 30,
                       cpu_seconds=230, file_bytes=64 << 20, max_processes=256, cgroup=("/sys/fs/cgroup/t5",),
@@ -97,7 +97,7 @@ def test_limits_and_walls_round_trip_through_json():
     assert Limits.from_dict(_through_json(asdict(limits))) == limits
     walls = Walls(hide=("/w/sub",), keep=("/usr",))
     assert Walls(**{k: tuple(v) for k, v in _through_json(asdict(walls)).items()}) == walls
-    plan = walls.plan(uid=None, home="/h", scratch="/s", disk_bytes=1, ipc_dir="/w/ipc")
+    plan = walls.plan(uid=None, home="/h", disk_bytes=1, ipc_dir="/w/ipc")
     assert plan.keep == ("/usr", "/w/ipc") and plan.writable_keep == ("/w/ipc",) and plan.hide == ("/w/sub",)
 
 

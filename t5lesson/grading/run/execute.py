@@ -25,7 +25,7 @@ from ..errors import GradingError
 from ..protocol import RUNNER_MODULE, Job, LaunchConfig, Limits, RunEnd, RunResult, Walls
 from ..records import loads
 from ..sandbox import launcher, zygote
-from ..sandbox.resources import Cgroup, kill_group, kill_user_processes, remove_quietly, remove_user_files
+from ..sandbox.resources import Cgroup, kill_group, remove_quietly
 from .compose import Notebook, Prepared, write_notebook
 from .pool import WorkerPool
 
@@ -130,9 +130,7 @@ def _launch_config(limits: Limits, home: Path, job_dir: Path, ipc_dir: Path, cgr
     memory_bytes = limits.memory_mb * 2 ** 20
     plan = None
     if walls is not None:
-        (job_dir / "scratch").mkdir(mode=0o700)
-        plan = walls.plan(uid=uid, home=str(home), scratch=str(job_dir / "scratch"),
-                          disk_bytes=limits.disk_mb * 2 ** 20, ipc_dir=str(ipc_dir))
+        plan = walls.plan(uid=uid, home=str(home), disk_bytes=limits.disk_mb * 2 ** 20, ipc_dir=str(ipc_dir))
     return LaunchConfig(home=str(home), pid_file=str(job_dir / "kernel.pid"), ipc_dir=str(ipc_dir),
                         memory_bytes=memory_bytes, cpu_seconds=limits.cpu_seconds(),
                         file_bytes=limits.max_file_mb * 2 ** 20, max_processes=limits.max_processes,
@@ -148,17 +146,6 @@ def _kill_kernel(pid_file: Path) -> None:
             kill_group(kernel)
     except (ValueError, OSError):
         pass
-
-
-def _clean_user(uid: int) -> None:
-    """Kill what the kernel's own user id left running, and remove its files (logged, never raised)."""
-    kill_user_processes(uid)
-    try:
-        remove_user_files(uid)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # a clean-up never costs the run its result
-        print(f"t5grade: could not remove the files of user {uid}: {type(exc).__name__}", file=sys.stderr)
 
 
 def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: Walls | None,
@@ -190,8 +177,6 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
         if cgroup is not None:
             over_memory = cgroup.went_over_memory()
             cgroup.remove()
-        if uid is not None:
-            _clean_user(uid)
     seconds = time.monotonic() - start
     if result is not None and over_memory:
         result = dataclasses.replace(result, memory_exceeded=True)

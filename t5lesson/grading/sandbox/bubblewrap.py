@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable, Sequence
 
-__all__ = ["WRITABLE", "SCRATCH", "command", "missing", "holding", "system_paths"]
+__all__ = ["WRITABLE", "SCRATCH", "command", "missing", "holding", "system_paths", "inside"]
 
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian: each kernel's own
 SCRATCH = "/run/t5kernel"  # where each kernel mounts its own tmpfs before binding its folders out of it
@@ -33,30 +34,32 @@ def system_paths() -> list[str]:
     return [p for p in (*SYSTEM, *ETC, *CPU_INFO) if os.path.lexists(p)]
 
 
-def _inside(path: str, folders) -> bool:
+def inside(path: str, folders: Iterable[str]) -> bool:
+    """`path` is one of `folders` or lies in one."""
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def holding(folders, paths) -> list[str]:
+def holding(folders: Iterable[str], paths: Iterable[str]) -> list[str]:
     """The `folders` that hold one of `paths` (real paths compared): the run folders a launcher must see."""
     reals = [os.path.realpath(p) for p in paths if p]
-    return [f for f in dict.fromkeys(os.path.realpath(f) for f in folders) if any(_inside(r, [f]) for r in reals)]
+    return [f for f in dict.fromkeys(os.path.realpath(f) for f in folders) if any(inside(r, [f]) for r in reals)]
 
 
 def _ways(targets: list[str]) -> list[str]:
     """`--dir` for each folder on the way to the `targets` that no target holds, open to all (bwrap's own are 0700)."""
-    folders = []
+    folders: list[str] = []
     for target in targets:
         parts = [p for p in target.split("/") if p][:-1]
         folders += ["/" + "/".join(parts[:k]) for k in range(1, len(parts) + 1)]
-    args = []
+    args: list[str] = []
     for folder in sorted(dict.fromkeys(folders), key=lambda f: f.count("/")):
-        if not any(folder == t or folder.startswith(t.rstrip("/") + "/") for t in targets):
+        if not inside(folder, targets):
             args += ["--perms", "0755", "--dir", folder]
     return args
 
 
-def command(keep, hide, writable, argv: list[str]) -> list[str]:
+def command(keep: Iterable[str], hide: Iterable[str], writable: Iterable[str | os.PathLike[str]],
+            argv: Sequence[str]) -> list[str]:
     """`bwrap` with the class's walls around `argv` (see module doc).
 
     Every process in it keeps the capabilities of its namespaces (each kernel needs them to make
@@ -85,6 +88,6 @@ def command(keep, hide, writable, argv: list[str]) -> list[str]:
     for folder in dict.fromkeys(os.path.realpath(w) for w in writable):
         args += ["--bind", folder, folder]
     for folder in dict.fromkeys(os.path.realpath(h) for h in hide):  # a hidden folder inside a shown one: covered
-        if os.path.isdir(folder) and any(folder.startswith(s.rstrip("/") + "/") for s in shown):
+        if os.path.isdir(folder) and folder not in shown and inside(folder, shown):
             args += ["--tmpfs", folder, "--remount-ro", folder]
     return [*args, "--remount-ro", "/", *argv]

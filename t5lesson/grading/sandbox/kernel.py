@@ -11,7 +11,7 @@ from __future__ import annotations
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.kernelapp import IPKernelApp
 from ipykernel.zmqshell import ZMQInteractiveShell
-from traitlets import Type, observe
+from traitlets import Bunch, Type, observe
 
 from ..protocol import EXIT_ENAME
 
@@ -28,11 +28,11 @@ assert ExitCalled.__name__ == EXIT_ENAME  # the name the runner reports and the 
 class GradingShell(ZMQInteractiveShell):
     """IPython's kernel shell with exit() and quit() stopping only their cell."""
 
-    def ask_exit(self):
+    def ask_exit(self) -> None:
         raise ExitCalled("exit() or quit() was called; while grading it stops only this cell")
 
     @observe("exit_now")
-    def _update_exit_now(self, change):  # replaces ipykernel's handler, which stops the event loop
+    def _update_exit_now(self, change: Bunch) -> None:  # replaces ipykernel's handler, which stops the event loop
         if change["new"]:
             self.exit_now = False
             raise ExitCalled("the kernel was asked to exit; while grading it stops only this cell")
@@ -41,12 +41,12 @@ class GradingShell(ZMQInteractiveShell):
 class GradingKernel(IPythonKernel):
     shell_class = Type(GradingShell)
 
-    def do_shutdown(self, restart):
+    def do_shutdown(self, restart: bool) -> dict[str, object]:  # pyright: ignore[reportIncompatibleMethodOverride] (ipykernel's inferred dict[str, str] is wrong)
         # the grader's own shutdown request: kernelbase stops the event loops itself
         return dict(status="ok", restart=restart)
 
 
-def main(argv=None) -> None:
+def main(argv: list[str] | None = None) -> None:
     IPKernelApp.launch_instance(argv, kernel_class=GradingKernel)
 
 

@@ -3,9 +3,9 @@
 The worker's kernelspec runs this module (or the zygote forks it, `run_here`): it applies the
 run's `LaunchConfig` to itself (resource limits, the cgroup, the namespaces of
 `sandbox.namespaces`, the kernel's own user id, no capability, the system-call filter of
-`sandbox.seccomp`, a bare environment and home),
-then replaces itself with the grading kernel (`sandbox.kernel`). What a kernel can still do is
-said, honestly, in docs/grading.md, "Isolation, honestly".
+`sandbox.seccomp`, a bare environment and home), then becomes the grading kernel
+(`sandbox.kernel`). What a kernel can still do is said, honestly, in docs/grading.md,
+"Isolation, honestly".
 """
 from __future__ import annotations
 
@@ -14,11 +14,14 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+
+import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
 from . import bubblewrap, namespaces, seccomp
-from .resources import Cgroup, processes_of
+from .resources import Cgroup
 
 __all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment"]
 
@@ -27,55 +30,50 @@ KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE",
             "JPY_PARENT_PID")
 
 
-def _limit(which, value) -> None:
+def _limit(which: int, value: int | None) -> None:
     if value is None:
         return
     try:
         resource.setrlimit(which, (value, value))
     except (ValueError, OSError):  # a limit above the hard limit stays at the hard limit
-        soft, hard = resource.getrlimit(which)
+        hard = resource.getrlimit(which)[1]
         resource.setrlimit(which, (min(value, hard) if hard != resource.RLIM_INFINITY else value, hard))
 
 
-def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict]:
+def _write_pid(config: LaunchConfig) -> None:
+    """This process's id, the leader of the group the grader kills (bubblewrap's, where it started one)."""
+    if config.pid_file:
+        Path(config.pid_file).write_text(str(os.getpid()), encoding="utf-8")
+
+
+def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict[str, str]]:
     """Apply the sandbox described by `config` to this process; return the kernel's (argv, environment)."""
-    home = config.home
-    with open(connection_file, encoding="utf-8") as f:
-        connection = f.read()
-    seccomp.available()  # loads libseccomp while the installation is still ours to read
-    if config.pid_file and not os.environ.get(WALLED):  # else bubblewrap's process wrote it: the group to kill
-        with open(config.pid_file, "w", encoding="utf-8") as f:
-            f.write(str(os.getpid()))
-    plan = config.isolation
+    home, plan = config.home, config.isolation
     uid = plan.uid if plan else None
+    connection = Path(connection_file).read_text(encoding="utf-8")
+    seccomp.available()  # loads libseccomp while the installation is still ours to read
+    if not os.environ.get(WALLED):  # else bubblewrap's process wrote it
+        _write_pid(config)
     if config.cgroup:  # as root: this process and all it starts count against the submission's cgroup
         Cgroup([Path(p) for p in config.cgroup], 0).join()
     if plan:  # from here on: the kernel-to-be, process 1 of its PID namespace, in its own root
         namespaces.enter(plan, sockets=_sockets(connection))
     own = os.path.join(home, "connection.json")
-    with open(own, "w", encoding="utf-8") as f:
+    with open(os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
         f.write(connection)
-    os.chmod(own, 0o600)
     if uid is not None:
         os.chown(own, uid, uid)
-
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_AS, config.memory_bytes)
     _limit(resource.RLIMIT_CPU, config.cpu_seconds)
     _limit(resource.RLIMIT_FSIZE, config.file_bytes)
     if uid is not None:
         _limit(resource.RLIMIT_NPROC, config.max_processes)
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-        if os.getuid() != uid or os.geteuid() != uid:
-            raise SystemExit("sandbox: could not drop privileges")
     elif plan and config.max_processes:  # the user's own processes count too: allow that many more
-        _limit(resource.RLIMIT_NPROC, len(processes_of(os.getuid())) + int(config.max_processes))
+        mine = sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == os.getuid())
+        _limit(resource.RLIMIT_NPROC, mine + config.max_processes)
     if plan:
-        namespaces.die_with_parent()
-        namespaces.drop_capabilities()
-        seccomp.install()
+        namespaces.become(uid)
     os.chdir(home)
     return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
 
@@ -91,36 +89,31 @@ def _sockets(connection: str) -> list[str]:
         return []
 
 
-def kept_environment(base) -> dict:
+def kept_environment(base: Mapping[str, str]) -> dict[str, str]:
     """The variables of `base` that a kernel keeps: PATH, locale and a few settings (no tokens, no paths)."""
     return {k: v for k, v in base.items() if k in KEEP_ENV or k.startswith("LC_")}
 
 
-def kernel_environment(base, home: str) -> dict:
+def kernel_environment(base: Mapping[str, str], home: str) -> dict[str, str]:
     """What a kernel's environment holds: `kept_environment(base)`, its own home and fixed settings."""
-    env = kept_environment(base)
-    env.update({
-        "HOME": home, "IPYTHONDIR": os.path.join(home, ".ipython"), "MPLCONFIGDIR": os.path.join(home, ".mpl"),
-        "JUPYTER_RUNTIME_DIR": home, "JUPYTER_DATA_DIR": home, "JUPYTER_CONFIG_DIR": home,
-        "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "TMPDIR": "/tmp",
-    })
-    return env
+    return {**kept_environment(base),
+            "HOME": home, "IPYTHONDIR": os.path.join(home, ".ipython"), "MPLCONFIGDIR": os.path.join(home, ".mpl"),
+            "JUPYTER_RUNTIME_DIR": home, "JUPYTER_DATA_DIR": home, "JUPYTER_CONFIG_DIR": home,
+            "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "TMPDIR": "/tmp"}
 
 
 def launch(config: LaunchConfig, connection_file: str) -> None:
     """Apply the sandbox described by `config` to this process, then exec the kernel."""
     (own, *options), env = _enter(config, connection_file)
-    argv = [sys.executable, "-m", KERNEL_MODULE, "-f", own, *options]
-    os.execve(sys.executable, argv, env)
+    os.execve(sys.executable, [sys.executable, "-m", KERNEL_MODULE, "-f", own, *options], env)
 
 
 def run_here(config: LaunchConfig, connection_file: str) -> None:
     """Apply the sandbox to this process, then run the kernel in it (until it stops).
 
-    For a process forked from an interpreter that has already imported the kernel's modules
-    (`t5lesson.grading.sandbox.zygote`): what `launch` gets from exec (a fresh environment, the
-    home as working folder and first entry of sys.path, no bytecode written) is set here instead.
+    For a process forked from the zygote, which has imported the kernel's modules already: what
+    `launch` gets from exec (a fresh environment, the home first on sys.path, no bytecode) is set here.
     """
     (own, *options), env = _enter(config, connection_file)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter starts
@@ -142,17 +135,16 @@ def probe(uid: int | None = None) -> str | None:
 def _behind_walls(config: LaunchConfig, argv: list[str]) -> None:
     """Start this launcher again inside the class's bubblewrap (it shows the run folders that hold its files)."""
     plan = config.isolation
-    if config.pid_file:
-        with open(config.pid_file, "w", encoding="utf-8") as f:
-            f.write(str(os.getpid()))  # bubblewrap's: the leader of the group the grader kills
+    assert plan is not None
+    _write_pid(config)
     folders = bubblewrap.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
     keep = [p for p in plan.keep if p not in plan.writable_keep]
     command = bubblewrap.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the kernel's (it restores SIGINT), not bubblewrap's
-    os.execvpe(command[0], command, dict(os.environ, **{WALLED: "1"}))
+    os.execvpe(command[0], command, {**os.environ, WALLED: "1"})
 
 
-def main(argv=None) -> None:
+def main(argv: list[str] | None = None) -> None:
     """`python -m t5lesson.grading.sandbox.launcher CONFIG.json CONNECTION_FILE`: the kernelspec's command."""
     argv = sys.argv[1:] if argv is None else argv
     config = LaunchConfig.read(argv[0])

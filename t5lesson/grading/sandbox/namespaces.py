@@ -1,10 +1,11 @@
 """Each kernel's own namespaces, made inside the class's bubblewrap (`sandbox.bubblewrap`). Linux only.
 
-`enter(plan)` runs in the kernel's launcher (a child of the zygote, or a launcher that bwrap
-started) before it becomes the kernel: its own mount, IPC, network and PID namespaces; one tmpfs
-of the plan's size for /tmp, /var/tmp, /dev/shm, /run/lock and its home; the grader's run
-folders covered but for its own home and socket folder; a fresh /proc. `probe()` says whether
-this works here, and if not, why. See docs/grading.md, "Isolation, honestly".
+bwrap gives every kernel of a class one read-only root; `enter(plan)`, in the kernel's launcher,
+gives each its own mount, IPC, network and PID namespaces, one tmpfs of the plan's size for /tmp,
+/var/tmp, /dev/shm, /run/lock and its home, the grader's run folders covered (but for its own
+home and socket folder) and a fresh /proc; `become(uid)` drops to its user id, no capability and
+the system-call filter. `probe()` says whether this works here, and if not, why. See
+docs/grading.md, "Isolation, honestly". (ctypes: os.unshare is Python 3.12+.)
 """
 from __future__ import annotations
 
@@ -12,35 +13,35 @@ import ctypes
 import functools
 import json
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Sequence
 
 from ..course import PACKAGE_PARENT
 from ..protocol import SandboxPlan
-from . import bubblewrap
+from . import bubblewrap, seccomp
+from .bubblewrap import inside
 from .resources import descendants
 
-__all__ = ["probe", "enter", "sealed", "die_with_parent", "drop_capabilities", "needed_paths"]
+__all__ = ["probe", "enter", "become", "sealed", "needed_paths", "load_libc"]
 
-CLONE_NEWNS, CLONE_NEWIPC = 0x00020000, 0x08000000
-CLONE_NEWNET, CLONE_NEWPID = 0x40000000, 0x20000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 1 << 18
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
-CAPABILITY_VERSION_3 = 0x20080522
-
-# Sizes of the grader's own tmpfs mounts, not limits of a submission: a cover holds only the way
-# to the kernel's own folders, and the probe writes one small file.
-COVER_SIZE, PROBE_DISK_BYTES = "64k", 1 << 20
-_FLAG_OF_OPTION = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-                   "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME}
+CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x08000000, 0x40000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 0x4000, 1 << 18
+MNT_DETACH, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, CAPABILITY_VERSION_3 = 2, 1, 38, 0x20080522
+# a read-only remount must keep the per-mount flags it found (a user namespace may not clear them)
+_ST_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: 8, os.ST_NOATIME: 1024,
+             os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
+COVER_SIZE, PROBE_DISK_BYTES = "64k", 1 << 20  # the grader's own tmpfs mounts, not limits of a submission
+SEAL_WAIT = 600.0  # seconds the supervisor waits for the kernel's sockets (the worker gives up sooner)
 
 
 @functools.cache
-def load_libc():
+def load_libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -49,116 +50,68 @@ def load_libc():
     return libc
 
 
-def _check(result: int, what: str) -> None:
+def check(result: int, what: str) -> None:
+    """Raise OSError (with errno's words) where a libc call returned non-zero."""
     if result != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def _mount(source, target, fstype, flags, data, what: str) -> None:
-    enc = (lambda x: None if x is None else os.fsencode(x))
-    _check(load_libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)), what)
+def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    def enc(x: str | None) -> bytes | None:
+        return None if x is None else os.fsencode(x)
+
+    check(load_libc().mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
-def _inside(path: str, folders) -> bool:
-    """`path` is one of `folders` or lies in one."""
-    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+def _remount_read_only(target: str, bind: bool = True) -> None:
+    flags = sum(ms for st, ms in _ST_TO_MS.items() if os.statvfs(target).f_flag & st)
+    mount(None, target, None, MS_REMOUNT | MS_RDONLY | (MS_BIND if bind else 0) | flags)
+
+
+def _bind(source: str, target: str, read_only: bool) -> None:
+    """Bind `source` at `target`, read-only or not (a bind does not keep its source's read-only flag)."""
+    mount(source, target, None, MS_BIND | MS_REC)
+    if read_only:
+        _remount_read_only(target)
 
 
 @functools.cache
 def _installation_path() -> tuple[str, ...]:
-    """The interpreter's own sys.path: what it has started in isolated mode (no PYTHONPATH, no script folder).
-
-    It holds the standard library and the site folders with what their .pth files add, but not
-    the folders a caller put first (the current folder, a test runner's, PYTHONPATH's).
-    """
+    """The interpreter's own sys.path, as it starts in isolated mode: the standard library and the site
+    folders with what their .pth files add, not the folders a caller put first (PYTHONPATH, a test runner's)."""
     try:
         found = subprocess.run([sys.executable, "-I", "-c", "import json, sys; print(json.dumps(sys.path))"],
                                capture_output=True, text=True, timeout=60, check=True)
-        return tuple(p for p in json.loads(found.stdout) if p)
+        return tuple(str(p) for p in json.loads(found.stdout) if p)
     except (OSError, subprocess.SubprocessError, ValueError):
-        return tuple(p for p in sys.path if p and _inside(p, {sys.prefix, sys.base_prefix}))
+        return tuple(p for p in sys.path if p and inside(p, [sys.prefix, sys.base_prefix]))
 
 
 def needed_paths() -> list[str]:
-    """What a kernel must see of the Python environment (the plan's `keep`): real paths, each once.
-
-    The interpreter and its prefixes, the installation's own sys.path entries (with the user's
-    site folder where it is on sys.path) and the course package, `t5lesson/`. A folder on sys.path
-    that holds the package (a course checkout, put there by PYTHONPATH or an old-style editable
-    install) is not shown whole: only its `t5lesson/`. Other PYTHONPATH folders are not shown.
-    """
+    """What a kernel must see of the Python environment (the plan's `keep`), real paths: the interpreter, its
+    prefixes and own sys.path (with the user's site folder where it is on sys.path), and the course package; of a
+    folder on sys.path that holds the package (a checkout, by PYTHONPATH or an editable install) only `t5lesson/`."""
     import site
 
-    package = PACKAGE_PARENT / "t5lesson"
     prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     entries = list(_installation_path())
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
     if user_site and user_site in sys.path:
         entries.append(user_site)
-    paths = [os.path.realpath(sys.executable), *prefixes]
+    paths = [os.path.realpath(sys.executable), *prefixes, str(PACKAGE_PARENT / "t5lesson")]
     for entry in entries:
         holds_package = os.path.isfile(os.path.join(entry, "t5lesson", "__init__.py"))
-        paths.append(os.path.join(entry, "t5lesson") if holds_package and not _inside(entry, prefixes) else entry)
-    paths.append(str(package))
-    real = [os.path.realpath(p) for p in paths if os.path.exists(p)]
-    return list(dict.fromkeys(real))
-
-
-def _writable_folders() -> list[str]:
-    """The world-writable folders of WRITABLE that exist here, each once (/var/lock links to /run/lock)."""
-    writable = []
-    for path in bubblewrap.WRITABLE:
-        real = os.path.realpath(path)
-        if os.path.isdir(real) and real not in writable:
-            writable.append(real)
-    return writable
-
-
-def _mounts(pid: int | str = "self") -> list[tuple[str, bool, int]]:
-    """(mount point, read-only?, flags to keep when remounting) of every mount, in mount order.
-
-    Mount points are seen from the root of the process `pid`.
-    """
-    found = []
-    with open(f"/proc/{pid}/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-        for line in f:
-            fields = line.split()
-            point = fields[4]
-            if "\\" in point:  # octal escapes: a space is \040
-                point = point.encode().decode("unicode_escape").encode("latin-1").decode("utf-8", "surrogateescape")
-            options = fields[5].split(",")
-            flags = 0
-            for option in options:
-                flags |= _FLAG_OF_OPTION.get(option, 0)
-            found.append((point, "ro" in options, flags))
-    return found
-
-
-_ST_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: MS_NOEXEC, os.ST_NOATIME: MS_NOATIME,
-             os.ST_NODIRATIME: MS_NODIRATIME, os.ST_RELATIME: MS_RELATIME}
-
-
-def _flags_of(path: str) -> int:
-    """The per-mount flags of the mount holding `path` (a remount must keep them in a user namespace)."""
-    flag = os.statvfs(path).f_flag
-    return sum(ms for st, ms in _ST_TO_MS.items() if flag & st)
+        paths.append(os.path.join(entry, "t5lesson") if holds_package and not inside(entry, prefixes) else entry)
+    return list(dict.fromkeys(os.path.realpath(p) for p in paths if os.path.exists(p)))
 
 
 # --------------------------------------------------------------------------- the kernel's own world
 
 
-def _bind(source: str, target: str, read_only: bool, what: str) -> None:
-    """Bind `source` at `target`, read-only or not (a bind does not keep its source's read-only flag)."""
-    _mount(source, target, None, MS_BIND | MS_REC, None, what)
-    if read_only:
-        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags_of(target), None, what)
-
-
 def _lay_way(path: str, is_dir: bool = True) -> None:
     """Make the folders on the way to `path` (and `path` itself), where a fresh tmpfs covers the machine's."""
-    done = "/"
-    names = [p for p in path.split("/") if p]
+    done, names = "/", [p for p in path.split("/") if p]
     for k, name in enumerate(names):
         done = os.path.join(done, name)
         if os.path.lexists(done):
@@ -171,14 +124,13 @@ def _lay_way(path: str, is_dir: bool = True) -> None:
 
 
 def _scratch(plan: SandboxPlan, private: list[str]) -> str:
-    """The kernel's one tmpfs of `disk_bytes`: a folder of it over each private place (1777); return its home folder."""
-    _mount("tmpfs", bubblewrap.SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(plan.disk_bytes)},mode=0755",
-           "scratch tmpfs")
+    """The kernel's one tmpfs of `disk_bytes`: a folder of it over each private place (1777); return its home."""
+    mount("tmpfs", bubblewrap.SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(plan.disk_bytes)},mode=0755")
     for i, path in enumerate(private):
         folder = os.path.join(bubblewrap.SCRATCH, f"w{i}")
         os.mkdir(folder)
         os.chmod(folder, 0o1777)
-        _bind(folder, path, False, f"private {path}")
+        _bind(folder, path, False)
     home = os.path.join(bubblewrap.SCRATCH, "home")
     os.mkdir(home, 0o700)
     if plan.uid is not None:
@@ -191,60 +143,48 @@ def _covers(plan: SandboxPlan, private: list[str]) -> list[str]:
     launcher) outside the private places; return them."""
     found: list[str] = []
     for folder in sorted(dict.fromkeys(os.path.realpath(h) for h in plan.hide), key=len):
-        if os.path.isdir(folder) and not _inside(folder, private) and not _inside(folder, found):
-            _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={COVER_SIZE},mode=0755", f"cover {folder}")
+        if os.path.isdir(folder) and not inside(folder, private) and not inside(folder, found):
+            mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, f"size={COVER_SIZE},mode=0755")
             found.append(folder)
     return found
 
 
-def enter(plan: SandboxPlan, sockets=()) -> None:
-    """Make the kernel's own world and move into it (see module doc). Called as root or as a normal user,
-    inside bubblewrap, with the capabilities of its namespaces.
-
-    Returns in the kernel-to-be: process 1 of its new PID namespace. This process stays outside as
-    its supervisor (`_supervise`); once the kernel has bound `sockets` (their paths), the supervisor
-    makes the socket folder read-only. Call `die_with_parent`, then `drop_capabilities`, once the
-    kernel's user id is final.
-    """
-    private = _writable_folders()
+def enter(plan: SandboxPlan, sockets: Sequence[str] = ()) -> None:
+    """Make the kernel's own world and move into it (see module doc), inside bubblewrap, with the capabilities
+    of its namespaces. Returns in the kernel-to-be, process 1 of its new PID namespace; this process stays
+    outside as its supervisor (`_supervise`). Call `become` once the kernel's limits are set."""
+    private = list(dict.fromkeys(os.path.realpath(p) for p in bubblewrap.WRITABLE if os.path.isdir(p)))
     sockets_folder = [os.path.realpath(p) for p in plan.writable_keep if os.path.isdir(p)]
     kept = [os.path.realpath(p) for p in plan.keep if p not in plan.writable_keep and os.path.exists(p)]
-    _check(load_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID), "unshare")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE, None, "make / private")
+    check(load_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
     # opened in the new mount namespace (a bind's source must lie in it), before anything covers them
     handles = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in dict.fromkeys(kept + sockets_folder)}
     home = _scratch(plan, private)
     covers = _covers(plan, private)
     for path, handle in handles.items():  # what a private place or a cover hid, shown again
-        if _inside(path, private + covers):
+        if inside(path, private + covers):
             _lay_way(path, os.path.isdir(f"/proc/self/fd/{handle}"))
-            _bind(f"/proc/self/fd/{handle}", path, path not in sockets_folder, f"show {path}")
+            _bind(f"/proc/self/fd/{handle}", path, path not in sockets_folder)
         os.close(handle)
     _lay_way(os.path.realpath(plan.home))
-    _bind(home, os.path.realpath(plan.home), False, "home")
+    _bind(home, os.path.realpath(plan.home), False)
     for folder in covers:
-        _mount(None, folder, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None, f"read-only {folder}")
+        _remount_read_only(folder, bind=False)
     for folder in (bubblewrap.SCRATCH, bubblewrap.CGROUPS):
         if os.path.ismount(folder):
-            _check(load_libc().umount2(os.fsencode(folder), MNT_DETACH), f"unmount {folder}")
+            check(load_libc().umount2(os.fsencode(folder), MNT_DETACH), f"unmount {folder}")
     _supervise(sockets_folder if sockets else [], list(sockets))
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None, "proc")
-
-
-# --------------------------------------------------------------------------- the kernel's process
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | 8)  # MS_NOEXEC
 
 
 _PARENT_PIPE: list[int] = []
 
 
 def _supervise(folders: list[str], sockets: list[str]) -> None:
-    """Fork the kernel-to-be as process 1 of the new PID namespace; this process stays outside.
-
-    Returns in the child. The parent ignores SIGINT (jupyter_client signals the whole process
-    group, so the kernel gets it anyway), turns SIGTERM into SIGKILL for the child, makes the
-    socket `folders` read-only once every path of `sockets` is there (`_seal_when_bound`), and
-    exits with the child's status. Call `die_with_parent` in the child once its user id is final.
-    """
+    """Fork the kernel-to-be as process 1 of the new PID namespace; return in it. The parent ignores SIGINT
+    (jupyter_client signals the whole group, the kernel included), turns SIGTERM into SIGKILL for the child,
+    seals the socket `folders` once every path of `sockets` is there, and exits with the child's status."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -257,24 +197,16 @@ def _supervise(folders: list[str], sockets: list[str]) -> None:
     status = _seal_when_bound(pid, folders, sockets) if folders else None
     while status is None:
         try:
-            _, status = os.waitpid(pid, 0)
+            status = os.waitpid(pid, 0)[1]
         except InterruptedError:
             continue
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
-SEAL_WAIT = 600.0  # seconds the supervisor waits for the kernel's sockets (the worker gives up sooner)
-
-
 def _seal_when_bound(pid: int, folders: list[str], sockets: list[str]) -> int | None:
     """Once the kernel has bound all its sockets, make the socket folders read-only (a socket on a read-only
-    mount can still be connected to); the kernel's status if it ended first, else None.
-
-    This process keeps the capabilities the kernel dropped. No student code runs before the
-    worker sees the folder read-only (`sealed`); on a read-only mount nothing can be created.
-    """
-    import time
-
+    mount can still be connected to; nothing can be created there); the kernel's status if it ended first, else
+    None. The worker runs no cell before it sees them sealed (`sealed`)."""
     deadline = time.monotonic() + SEAL_WAIT
     while not all(os.path.exists(path) for path in sockets):
         ended, status = os.waitpid(pid, os.WNOHANG)
@@ -286,8 +218,7 @@ def _seal_when_bound(pid: int, folders: list[str], sockets: list[str]) -> int | 
         time.sleep(0.002)
     try:
         for folder in folders:
-            _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | _flags_of(folder), None,
-                   f"read-only {folder}")
+            _remount_read_only(folder)
     except OSError as exc:  # the worker sees it still writable and stops the run
         print(f"sandbox: {exc}", file=sys.stderr, flush=True)
     return None
@@ -295,83 +226,78 @@ def _seal_when_bound(pid: int, folders: list[str], sockets: list[str]) -> int | 
 
 def _read_only_mount(pid: int, folder: str) -> bool | None:
     """Is `folder` a read-only mount for the process `pid`? None where it is no mount point there (or no process)."""
+    found = None
     try:
-        found = [read_only for point, read_only, _ in _mounts(pid) if point == folder]
+        with open(f"/proc/{pid}/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                fields = line.split()
+                if re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4]) == folder:  # a space is \040
+                    found = "ro" in fields[5].split(",")
     except OSError:
         return None
-    return found[-1] if found else None
+    return found
 
 
 def sealed(pid: int, folder: str) -> bool:
     """Is `folder` a read-only mount for the kernel's supervisor: the process `pid` (forked by the zygote), or
     the first below it that has it mounted (below a launcher that bubblewrap started)?"""
     found = _read_only_mount(pid, folder)
-    if found is None:
-        below = (_read_only_mount(process, folder) for process in descendants(pid)[1:])
-        found = next((f for f in below if f is not None), None)
+    for process in descendants(pid)[1:] if found is None else ():  # a scan of /proc: only where needed
+        found = _read_only_mount(process, folder)
+        if found is not None:
+            break
     return bool(found)
 
 
-def die_with_parent() -> None:
-    """In the child: die when the supervisor dies (and so does everything in the namespace).
-
-    Set after the last change of user id (which clears it); if the supervisor is already gone,
-    its end of the pipe is closed, and the child stops here.
-    """
-    import select
-
-    load_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def become(uid: int | None) -> None:
+    """In the kernel-to-be, its limits set: take the kernel's user id (as root), die with the supervisor, keep no
+    capability now or after any exec (a kernel forked from the zygote never execs, and would keep those of its
+    user namespace: enough to lift a cover), and load the system-call filter."""
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+        if os.getuid() != uid or os.geteuid() != uid:
+            raise SystemExit("sandbox: could not drop privileges")
+    libc = load_libc()
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after the last change of user id, which clears it
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     for fd in _PARENT_PIPE:
-        if select.select([fd], [], [], 0)[0]:  # readable means EOF: the supervisor died
+        if select.select([fd], [], [], 0)[0]:  # readable means EOF: the supervisor died already
             os._exit(1)
         os.close(fd)
     _PARENT_PIPE.clear()
-
-
-def drop_capabilities() -> None:
-    """No capability left, now or after any exec (no setuid program can give one back).
-
-    As root the change of user id has cleared them already. As a normal user the kernel holds
-    every capability of its own user namespace until it execs, and a kernel forked from the
-    zygote never does: with them it could remount its root writable or lift a cover.
-    """
-    libc = load_libc()
-    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
     nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits each
-    _check(libc.capset(header, nothing), "drop capabilities")
+    check(libc.capset(header, nothing), "drop capabilities")
+    seccomp.install()
 
 
 # --------------------------------------------------------------------------- the probe
 
 
 def _unseen(plan: SandboxPlan) -> list[str]:
-    """Paths of this machine a kernel must not see: each entry of / and of the course folder outside the allowlist.
-
-    An entry is seen where it is shown, lies in a shown path, or leads to one (then as an empty
-    folder); every other one must be missing in the kernel's root. The writable folders are fresh
-    in the kernel: they are seen, but nothing of the machine's inside them (a checkout under /tmp
-    shows only what the plan keeps).
-    """
+    """Each entry of / and of the course folder outside the allowlist: what a kernel must not see (one that leads
+    to a shown path is seen; the writable folders are fresh in the kernel)."""
     system = bubblewrap.system_paths()
     shown = [os.path.realpath(p) for p in (*system, *plan.keep, "/proc", "/dev", "/sys", bubblewrap.SCRATCH)]
     shown += [p for p in system if os.path.islink(p)]
     fresh = [os.path.realpath(p) for p in bubblewrap.WRITABLE] + [p for p in bubblewrap.WRITABLE if os.path.islink(p)]
-    candidates = []
+    candidates: list[str] = []
     for folder in ("/", str(PACKAGE_PARENT)):
         try:
             candidates += [os.path.join(folder, name) for name in os.listdir(folder)]
         except OSError:
             continue
     return [c for c in candidates
-            if not _inside(c, shown) and c not in fresh and not any(_inside(s, [c]) for s in shown + fresh)]
+            if not inside(c, shown) and c not in fresh and not any(inside(s, [c]) for s in shown + fresh)]
 
 
 _PROBE_CHECK = """
-import os, sys
+import ctypes, os, sys
 def fail(why):
-    os.write(REPORT, why.encode())
+    print(why, flush=True)
     sys.exit(4)
 if os.getpid() != 1:
     fail("the kernel is not process 1 of its PID namespace")
@@ -380,7 +306,6 @@ if seen:
     fail("the kernel sees paths outside its allowlist: " + ", ".join(seen[:5]))
 if any(os.path.lexists(p) for p in ("/proc/1/root" + {secret!r}, {secret!r})):
     fail("the kernel sees a hidden folder")
-import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.unshare(0x00020000) == 0 or ctypes.get_errno() != 1:
     fail("the system-call filter does not refuse unshare with EPERM")
@@ -399,39 +324,6 @@ open("x", "w").write("x")
 """
 
 
-
-
-def _probe_inside(plan: SandboxPlan, check: str) -> int:
-    """Inside bubblewrap: become a kernel-to-be as a launcher does, then run `check` in Python; its exit status.
-
-    What the check finds wrong it writes to this process's stdout."""
-    from . import seccomp
-
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(read_end)
-            enter(plan)
-            if plan.uid is not None:
-                os.setgroups([])
-                os.setgid(plan.uid)
-                os.setuid(plan.uid)
-            die_with_parent()
-            drop_capabilities()
-            seccomp.install()
-            os.set_inheritable(write_end, True)
-            os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", check.replace("REPORT", str(write_end))])
-        except BaseException as exc:
-            os.write(write_end, f"{type(exc).__name__}: {exc}".encode()[:500])
-            os._exit(3)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as report:
-        sys.stdout.buffer.write(report.read(2000))
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) & 0xFF
-
-
 def probe(uid: int | None = None) -> str | None:
     """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap), else why and what to do."""
     if not sys.platform.startswith("linux"):
@@ -439,26 +331,21 @@ def probe(uid: int | None = None) -> str | None:
     missing = bubblewrap.missing()
     if missing:
         return missing
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="t5probe-") as tmp:
         secret, home = os.path.join(tmp, "hidden"), os.path.join(tmp, "home")
         os.mkdir(secret)
         os.mkdir(home, 0o755)
-        open(os.path.join(secret, "file"), "w").close()
-        plan = SandboxPlan(home=home, scratch=tmp, disk_bytes=PROBE_DISK_BYTES, hide=(secret, tmp),
-                           keep=tuple(needed_paths()), uid=uid)
-        check = _PROBE_CHECK.format(report="REPORT", unseen=_unseen(plan), secret=secret, home=home,
-                                    read_only=os.path.join(os.path.realpath(sys.prefix), "t5probe"))
+        plan = SandboxPlan(home=home, disk_bytes=PROBE_DISK_BYTES, hide=(secret, tmp), keep=tuple(needed_paths()),
+                           uid=uid)
+        source = _PROBE_CHECK.format(unseen=_unseen(plan), secret=secret, home=home,
+                                     read_only=os.path.join(os.path.realpath(sys.prefix), "t5probe"))
         argv = bubblewrap.command(plan.keep, plan.hide, [tmp], [sys.executable, "-m", __name__,
-                                                                json.dumps(plan.to_json()), check])
-        env = dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT))
-        done = subprocess.run(argv, env=env, capture_output=True, timeout=120)
+                                                                json.dumps(plan.to_json()), source])
+        done = subprocess.run(argv, env=dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT)), capture_output=True,
+                              timeout=120)
     why = (done.stdout or done.stderr).decode(errors="replace").strip()[:2000]
-    if done.returncode == 0:
-        return None
-    if done.returncode == 4:
-        return f"the kernel's wall does not hold here: {why}"
+    if done.returncode in (0, 4):
+        return None if done.returncode == 0 else f"the kernel's wall does not hold here: {why}"
     detail = f" ({why})" if why else ""
     if os.geteuid() == 0:
         return f"bubblewrap cannot make its namespaces here, even as root{detail}"
@@ -467,5 +354,12 @@ def probe(uid: int | None = None) -> str | None:
             f"of the apparmor-profiles package), so kernels cannot be isolated without root{detail}")
 
 
-if __name__ == "__main__":  # inside bubblewrap, for the probe: PLAN.json CHECK
-    sys.exit(_probe_inside(SandboxPlan.from_json(json.loads(sys.argv[1])), sys.argv[2]))
+if __name__ == "__main__":  # inside bubblewrap, for the probe: become a kernel-to-be as a launcher does, then check
+    plan = SandboxPlan.from_json(json.loads(sys.argv[1]))
+    try:
+        enter(plan)  # returns in the kernel-to-be; its supervisor exits with its status
+        become(plan.uid)
+    except OSError as exc:
+        print(f"{type(exc).__name__}: {exc}", flush=True)
+        sys.exit(3)
+    os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", sys.argv[2]])

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import errno
 import functools
+import importlib
+import os
+from types import ModuleType
+from typing import Any
 
 __all__ = ["DENIED", "available", "build", "install", "export"]
 
@@ -31,13 +35,12 @@ PERSONALITY_FLAGS = (0x0040000, 0x0400000)  # ADDR_NO_RANDOMIZE, READ_IMPLIES_EX
 
 
 @functools.cache
-def _library():
-    """pyseccomp, or None where it (or libseccomp itself) is missing."""
+def _library() -> ModuleType | None:
+    """pyseccomp (untyped: its names are Any here), or None where it (or libseccomp itself) is missing."""
     try:
-        import pyseccomp
+        return importlib.import_module("pyseccomp")
     except (ImportError, OSError):
         return None
-    return pyseccomp
 
 
 def available() -> str | None:
@@ -47,9 +50,10 @@ def available() -> str | None:
     return None
 
 
-def build():
+def build() -> Any:
     """The filter, as a pyseccomp.SyscallFilter (not loaded)."""
     seccomp = _library()
+    assert seccomp is not None, available()
     refuse = seccomp.ERRNO(errno.EPERM)
     found = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
     for name in DENIED:
@@ -75,7 +79,5 @@ def install() -> None:
 
 def export(fd: int) -> None:
     """Write the filter as BPF to the file descriptor `fd` (for `bwrap --seccomp FD`)."""
-    import os
-
     with os.fdopen(os.dup(fd), "wb", closefd=True) as file:
         build().export_bpf(file)

@@ -12,17 +12,18 @@ from __future__ import annotations
 import fcntl
 import functools
 import os
-import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..course import HIDDEN
 from ..protocol import Walls
 from . import launcher, namespaces
+from .bubblewrap import inside
 
 __all__ = ["UID_BASE", "uids", "reserve", "class_walls", "check_isolation", "IsolationUnavailable"]
 
 UID_BASE, BLOCK, BLOCKS = 2_100_000_000, 1_000, 20_000  # far above any real user's id: 20,000 blocks of 1,000
-LOCK_FOLDERS = ("/run", tempfile.gettempdir())  # where the blocks' lock files live (the first that takes them)
+LOCKS = "/run/t5grade-uids"  # the blocks' lock files (only root takes a block)
 _HELD: list[int] = []  # the lock of this process's block, open until it exits
 
 
@@ -32,36 +33,27 @@ def _first_block() -> int:
 
 
 def reserve(start: int) -> tuple[int, int]:
-    """(block, lock) for the first free block of user ids from `start` on: the lock, an open file descriptor
-    with an exclusive lock on the block's file, reserves it until it is closed (at the latest, when this process
-    and the children that hold it exit). As a normal user, whose kernels keep that user's id: (start, -1)."""
+    """(block, lock) for the first free block of user ids from `start` on: the lock, an open file descriptor with
+    an exclusive lock on the block's file, holds it until it is closed (at the latest when this process and its
+    children exit). Two runs on one machine never share a user id, nor its per-user process limit. As a normal
+    user, whose kernels keep that user's id: (start, -1)."""
     if os.geteuid() != 0:
         return start, -1
-    for folder in LOCK_FOLDERS:
-        locks = os.path.join(folder, "t5grade-uids")
+    os.makedirs(LOCKS, mode=0o700, exist_ok=True)
+    for k in range(BLOCKS):
+        block = (start + k) % BLOCKS
+        fd = os.open(os.path.join(LOCKS, f"{block}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
-            os.makedirs(locks, mode=0o700, exist_ok=True)
-        except OSError:
-            continue
-        for k in range(BLOCKS):
-            block = (start + k) % BLOCKS
-            fd = os.open(os.path.join(locks, f"{block}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return block, fd
+        except BlockingIOError:
+            os.close(fd)
     raise IsolationUnavailable("no free block of kernel user ids: every one is held by another grading run")
 
 
 @functools.cache
 def _block() -> int:
-    """This process's block of user ids, reserved for it alone until it exits.
-
-    Two grading runs on one machine never share a user id, so neither's clean-up (which kills
-    by user id) can touch the other's kernels.
-    """
+    """This process's block of user ids, reserved for it alone until it exits."""
     block, lock = reserve(_first_block())
     if lock >= 0:
         _HELD.append(lock)
@@ -88,16 +80,12 @@ def check_isolation(isolation: str, uid: int) -> None:
             "are allowed; or, knowing that, pass --isolation none.")
 
 
-def _inside(path: str, folders) -> bool:
-    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
-
-
-def class_walls(shown: list[str], root: Path, hide, as_root: bool) -> Walls:
+def class_walls(shown: list[str], root: Path, hide: Iterable[str | os.PathLike[str]], as_root: bool) -> Walls:
     """What every kernel's root shows of the Python environment (`keep`, never inside a hidden folder) and the
     folders it must never show (`hide`: covered where one lies inside a kept path, a second line of defence)."""
     hidden = shown + [str(root / name) for name in HIDDEN] + [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
-    keep = [p for p in namespaces.needed_paths() if not _inside(os.path.realpath(p), hidden)]
+    keep = [p for p in namespaces.needed_paths() if not inside(os.path.realpath(p), hidden)]
     if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
         hidden.append(os.path.realpath(os.path.expanduser("~")))
     return Walls(hide=tuple(hidden), keep=tuple(keep))

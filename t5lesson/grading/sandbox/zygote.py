@@ -3,12 +3,15 @@
 `python -m ...sandbox.zygote SOCKET [MODULE ...]` imports ipykernel, the launcher and what the
 exercise's notebook imports, then forks one launcher per request on SOCKET (`spawn`); the child
 walls itself in exactly as a new launcher would (`launcher.run_here`), so no submission pays for
-starting Python. It is safe to share because it holds no submission's data and starts no thread:
-see docs/grading.md, "The zygote". The worker watches a child through a pid fd (`ForkedKernel`).
+starting Python (measured: benchmarks/kernel_start.py). It is safe to share because it holds no
+submission's data and starts no thread: see docs/grading.md, "The zygote". The worker watches a
+child through a pid fd (`ForkedKernel`).
 """
 from __future__ import annotations
 
 import ast
+import atexit
+import functools
 import importlib
 import json
 import os
@@ -17,9 +20,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import IO, NoReturn, TypedDict
 
-from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
+import psutil
+
+from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig, Walls
 from . import bubblewrap
 from .resources import kill_group
 
@@ -32,9 +41,15 @@ MAX_REQUEST = 1 << 20
 READY = b"ready\n"
 
 
-def modules_imported(sources) -> list[str]:
+class Request(TypedDict):
+    argv: list[str]  # the launcher's CONFIG CONNECTION_FILE
+    env: dict[str, str]
+    cwd: str
+
+
+def modules_imported(sources: Iterable[str]) -> list[str]:
     """The absolute imports of some Python sources, in order (sources that do not parse are skipped)."""
-    found = []
+    found: list[str] = []
     for source in sources:
         try:
             tree = ast.parse(source)
@@ -51,28 +66,19 @@ def modules_imported(sources) -> list[str]:
 # --------------------------------------------------------------------------- the zygote's side
 
 
-def _threads() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 0
-
-
-def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
+def _read_request(conn: socket.socket) -> tuple[Request, list[int]]:
     data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
-    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST:
-        more = conn.recv(MAX_REQUEST)
-        if not more:
-            break
+    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST and (more := conn.recv(MAX_REQUEST)):
         data += more
     if len(fds) != 3:
         for fd in fds:
             os.close(fd)
         raise ValueError("a request carries three file descriptors")
-    return json.loads(data), fds
+    request: Request = json.loads(data)
+    return request, fds
 
 
-def _child(request: dict, fds: list[int], listener: socket.socket, conn: socket.socket) -> None:
+def _child(request: Request, fds: list[int], listener: socket.socket, conn: socket.socket) -> NoReturn:
     """In the forked child: become the launcher of one kernel. Never returns."""
     code = 1
     try:
@@ -96,47 +102,25 @@ def _child(request: dict, fds: list[int], listener: socket.socket, conn: socket.
         launcher.run_here(LaunchConfig.read(config_path), connection_file)
         code = 0
     except SystemExit as stop:
-        code = _exit_code(stop)
+        code = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
+        if isinstance(stop.code, str):
+            _quietly(functools.partial(print, stop.code, file=sys.stderr))
     except BaseException:  # as an interpreter does with an uncaught exception: print it, exit with 1
-        _quietly(lambda: sys.excepthook(*sys.exc_info()))
-    finally:
-        _finish(code)
+        _quietly(traceback.print_exc)
+    for thread in threading.enumerate():  # as an interpreter ends: wait for its threads, run the exit functions
+        if thread is not threading.current_thread() and not thread.daemon:
+            _quietly(thread.join)
+    run_exit_functions: Callable[[], None] = atexit._run_exitfuncs  # pyright: ignore[reportPrivateUsage] (no public API)
+    for action in (run_exit_functions, sys.stdout.flush, sys.stderr.flush):
+        _quietly(action)
+    os._exit(code & 0xFF)
 
 
-def _exit_code(stop: SystemExit) -> int:
-    if stop.code is None or isinstance(stop.code, int):
-        return (stop.code or 0) & 0xFF
-    _quietly(lambda: print(stop.code, file=sys.stderr))
-    return 1
-
-
-def _quietly(action) -> None:
+def _quietly(action: Callable[[], object]) -> None:
     try:
         action()
-    except BaseException:
+    except BaseException:  # what a process about to exit cannot report
         pass
-
-
-def _finish(code: int) -> None:
-    """End the child as an interpreter ends: wait for its threads, run the exit functions, flush, exit."""
-    import atexit
-    import threading
-
-    _quietly(threading._shutdown)
-    _quietly(atexit._run_exitfuncs)
-    _quietly(sys.stdout.flush)
-    _quietly(sys.stderr.flush)
-    os._exit(code)
-
-
-def _reap() -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
 
 
 def _handle(listener: socket.socket, conn: socket.socket) -> None:
@@ -153,20 +137,20 @@ def _handle(listener: socket.socket, conn: socket.socket) -> None:
     conn.recv(16)  # the worker's acknowledgement: it holds a pid descriptor, so the child may be reaped
 
 
-def serve(path: str, modules) -> int:
+def serve(path: str, modules: Iterable[str]) -> int:
     """Import `modules`, then fork one kernel launcher per request on the socket at `path`."""
     parent = os.getppid()
-    from .namespaces import load_libc
+    from .namespaces import PR_SET_PDEATHSIG, load_libc
 
-    load_libc().prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG: the zygote dies with its grader
+    load_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the zygote dies with its grader
     for name in (*BASE_MODULES, *modules):
         try:
             importlib.import_module(name)
         except Exception:  # the kernel will meet the same error where the notebook imports it
             continue
-    if _threads() != 1:
-        sys.stdout.write(f"unusable: {_threads()} threads after the imports\n")
-        sys.stdout.flush()
+    threads = psutil.Process().num_threads()
+    if threads != 1:
+        print(f"unusable: {threads} threads after the imports", flush=True)
         return 1
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -175,11 +159,15 @@ def serve(path: str, modules) -> int:
     sys.stdout.buffer.write(READY)
     sys.stdout.flush()
     while os.getppid() == parent:
-        ready, _, _ = select.select([listener], [], [], 0.5)
-        _reap()
+        ready = select.select([listener], [], [], 0.5)[0]
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:  # reap the children that ended
+                pass
+        except ChildProcessError:
+            pass
         if not ready:
             continue
-        conn, _ = listener.accept()
+        conn = listener.accept()[0]
         try:
             _handle(listener, conn)
         except (OSError, ValueError):
@@ -195,27 +183,24 @@ def serve(path: str, modules) -> int:
 class Zygote:
     """The zygote process of one batch: `with Zygote(folder, modules, env) as z:` then `z.socket` (None: unusable)."""
 
-    def __init__(self, folder: Path, modules, env: dict, timeout: float = 120.0, walls=None, writable=()):
+    def __init__(self, folder: Path, modules: Iterable[str], env: Mapping[str, str], timeout: float = 120.0,
+                 walls: Walls | None = None, writable: Iterable[str | os.PathLike[str]] = ()):
         self.folder, self.modules, self.env, self.timeout = Path(folder), list(modules), env, timeout
         self.walls, self.writable = walls, list(writable)  # with walls: inside bubblewrap, seeing `writable` too
         self.socket: str | None = None
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Zygote:
         self.folder.mkdir(mode=0o700, exist_ok=True)
         path = str(self.folder / "zygote.sock")
-        log = open(self.folder / "zygote.log", "wb")
         command = [sys.executable, "-m", __name__, path, *self.modules]
         if self.walls is not None:
             command = bubblewrap.command(self.walls.keep, self.walls.hide, [self.folder, *self.writable], command)
-        try:
-            self.process = subprocess.Popen(
-                command, cwd=self.folder, env=self.env,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, start_new_session=True)
-        finally:
-            log.close()
-        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
-        if ready and self.process.stdout.readline() == READY:
+        with open(self.folder / "zygote.log", "wb") as log:
+            self.process = subprocess.Popen(command, cwd=self.folder, env=self.env, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=log, start_new_session=True)
+        out: IO[bytes] | None = self.process.stdout
+        if out is not None and select.select([out], [], [], self.timeout)[0] and out.readline() == READY:
             self.socket = path
         else:
             self.close()
@@ -225,10 +210,11 @@ class Zygote:
         if self.process is not None:
             kill_group(self.process.pid)
             self.process.wait()
-            self.process.stdout.close()
+            if self.process.stdout is not None:
+                self.process.stdout.close()
             self.process = None
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -237,31 +223,31 @@ class ForkedKernel:
 
     stdin = stdout = stderr = None
 
-    def __init__(self, pid: int, pidfd: int | None, keep=()):
-        self.pid, self._fd, self._keep = pid, pidfd, list(keep)  # keep: descriptors closed when it ends
+    def __init__(self, pid: int, pidfd: int | None):
+        self.pid, self._fd = pid, pidfd
+        self._keep: list[int] = []  # descriptors closed when it ends
         self.returncode: int | None = None if pidfd is not None else 0
 
     def poll(self) -> int | None:
-        if self.returncode is None and select.select([self._fd], [], [], 0)[0]:
+        if self._fd is not None and select.select([self._fd], [], [], 0)[0]:
             self._ended()
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        if self.returncode is None:
+        if self._fd is not None:
             if not select.select([self._fd], [], [], timeout)[0]:
-                raise subprocess.TimeoutExpired("kernel", timeout)
+                raise subprocess.TimeoutExpired("kernel", timeout or 0)
             self._ended()
-        return self.returncode
+        return self.returncode or 0
 
     def _ended(self) -> None:
         self.returncode = -signal.SIGKILL  # the zygote reaps it: the status itself is not seen here
-        for fd in [self._fd, *self._keep]:
-            if fd is not None:
-                os.close(fd)
+        for fd in [*([self._fd] if self._fd is not None else []), *self._keep]:
+            os.close(fd)
         self._fd, self._keep = None, []
 
     def send_signal(self, signum: int) -> None:
-        if self.returncode is None:
+        if self._fd is not None:
             signal.pidfd_send_signal(self._fd, signum)
 
     def kill(self) -> None:
@@ -271,16 +257,14 @@ class ForkedKernel:
         self.send_signal(signal.SIGTERM)
 
 
-def spawn(path: str, argv: list[str], env: dict, cwd: str, fds: tuple[int, int, int]) -> ForkedKernel:
-    """Ask the zygote at `path` for one kernel launcher running `argv` (CONFIG CONNECTION_FILE).
-
-    `fds` become the kernel's stdin, stdout and stderr.
-    """
+def spawn(path: str, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds: tuple[int, int, int]) -> ForkedKernel:
+    """Ask the zygote at `path` for one kernel launcher running `argv` (CONFIG CONNECTION_FILE), with `fds`
+    as its stdin, stdout and stderr."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(30)
         conn.connect(path)
-        message = json.dumps({"argv": list(argv), "env": dict(env), "cwd": str(cwd)}).encode() + b"\n"
-        socket.send_fds(conn, [message], list(fds))
+        request: Request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd)}
+        socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], list(fds))
         answer = b""
         while not answer.endswith(b"\n"):
             more = conn.recv(64)
@@ -290,12 +274,12 @@ def spawn(path: str, argv: list[str], env: dict, cwd: str, fds: tuple[int, int, 
         pid = int(answer)
         try:
             pidfd = os.pidfd_open(pid)
-        except ProcessLookupError:
+        except ProcessLookupError:  # it ended already
             pidfd = None
         conn.sendall(b"ok")
     return ForkedKernel(pid, pidfd)
 
 
 if __name__ == "__main__":
-    sys.modules.setdefault("rfc3987_syntax", None)
+    sys.modules.setdefault("rfc3987_syntax", None)  # pyright: ignore[reportArgumentType] (None: never import it)
     raise SystemExit(serve(sys.argv[1], sys.argv[2:]))

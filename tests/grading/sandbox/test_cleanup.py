@@ -1,19 +1,21 @@
 """Removing what a kernel leaves behind, and counting the memory it hides in files.
 
-`remove_tree` removes a run folder of any depth without recursion (Python 3.11's
-`shutil.rmtree` raises RecursionError on a few thousand levels, even with ignore_errors), never
-follows a symbolic link, opens up folders made without permissions, and reports instead of
-raising. `held_shared_memory` counts memfd and tmpfs files held open, which no PSS counts.
+`remove_tree` removes a run folder of any depth (Python 3.11's `shutil.rmtree` raises
+RecursionError on a few thousand levels, even with ignore_errors), never follows a symbolic
+link, opens up folders made without permissions, and reports instead of raising.
+`held_shared_memory` counts memfd and tmpfs files held open, which no PSS counts.
 """
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 from isolation_helpers import normal_user
 
+from t5lesson.grading.sandbox import resources
 from t5lesson.grading.sandbox.resources import held_shared_memory, remove_quietly, remove_tree
 
 DEPTH = 10_000
@@ -100,14 +102,11 @@ def test_a_link_is_removed_not_followed_and_a_missing_path_is_no_error(tmp_path)
 
 
 def test_what_cannot_be_removed_is_reported_in_one_line_never_raised(tmp_path, capsys, monkeypatch):
-    """A folder whose parent cannot be opened: remove_tree says so; remove_quietly logs one line."""
+    """A folder that rm cannot remove (a mount point, say): remove_tree says why; remove_quietly logs one line."""
     assert remove_tree(tmp_path / "no" / "such" / "parent" / "x") == []  # nothing there: nothing to do
     (tmp_path / "busy").mkdir()
-
-    def refuse(name, *args, **kwargs):
-        raise OSError(16, "Device or resource busy")
-
-    monkeypatch.setattr(os, "rmdir", refuse)  # a mount point, say: the folder stays, and the removal says why
+    refused = subprocess.CompletedProcess(["rm"], 1, "", "rm: cannot remove 'busy': Device or resource busy\n")
+    monkeypatch.setattr(resources.subprocess, "run", lambda *args, **kwargs: refused)
     assert remove_quietly(tmp_path / "busy") is False
     monkeypatch.undo()
     err = capsys.readouterr().err
