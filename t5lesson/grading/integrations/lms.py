@@ -1,17 +1,15 @@
 """Hand grades to the LMS: `t5grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`.
 
-Reads a report folder (gradebook.csv for the numbers, grades.json for the feedback, free_text.csv
-for the instructor's marks) and a map from submission names to LMS ids; writes canvas.csv,
-moodle.csv, feedback/<lms id>.md and unmatched.csv. The numbers are the gradebook's, as written
-there; free-text points count once every answer is marked. See docs/grading.md, "Grades into the
-LMS: Canvas and Moodle".
+Reads a report folder (gradebook.csv's numbers as written there, grades.json's feedback,
+free_text.csv's marks, which count once every answer is marked) and a map from submission names to
+LMS ids; writes canvas.csv, moodle.csv, feedback/<lms id>.md and unmatched.csv. See docs/grading.md,
+"Grades into the LMS: Canvas and Moodle".
 """
 from __future__ import annotations
 
 import csv
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
@@ -19,7 +17,7 @@ from ..errors import InputError, SettingsError
 from ..exercise import Catalogue, Exercise
 from ..questions.kinds import Question
 from ..reports import store
-from ..reports.files import atomic_write, csv_cell, csv_text, inert, safe_name, uncell
+from ..reports.files import atomic_write, csv_cell, csv_text, inert, safe_names, uncell
 from ..reports.gradebook import feedback_text
 from ..verdict import Graded, format_points
 
@@ -79,8 +77,7 @@ def _free_text_marks(report: Path, exercise: Exercise, allow_unmarked: bool,
     marks: dict[str, dict[str, float]] = {}
     blank: list[str] = []
     for row in _read_csv(sheet):
-        student, question = by_cell.get(row["student"], uncell(row["student"])), row["question"]
-        text = row.get("points", "")
+        student, question, text = by_cell.get(row["student"], uncell(row["student"])), row["question"], row["points"]
         if question not in manual:
             continue
         if not text.strip():
@@ -101,53 +98,9 @@ def _free_text_marks(report: Path, exercise: Exercise, allow_unmarked: bool,
     return marks
 
 
-@dataclass(frozen=True)
-class _Columns:
-    """The grade columns of both sheets: the total, and with `per_question` each question's points.
-
-    Free-text questions count (in the total and as columns) once they are marked (`marks` not None).
-    """
-
-    assignment: str
-    auto: list[Question]
-    manual: list[Question]
-    marks: dict[str, dict[str, float]] | None
-    per_question: bool
-    possible: float  # the points the total is out of
-
-    @classmethod
-    def of(cls, exercise: Exercise, assignment: str, marks: dict[str, dict[str, float]] | None,
-           per_question: bool) -> _Columns:
-        auto = [q for q in exercise.questions if q.auto_scored]
-        manual = [q for q in exercise.questions if not q.auto_scored]
-        possible = exercise.auto_points + (sum(q.points for q in manual) if marks is not None else 0)
-        return cls(assignment, auto, manual, marks, per_question, possible)
-
-    def headers(self) -> list[tuple[str, float]]:
-        """(column name, points possible), the total first."""
-        columns = [(self.assignment, self.possible)]
-        if self.per_question:
-            shown = self.auto + (self.manual if self.marks is not None else [])
-            columns += [(f"{self.assignment} {q.id}", q.points) for q in shown]
-        return columns
-
-    def values(self, student: str, row: Row) -> list[str]:
-        """One student's cells under `headers`, from their gradebook row and their free-text marks."""
-        given = (self.marks or {}).get(student, {})
-        values = [row["total"] if self.marks is None else format_points(float(row["total"]) + sum(given.values()))]
-        if self.per_question:
-            values += [row[q.id] for q in self.auto]
-            if self.marks is not None:
-                values += [format_points(given.get(q.id, 0.0)) for q in self.manual]
-        return values
-
-
 def _students_by_cell(graded: Sequence[Graded]) -> dict[str, str]:
-    """{the student column's cell as the grader wrote it: student id (as grades.json has it)}.
-
-    Each id is written as a cell again (`csv_cell`, exactly as gradebook.csv and free_text.csv hold
-    it) and compared cell for cell, so no cell needs to be read back into an id (`-x` and `'-x` are
-    two students, and stay two)."""
+    """{the student column's cell as the grader wrote it (`csv_cell`): student id (as grades.json has it)}:
+    cells are compared, never read back into ids, so `-x` and `'-x` are two students, and stay two."""
     cells: dict[str, str] = {}
     for g in graded:
         cell = csv_cell(inert(g.student))
@@ -157,17 +110,42 @@ def _students_by_cell(graded: Sequence[Graded]) -> dict[str, str]:
     return cells
 
 
-def _feedback(exercise: Exercise, g: Graded, columns: _Columns) -> str:
+def _gradebook_rows(report: Path, by_cell: Mapping[str, str]) -> dict[str, Row]:
+    """{student: gradebook.csv row}, which must list the students grades.json does."""
+    rows = {r["student"]: r for r in _read_csv(report / "gradebook.csv")}
+    if set(rows) != set(by_cell):
+        raise InputError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
+    return {by_cell[cell]: row for cell, row in rows.items()}
+
+
+def _feedback(exercise: Exercise, g: Graded, marks: dict[str, float] | None, manual: Sequence[Question],
+              possible: float) -> str:
     """The student's feedback as in REPORT_DIR/feedback/, plus the free-text marks once given."""
     text = feedback_text(exercise, g)
-    if columns.marks is None or not columns.manual:
+    if marks is None:
         return text
-    marks = columns.marks.get(g.student, {})
-    lines = ["", "## Marked by your instructor", ""]
-    lines += [f"- {q.id}: {format_points(marks.get(q.id, 0.0))}/{format_points(q.points)}" for q in columns.manual]
-    lines += ["", f"**Total with the marked answers: {format_points(g.total + sum(marks.values()))} / "
-              f"{format_points(columns.possible)}**"]
+    lines = ["", "## Marked by your instructor", "",
+             *(f"- {q.id}: {format_points(marks.get(q.id, 0.0))}/{format_points(q.points)}" for q in manual), "",
+             f"**Total with the marked answers: {format_points(g.total + sum(marks.values()))} / "
+             f"{format_points(possible)}**"]
     return text + "\n".join(lines) + "\n"
+
+
+def _columns(exercise: Exercise, title: str, marked: bool,
+             per_question: bool) -> tuple[list[tuple[str, float]], list[Question], list[Question]]:
+    """The grade columns, (name, points possible) with the total first; the questions with a column of their own
+    (`per_question`); the free-text questions that count: all of them once they are `marked`, none before."""
+    manual = [q for q in exercise.questions if not q.auto_scored] if marked else []
+    shown = [q for q in exercise.questions if q.auto_scored or q in manual] if per_question else []
+    headers = [(title, exercise.auto_points + sum(q.points for q in manual))]
+    return headers + [(f"{title} {q.id}", q.points) for q in shown], shown, manual
+
+
+def _values(gradebook: Row, marks: dict[str, float] | None, shown: Sequence[Question]) -> list[str]:
+    """A student's grade cells: the gradebook's total (plus the free-text marks once given), each question `shown`."""
+    total = gradebook["total"] if marks is None else format_points(float(gradebook["total"]) + sum(marks.values()))
+    return [total, *(gradebook[q.id] if q.auto_scored else format_points((marks or {}).get(q.id, 0.0))
+                     for q in shown)]
 
 
 def export(report: Path, ids_path: Path, out: Path, *, catalogue: Catalogue,
@@ -180,42 +158,33 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue: Catalogue,
         raise SettingsError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
     run = store.read(report, catalogue)
     exercise, by_cell = run.exercise, _students_by_cell(run.graded)
-    gradebook = {r["student"]: r for r in _read_csv(report / "gradebook.csv")}
-    if set(gradebook) != set(by_cell):
-        raise InputError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
-    rows = {by_cell[cell]: row for cell, row in gradebook.items()}
+    rows = _gradebook_rows(report, by_cell)
+    by_student = {g.student: g for g in run.graded}
     ids = read_ids(ids_path)
     marks = _free_text_marks(report, exercise, allow_unmarked, by_cell)
-    columns = _Columns.of(exercise, assignment or exercise.title, marks, per_question)
-
-    headers = columns.headers()
+    headers, shown, manual = _columns(exercise, assignment or exercise.title, marks is not None, per_question)
     canvas_rows: list[list[str]] = [[POINTS_POSSIBLE, "", "", "", "", *[format_points(p) for _, p in headers]]]
     moodle_rows: list[list[str]] = []
-    stems: Counter[str] = Counter()  # two ids that make the same file name get -2, -3, ...
-    by_student = {g.student: g for g in run.graded}
     matched = [s for s in sorted(rows) if s in ids]
-    for student in matched:
+    for student, stem in zip(matched, safe_names(ids[s]["lms_id"] for s in matched), strict=True):
         row = ids[student]
         lms_id, name = row["lms_id"], row.get("name", "").strip() or student
         identity = {"Student": name, "ID": "", "SIS User ID": "", "SIS Login ID": "",
                     "Section": row.get("section", "").strip(), canvas_id_column: lms_id}
-        values = columns.values(student, rows[student])
+        values = _values(rows[student], None if marks is None else marks.get(student, {}), shown)
         canvas_rows.append([identity[c] for c in CANVAS_IDENTITY] + values)
-        text = _feedback(exercise, by_student[student], columns)
+        text = _feedback(exercise, by_student[student], (marks or {}).get(student), manual, headers[0][1])
         moodle_rows.append([lms_id, name, *values, text])
-        stem = safe_name(lms_id)
-        stems[stem] += 1
-        atomic_write(out / "feedback" / f"{stem if stems[stem] == 1 else f'{stem}-{stems[stem]}'}.md", text)
+        atomic_write(out / "feedback" / f"{stem}.md", text)
     atomic_write(out / "canvas.csv", csv_text(list(CANVAS_IDENTITY) + [n for n, _ in headers], canvas_rows))
     moodle_header = [moodle_id_column, "Full name", *[f"{n} (out of {format_points(p)})" for n, p in headers],
                      "Feedback"]
     atomic_write(out / "moodle.csv", csv_text(moodle_header, moodle_rows))
     no_id = [s for s in sorted(rows) if s not in ids]
     no_submission = [s for s in sorted(ids) if s not in rows]
-    atomic_write(out / "unmatched.csv", csv_text(["what", "submission", "lms_id"],
-                                                 [("submission without an LMS id", s, "") for s in no_id]
-                                                 + [("LMS id without a submission", s, ids[s]["lms_id"])
-                                                    for s in no_submission]))
+    atomic_write(out / "unmatched.csv", csv_text(["what", "submission", "lms_id"], [
+        *[("submission without an LMS id", s, "") for s in no_id],
+        *[("LMS id without a submission", s, ids[s]["lms_id"]) for s in no_submission]]))
     return {"exported": len(matched), "no_id": no_id, "no_submission": no_submission,
             "free_text": "included" if marks is not None else "not marked yet: automatic points only",
-            "points_possible": columns.possible}
+            "points_possible": headers[0][1]}

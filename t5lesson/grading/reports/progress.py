@@ -29,7 +29,7 @@ class Progress:
     def __init__(self, stream: TextIO | None = None, *, bar: bool | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.stream = stream if stream is not None else sys.stderr
-        self.bar = _is_tty(self.stream) and _is_tty(sys.stdout) if bar is None else bar
+        self.bar = self.stream.isatty() and sys.stdout.isatty() if bar is None else bar
         self.clock = clock  # the lines' rate and time left (tqdm keeps its own time for the bar)
         self.start = clock()
         self.done = self.total = 0
@@ -39,10 +39,9 @@ class Progress:
     def status_text(self) -> str:
         """'2.0/min, 01:30 left, not graded: 3 (time limit 2, unreadable 1)', or '..., all graded'."""
         elapsed = self.clock() - self.start
-        rate = self.done * 60.0 / elapsed if self.done and elapsed > 0 else None
-        if rate is None:
-            speed = "-/min, time left unknown"
-        else:
+        speed = "-/min, time left unknown"
+        if self.done and elapsed > 0:
+            rate = self.done * 60.0 / elapsed
             speed = f"{rate:.1f}/min, {tqdm.format_interval((self.total - self.done) * 60.0 / rate)} left"
         count = sum(self.problems.values())
         parts = ", ".join(f"{status} {n}" for status, n in sorted(self.problems.items()))
@@ -89,10 +88,3 @@ class Progress:
         if self._tqdm is not None:
             self._tqdm.close()
             self._tqdm = None
-
-
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False

@@ -120,7 +120,8 @@ def test_csv_cells_and_the_lms_export_keep_every_student(graded_class, tmp_path)
     assert result["exported"] == len(graded) and not result["no_id"] and not result["no_submission"]
     page = (tmp_path / "lms" / "feedback" / f"L{sorted(graded).index('mallory')}.md").read_text()
     assert page == (report / "feedback" / "mallory.md").read_text() and "\x1b" not in page
-    assert [line for line in page.splitlines() if line.startswith("#")][1:] == ["## Questions", "## About your notebook"]
+    headings = [line for line in page.splitlines() if line.startswith("#")]
+    assert headings[1:] == ["## Questions", "## About your notebook"]
 
 
 def test_progress_lines_are_inert():
