@@ -1,63 +1,73 @@
 """Hand grades to the LMS: `t5grade lms REPORT_DIR --ids IDS.csv --out LMS_DIR`.
 
-Reads a report folder (gradebook.csv for the numbers, grades.json for the feedback, free_text.csv
-for the instructor's marks) and a map from submission names to LMS ids; writes canvas.csv,
-moodle.csv, feedback/<lms id>.md and .html, and unmatched.csv. The numbers are the gradebook's,
-as written there; free-text points count once every answer is marked. See docs/grading.md,
+Reads a report folder (gradebook.csv's numbers as written there, grades.json's feedback,
+free_text.csv's marks, which count once every answer is marked) and a map from submission names to
+LMS ids; writes canvas.csv, moodle.csv, feedback/<lms id>.md and unmatched.csv. See docs/grading.md,
 "Grades into the LMS: Canvas and Moodle".
 """
 from __future__ import annotations
 
 import csv
-import html
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-from markdown_it import MarkdownIt
+from typing import TypedDict
 
 from ..errors import InputError, SettingsError
+from ..exercise import Catalogue, Exercise
+from ..questions.kinds import Question
 from ..reports import store
-from ..reports.files import atomic_write, csv_cell, csv_text, inert, safe_name, uncell
+from ..reports.files import atomic_write, csv_cell, csv_text, inert, safe_names, uncell
 from ..reports.gradebook import feedback_text
-from ..verdict import format_points
+from ..verdict import Graded, format_points
 
-__all__ = ["export", "markdown_html", "read_ids"]
+__all__ = ["Exported", "export", "read_ids"]
 
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"  # how Canvas' own export labels that row
 
+Row = dict[str, str]
 
-def _read_csv(path: Path) -> list[dict]:
+
+class Exported(TypedDict):
+    """What `export` did, for the command's message."""
+
+    exported: int
+    no_id: list[str]  # graded submissions without an LMS id
+    no_submission: list[str]  # mapped submissions that were not graded
+    free_text: str
+    points_possible: float
+
+
+def _read_csv(path: Path) -> list[Row]:
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
-            return list(csv.DictReader(f))
+            return [{k: v or "" for k, v in row.items() if k is not None} for row in csv.DictReader(f)]
     except (UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{path} is not a CSV file in UTF-8: {exc}") from None
 
 
-def read_ids(path: Path) -> dict[str, dict]:
+def read_ids(path: Path) -> dict[str, Row]:
     """{submission: row} from the mapping file; every row needs `submission` and `lms_id`."""
     rows = _read_csv(path)
     if rows and not {"submission", "lms_id"} <= set(rows[0]):
         raise InputError(f"{path} needs the columns submission and lms_id (it has: {', '.join(rows[0])})")
-    ids: dict[str, dict] = {}
+    ids: dict[str, Row] = {}
     for number, row in enumerate(rows, 2):
-        submission, lms_id = (row.get("submission") or "").strip(), (row.get("lms_id") or "").strip()
+        submission, lms_id = row.get("submission", "").strip(), row.get("lms_id", "").strip()
         if not submission or not lms_id:
             raise InputError(f"{path}, line {number}: submission and lms_id must both be given")
         if submission in ids:
             raise InputError(f"{path}, line {number}: submission {submission!r} is mapped twice")
-        ids[submission] = row
-    lms = [row["lms_id"].strip() for row in ids.values()]
-    twice = sorted({x for x in lms if lms.count(x) > 1})
+        ids[submission] = {**row, "lms_id": lms_id}
+    twice = sorted(x for x, n in Counter(row["lms_id"] for row in ids.values()).items() if n > 1)
     if twice:
         raise InputError(f"{path}: these LMS ids are given to more than one submission: {', '.join(twice)}")
     return ids
 
 
-def _free_text_marks(report: Path, exercise, allow_unmarked: bool,
-                     by_cell: dict[str, str]) -> dict[str, dict[str, float]] | None:
+def _free_text_marks(report: Path, exercise: Exercise, allow_unmarked: bool,
+                     by_cell: Mapping[str, str]) -> dict[str, dict[str, float]] | None:
     """{student: {question: points}} when free text is marked, None when nothing is marked yet;
     `by_cell` maps the student column's cells to ids (`_students_by_cell`)."""
     manual = {q.id: q.points for q in exercise.questions if not q.auto_scored}
@@ -65,13 +75,12 @@ def _free_text_marks(report: Path, exercise, allow_unmarked: bool,
     if not manual or not sheet.exists():
         return None
     marks: dict[str, dict[str, float]] = {}
-    blank = []
+    blank: list[str] = []
     for row in _read_csv(sheet):
-        cell, question, text = row["student"], row["question"], (row.get("points") or "").strip()
-        student = by_cell.get(cell, uncell(cell))
+        student, question, text = by_cell.get(row["student"], uncell(row["student"])), row["question"], row["points"]
         if question not in manual:
             continue
-        if not text:
+        if not text.strip():
             blank.append(f"{student} {question}")
             continue
         try:
@@ -89,78 +98,9 @@ def _free_text_marks(report: Path, exercise, allow_unmarked: bool,
     return marks
 
 
-# --------------------------------------------------------------------------- feedback as HTML
-
-# CommonMark with raw HTML off, so a `<script>` in a student's answer stays text; links, images and
-# autolinks off too, so nothing in the feedback can point anywhere or load anything (the feedback
-# has none of its own); "breaks" keeps each line of the feedback on its own line, as the .md file
-# shows it; HTML5 tags (<br>, not <br />).
-_MARKDOWN = MarkdownIt("commonmark", {"html": False, "breaks": True, "xhtmlOut": False}).disable(
-    ["link", "image", "autolink", "reference"])
-
-
-def markdown_html(markdown: str, title: str) -> str:
-    """The feedback's Markdown as a small HTML page; any HTML in it is escaped, never passed through."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(inert(title))}</title></head><body>\n"
-            + _MARKDOWN.render(inert(markdown, multiline=True)) + "</body></html>\n")
-
-
-# --------------------------------------------------------------------------- the export
-
-
-@dataclass(frozen=True)
-class _Columns:
-    """The grade columns of both sheets: the total, and with `per_question` each question's points.
-
-    Free-text questions count (in the total and as columns) once they are marked (`marks` not None).
-    """
-
-    assignment: str
-    auto: list
-    manual: list
-    marks: dict[str, dict[str, float]] | None
-    per_question: bool
-    possible: float  # the points the total is out of
-
-    @classmethod
-    def of(cls, exercise, assignment: str, marks, per_question: bool) -> _Columns:
-        auto = [q for q in exercise.questions if q.auto_scored]
-        manual = [q for q in exercise.questions if not q.auto_scored]
-        possible = exercise.auto_points + (sum(q.points for q in manual) if marks is not None else 0)
-        return cls(assignment, auto, manual, marks, per_question, possible)
-
-    def headers(self) -> list[tuple[str, float]]:
-        """(column name, points possible), the total first."""
-        columns = [(self.assignment, self.possible)]
-        if self.per_question:
-            shown = self.auto + (self.manual if self.marks is not None else [])
-            columns += [(f"{self.assignment} {q.id}", q.points) for q in shown]
-        return columns
-
-    def given(self, student: str) -> dict[str, float]:
-        """The free-text points `student` was given (none before marking)."""
-        return (self.marks or {}).get(student, {})
-
-    def values(self, student: str, row: dict) -> list[str]:
-        """One student's cells under `headers`, from their gradebook row and their free-text marks."""
-        total = row["total"]
-        if self.marks is not None:
-            total = format_points(float(row["total"]) + sum(self.given(student).values()))
-        values = [total]
-        if self.per_question:
-            values += [row[q.id] for q in self.auto]
-            if self.marks is not None:
-                values += [format_points(self.given(student).get(q.id, 0.0)) for q in self.manual]
-        return values
-
-
-def _students_by_cell(graded) -> dict[str, str]:
-    """{the student column's cell as the grader wrote it: student id (as grades.json has it)}.
-
-    Students are matched through grades.json: each id is written as a cell again (`csv_cell`,
-    exactly as gradebook.csv and free_text.csv hold it) and compared cell for cell, so no cell
-    needs to be read back into an id (`-x` and `'-x` are two students, and stay two)."""
+def _students_by_cell(graded: Sequence[Graded]) -> dict[str, str]:
+    """{the student column's cell as the grader wrote it (`csv_cell`): student id (as grades.json has it)}:
+    cells are compared, never read back into ids, so `-x` and `'-x` are two students, and stay two."""
     cells: dict[str, str] = {}
     for g in graded:
         cell = csv_cell(inert(g.student))
@@ -170,95 +110,81 @@ def _students_by_cell(graded) -> dict[str, str]:
     return cells
 
 
-def _gradebook_rows(report: Path, graded) -> dict[str, dict]:
+def _gradebook_rows(report: Path, by_cell: Mapping[str, str]) -> dict[str, Row]:
     """{student: gradebook.csv row}, which must list the students grades.json does."""
-    by_cell = _students_by_cell(graded)
     rows = {r["student"]: r for r in _read_csv(report / "gradebook.csv")}
     if set(rows) != set(by_cell):
         raise InputError("gradebook.csv and grades.json list different students: was one of them edited by hand?")
     return {by_cell[cell]: row for cell, row in rows.items()}
 
 
-class _FeedbackFiles:
-    """feedback/<lms id>.md and .html; two ids that make the same file name get -2, -3, ..."""
-
-    def __init__(self, folder: Path, title: str):
-        self.folder, self.title, self.stems = folder, title, Counter()
-        folder.mkdir(parents=True, exist_ok=True)
-
-    def write(self, lms_id: str, name: str, text: str) -> None:
-        stem = safe_name(lms_id)
-        self.stems[stem] += 1
-        stem = stem if self.stems[stem] == 1 else f"{stem}-{self.stems[stem]}"
-        atomic_write(self.folder / f"{stem}.md", text)
-        atomic_write(self.folder / f"{stem}.html", markdown_html(text, f"{self.title}: {name}"))
+def _feedback(exercise: Exercise, g: Graded, marks: dict[str, float] | None, manual: Sequence[Question],
+              possible: float) -> str:
+    """The student's feedback as in REPORT_DIR/feedback/, plus the free-text marks once given."""
+    text = feedback_text(exercise, g)
+    if marks is None:
+        return text
+    lines = ["", "## Marked by your instructor", "",
+             *(f"- {q.id}: {format_points(marks.get(q.id, 0.0))}/{format_points(q.points)}" for q in manual), "",
+             f"**Total with the marked answers: {format_points(g.total + sum(marks.values()))} / "
+             f"{format_points(possible)}**"]
+    return text + "\n".join(lines) + "\n"
 
 
-def _identity(student: str, row: dict) -> tuple[str, str, str]:
-    """(LMS id, name, section) of a student's row of the mapping file; the name defaults to the submission's."""
-    name = (row.get("name") or "").strip() or student
-    return row["lms_id"].strip(), name, (row.get("section") or "").strip()
+def _columns(exercise: Exercise, title: str, marked: bool,
+             per_question: bool) -> tuple[list[tuple[str, float]], list[Question], list[Question]]:
+    """The grade columns, (name, points possible) with the total first; the questions with a column of their own
+    (`per_question`); the free-text questions that count: all of them once they are `marked`, none before."""
+    manual = [q for q in exercise.questions if not q.auto_scored] if marked else []
+    shown = [q for q in exercise.questions if q.auto_scored or q in manual] if per_question else []
+    headers = [(title, exercise.auto_points + sum(q.points for q in manual))]
+    return headers + [(f"{title} {q.id}", q.points) for q in shown], shown, manual
 
 
-def _unmatched(rows: dict, ids: dict) -> tuple[list[str], list[str], str]:
-    """(submissions without an LMS id, LMS-mapped submissions not graded, unmatched.csv's text)."""
-    no_id = [s for s in sorted(rows) if s not in ids]
-    no_submission = [s for s in sorted(ids) if s not in rows]
-    text = csv_text(["what", "submission", "lms_id"],
-                    [("submission without an LMS id", s, "") for s in no_id]
-                    + [("LMS id without a submission", s, ids[s]["lms_id"].strip()) for s in no_submission])
-    return no_id, no_submission, text
+def _values(gradebook: Row, marks: dict[str, float] | None, shown: Sequence[Question]) -> list[str]:
+    """A student's grade cells: the gradebook's total (plus the free-text marks once given), each question `shown`."""
+    total = gradebook["total"] if marks is None else format_points(float(gradebook["total"]) + sum(marks.values()))
+    return [total, *(gradebook[q.id] if q.auto_scored else format_points((marks or {}).get(q.id, 0.0))
+                     for q in shown)]
 
 
-def export(report: Path, ids_path: Path, out: Path, *, catalogue,
+def export(report: Path, ids_path: Path, out: Path, *, catalogue: Catalogue,
            assignment: str | None = None, per_question: bool = False,
            canvas_id_column: str = "SIS User ID", moodle_id_column: str = "ID number",
-           allow_unmarked: bool = False) -> dict:
+           allow_unmarked: bool = False) -> Exported:
     """Write canvas.csv, moodle.csv, feedback/ and unmatched.csv under `out` (see module doc)."""
     report, out = Path(report), Path(out)
     if canvas_id_column not in CANVAS_IDENTITY[1:4]:
         raise SettingsError(f"--canvas-id-column must be one of {', '.join(CANVAS_IDENTITY[1:4])}")
     run = store.read(report, catalogue)
-    exercise = run.exercise
+    exercise, by_cell = run.exercise, _students_by_cell(run.graded)
+    rows = _gradebook_rows(report, by_cell)
     by_student = {g.student: g for g in run.graded}
-    rows = _gradebook_rows(report, run.graded)
     ids = read_ids(ids_path)
-    marks = _free_text_marks(report, exercise, allow_unmarked, _students_by_cell(run.graded))
-    columns = _Columns.of(exercise, assignment or exercise.title, marks, per_question)
-
-    headers = columns.headers()
-    canvas_rows = [[POINTS_POSSIBLE, "", "", "", "", *[format_points(p) for _, p in headers]]]
-    moodle_rows = []
-    feedback = _FeedbackFiles(out / "feedback", exercise.title)
+    marks = _free_text_marks(report, exercise, allow_unmarked, by_cell)
+    headers, shown, manual = _columns(exercise, assignment or exercise.title, marks is not None, per_question)
+    canvas_rows: list[list[str]] = [[POINTS_POSSIBLE, "", "", "", "", *[format_points(p) for _, p in headers]]]
+    moodle_rows: list[list[str]] = []
     matched = [s for s in sorted(rows) if s in ids]
-    for student in matched:
-        lms_id, name, section = _identity(student, ids[student])
-        identity = {"Student": name, "ID": "", "SIS User ID": "", "SIS Login ID": "", "Section": section,
-                    canvas_id_column: lms_id}
-        values = columns.values(student, rows[student])
+    for student, stem in zip(matched, safe_names(ids[s]["lms_id"] for s in matched), strict=True):
+        row = ids[student]
+        lms_id, name = row["lms_id"], row.get("name", "").strip() or student
+        identity = {"Student": name, "ID": "", "SIS User ID": "", "SIS Login ID": "",
+                    "Section": row.get("section", "").strip(), canvas_id_column: lms_id}
+        values = _values(rows[student], None if marks is None else marks.get(student, {}), shown)
         canvas_rows.append([identity[c] for c in CANVAS_IDENTITY] + values)
-        text = _feedback(exercise, by_student[student], (marks or {}).get(student), columns.manual)
+        text = _feedback(exercise, by_student[student], (marks or {}).get(student), manual, headers[0][1])
         moodle_rows.append([lms_id, name, *values, text])
-        feedback.write(lms_id, name, text)
+        atomic_write(out / "feedback" / f"{stem}.md", text)
     atomic_write(out / "canvas.csv", csv_text(list(CANVAS_IDENTITY) + [n for n, _ in headers], canvas_rows))
     moodle_header = [moodle_id_column, "Full name", *[f"{n} (out of {format_points(p)})" for n, p in headers],
                      "Feedback"]
     atomic_write(out / "moodle.csv", csv_text(moodle_header, moodle_rows))
-    no_id, no_submission, unmatched = _unmatched(rows, ids)
-    atomic_write(out / "unmatched.csv", unmatched)
+    no_id = [s for s in sorted(rows) if s not in ids]
+    no_submission = [s for s in sorted(ids) if s not in rows]
+    atomic_write(out / "unmatched.csv", csv_text(["what", "submission", "lms_id"], [
+        *[("submission without an LMS id", s, "") for s in no_id],
+        *[("LMS id without a submission", s, ids[s]["lms_id"]) for s in no_submission]]))
     return {"exported": len(matched), "no_id": no_id, "no_submission": no_submission,
             "free_text": "included" if marks is not None else "not marked yet: automatic points only",
-            "points_possible": columns.possible}
-
-
-def _feedback(exercise, g, marks: dict[str, float] | None, manual) -> str:
-    """The student's feedback as in REPORT_DIR/feedback/, plus the free-text marks once given."""
-    text = feedback_text(exercise, g)
-    if marks is None or not manual:
-        return text
-    lines = ["", "## Marked by your instructor", ""]
-    lines += [f"- {q.id}: {format_points(marks.get(q.id, 0.0))}/{format_points(q.points)}" for q in manual]
-    total = g.total + sum(marks.values())
-    points = exercise.auto_points + sum(q.points for q in manual)
-    lines += ["", f"**Total with the marked answers: {format_points(total)} / {format_points(points)}**"]
-    return text + "\n".join(lines) + "\n"
+            "points_possible": headers[0][1]}

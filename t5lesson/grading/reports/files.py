@@ -13,10 +13,11 @@ import os
 import re
 import tempfile
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["inert", "md_text", "code_span", "safe_name", "csv_cell", "uncell", "csv_text", "atomic_write"]
+__all__ = ["inert", "md_text", "code_span", "safe_name", "safe_names", "csv_cell", "uncell", "csv_text", "atomic_write"]
 
 
 # Terminal escape sequences (CSI "ESC [ ... final", OSC "ESC ] ... BEL or ESC \\", the other
@@ -25,11 +26,6 @@ _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?"
                       r"|(?:\x1b[\]P^_X]|[\x9d\x90\x9e\x9f\x98])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
                       r"|\x1b[ -~]?")
 _LINE_BREAKS = re.compile("\r\n|[\r\n\x0b\x0c\x85\u2028\u2029]")
-
-
-def _visible(char: str) -> bool:
-    """False for control (Cc) and format (Cf) characters: zero-width spaces, direction overrides, ..."""
-    return unicodedata.category(char) not in ("Cc", "Cf", "Cs")
 
 
 def inert(text: object, multiline: bool = False) -> str:
@@ -41,8 +37,9 @@ def inert(text: object, multiline: bool = False) -> str:
     if text.isascii() and text.isprintable():
         return text
     text = _LINE_BREAKS.sub("\n" if multiline else " ", _ESCAPES.sub("", text))
-    keep = "\n\t" if multiline else ""
-    return "".join(c for c in (text if multiline else text.replace("\t", " ")) if c in keep or _visible(c))
+    keep = "\n\t" if multiline else ""  # control (Cc), format (Cf: zero-width, direction) and surrogates go
+    text = text if multiline else text.replace("\t", " ")
+    return "".join(c for c in text if c in keep or unicodedata.category(c) not in ("Cc", "Cf", "Cs"))
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*<>\[\]|])")
@@ -74,16 +71,24 @@ def safe_name(student: str) -> str:
     return name
 
 
+def safe_names(ids: Iterable[str]) -> list[str]:
+    """`safe_name` of each id, in order; a name made again gets -2, -3, ... so that no file is written twice."""
+    seen: Counter[str] = Counter()
+    names: list[str] = []
+    for name in map(safe_name, ids):
+        seen[name] += 1
+        names.append(name if seen[name] == 1 else f"{name}-{seen[name]}")
+    return names
+
+
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value: object) -> str:
     """A CSV field a spreadsheet shows as text: a leading =, +, -, @, tab or CR gets a ' before it,
     and so does a leading ', so that `uncell` can always tell the value back. Made `inert` (line
-    breaks kept: a quoted CSV field may span lines; single-line fields are made so by the caller).
-
-    Numbers stay numbers (points are never negative); student ids and answers are text.
-    """
+    breaks kept: a quoted field may span lines; the caller makes single-line fields so). Points are
+    never negative, so numbers stay numbers."""
     text = inert(value, multiline=True)
     return f"'{text}" if text.startswith(_FORMULA_START) or text.startswith("'") else text
 
@@ -112,6 +117,5 @@ def atomic_write(path: Path, text: str) -> None:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         raise

@@ -1,10 +1,9 @@
-"""Everything one grading run writes into REPORT_DIR, and grades.json, which can be read back.
+"""Everything one grading run writes into REPORT_DIR, and grades.json, which `read` reads back.
 
-`write_all` is what the grader and `merge` both call, so a merged report is made by the very code
-of a single run: the gradebook files (`reports.gradebook`), report.html (`reports.class_page`) and
-grades.json (every verdict, the settings, the shard, the entries without a row, the questions'
-titles), read back by `read`. No clock, no path of the machine, students sorted: the same bytes
-every time. See docs/grading.md, "Large classes: progress, shards, merge".
+The grader and `merge` both call `write_all`, so a merged report is made by the very code of a single
+run: the gradebook files (`reports.gradebook`), the class report (`reports.class_page`) and grades.json
+(the verdicts, settings, shard, entries without a row, titles). Each file is written atomically; no
+clock, no path of the machine, students sorted: the same bytes every time. See docs/grading.md.
 """
 from __future__ import annotations
 
@@ -16,9 +15,10 @@ from typing import Any, NamedTuple, cast
 from ..authoring.notebook_format import QUESTION_HEADING
 from ..errors import GradingError, InputError
 from ..exercise import Catalogue, Exercise
+from ..records import BLOCKED_TARGET
 from ..verdict import Graded, Outcome, RunSettings, Skipped, Status
-from .files import atomic_write
-from .gradebook import write_reports
+from .files import atomic_write, safe_names
+from .gradebook import feedback_text, free_text_sheet, gradebook_text, summary_text
 
 __all__ = ["FORMAT", "GRADES_FILE", "Run", "ReportError", "write_all", "grades_text", "read", "question_titles"]
 
@@ -55,70 +55,53 @@ class Run(NamedTuple):
     titles: dict[str, str]
 
 
-def _outcome(o: Outcome) -> dict[str, Any]:
-    """An outcome as grades.json keeps it; `blocked` only where the answer called a blocked reference."""
-    plain: dict[str, Any] = {"question": o.question, "status": o.status, "points": o.points, "max_points": o.max_points,
-             "message": o.message}
-    if getattr(o, "blocked", ()):
-        plain["blocked"] = list(o.blocked)
-    return plain
-
-
-def _blocked(o: dict[str, Any]) -> tuple[str, ...]:
-    """The blocked targets of an outcome read back from grades.json (well-formed ones only)."""
-    from ..records import BLOCKED_TARGET
-
-    found: object = o.get("blocked")
-    if not isinstance(found, list):
-        return ()
-    return tuple(t for t in cast("list[object]", found) if isinstance(t, str) and BLOCKED_TARGET.fullmatch(t))
-
-
-def _plain(g: Graded) -> dict[str, Any]:
-    return {
-        "student": g.student, "file": g.file, "status": str(g.status),
-        "outcomes": [_outcome(o) for o in g.outcomes],
-        "notes": list(g.notes), "free_text": dict(g.free_text), "answers": dict(getattr(g, "answers", {}) or {}),
-        "error": getattr(g, "error", ""),
-        **({"flags": {q: list(f) for q, f in g.flags.items()}} if getattr(g, "flags", None) else {}),
-    }
+def _plain(g: Graded) -> dict[str, object]:
+    """A verdict as grades.json keeps it: an outcome's `blocked` only where the answer called a blocked
+    reference, `flags` only where the notebook reached into the grader's cells, no seconds (no clock)."""
+    outcomes = [{"question": o.question, "status": o.status, "points": o.points, "max_points": o.max_points,
+                 "message": o.message, **({"blocked": list(o.blocked)} if o.blocked else {})} for o in g.outcomes]
+    return {"student": g.student, "file": g.file, "status": str(g.status), "outcomes": outcomes, "notes": g.notes,
+            "free_text": g.free_text, "answers": g.answers, "error": g.error, **({"flags": g.flags} if g.flags else {})}
 
 
 def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
                 skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> str:
     """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
     the entries of the folder that have no row (`intake.Skipped`) and the questions' titles."""
-    doc: dict[str, Any] = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
-           "settings": settings.to_json(),
-           "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
+    doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
+           "settings": settings.to_json(), "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
            "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
               skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> list[str]:
-    """Write the whole report folder (see module doc); return what could not be written, in words.
+    """Write the whole report folder; return what could not be written, in words. One file that cannot
+    be written does not stop the others; the gradebook comes first, summary.md (listing the failures) last."""
+    from .class_page import class_report_files
 
-    As in `write_reports`, one file that fails does not stop the others.
-    """
-    from .class_page import class_report_files  # the report's figures are only needed here
-
-    failed = write_reports(out, exercise, graded, settings, skipped=skipped)
+    failed: list[str] = []
 
     def put(relative: str, text_of: Callable[[], str]) -> None:
         try:
             atomic_write(out / relative, text_of())
-        except Exception as exc:
+        except Exception as exc:  # e.g. a full disk, or a bug in one report: never the gradebook's loss
             failed.append(f"{relative}: {type(exc).__name__}: {exc}")
 
+    put("gradebook.csv", lambda: gradebook_text(exercise, graded))
+    put("free_text.csv", lambda: free_text_sheet(exercise, graded))
+    students = sorted(graded, key=lambda g: g.student)
+    for name, g in zip(safe_names(g.student for g in students), students, strict=True):
+        put(f"feedback/{name}.md", lambda g=g: feedback_text(exercise, g))
     put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, shard, skipped, titles))
     try:
         files = class_report_files(exercise, graded, titles)
-    except Exception as exc:  # the class report must never cost the gradebook
+    except Exception as exc:
         failed.append(f"report.html: {type(exc).__name__}: {exc}")
         files = {}
     for relative, text in files.items():
         put(relative, lambda text=text: text)
+    put("summary.md", lambda: summary_text(exercise, graded, settings, skipped, list(failed)))
     return failed
 
 
@@ -141,7 +124,16 @@ def read(report_dir: Path, catalogue: Catalogue) -> Run:
         raise InputError(f"{path} is damaged: {type(exc).__name__}: {exc}") from None
 
 
+def _blocked(o: dict[str, Any]) -> tuple[str, ...]:
+    """The blocked targets of an outcome read back from grades.json (well-formed ones only)."""
+    found: object = o.get("blocked")
+    if not isinstance(found, list):
+        return ()
+    return tuple(t for t in cast("list[object]", found) if isinstance(t, str) and BLOCKED_TARGET.fullmatch(t))
+
+
 def _run_of(doc: dict[str, Any], catalogue: Catalogue) -> Run:
+    """The run of a grades.json document (JSON as read: a missing key or wrong kind raises; `read` says damaged)."""
     exercise = catalogue.get(doc["exercise"])
     settings = RunSettings.from_json(doc.get("settings"))
     if settings.seed:  # the cases the verdicts name: drawn again from the recorded seed

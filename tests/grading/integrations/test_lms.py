@@ -1,4 +1,4 @@
-"""The LMS export: Canvas and Moodle layouts, numbers identical to the gradebook's, feedback as HTML."""
+"""The LMS export: Canvas and Moodle layouts, numbers identical to the gradebook's, feedback as Markdown."""
 from __future__ import annotations
 
 import csv
@@ -6,7 +6,6 @@ import shutil
 import subprocess
 
 from conftest import ROOT, SAMPLE_EXERCISE, SAMPLE_TOTALS, grade_cli
-from t5lesson.grading.integrations.lms import markdown_html
 from t5lesson.grading.verdict import format_points
 
 IDS = "submission,lms_id,name,section\nada,S1001,\"Lovelace, Ada\",A\nben,S1002,Ben Bit,A\ncy,S1003,Cy Young,B\n" \
@@ -61,17 +60,12 @@ def test_canvas_and_moodle_hold_the_gradebook_numbers(sample_runs, tmp_path):
                                             "lms_id": "S1005"}]
 
 
-def test_feedback_as_markdown_and_html(sample_runs, tmp_path):
+def test_feedback_as_markdown(sample_runs, tmp_path):
     report = sample_runs["whole"]
     result, out = _export(report, tmp_path)
     assert result.returncode == 0, result.stderr
     assert (out / "feedback" / "S1002.md").read_text() == (report / "feedback" / "ben.md").read_text()
-    page = (out / "feedback" / "S1002.html").read_text()
-    assert f"<strong>Total: {format_points(SAMPLE_TOTALS['ben'])} / {OUT_OF}</strong>" in page
-    assert "<code>ben.ipynb</code>" in page
-    assert "<li>q1: Incorrect: that is the bucket of the opposite offset" in page  # ben's wrong q1
-    assert sorted(p.name for p in (out / "feedback").iterdir()) == [
-        f"S100{i}.{ext}" for i in range(1, 5) for ext in ("html", "md")]
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == [f"S100{i}.md" for i in range(1, 5)]
 
 
 def test_free_text_points_count_once_marked(sample_runs, tmp_path):
@@ -105,23 +99,6 @@ def _write(path, rows):
         writer = csv.DictWriter(f, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-
-
-def test_markdown_html_escapes_everything_a_student_wrote():
-    page = markdown_html("# T\n\n- q1: Error: <img src=x onerror=alert(1)> in `cell 3`\n**b**\n", "t <x>")
-    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
-    assert "<code>cell 3</code>" in page and "<title>t &lt;x&gt;</title>" in page and "<h1>T</h1>" in page
-
-
-def test_a_script_in_a_students_answer_comes_out_as_text():
-    """Raw HTML is off: a <script> in an answer, a feedback line or a block of its own is escaped text."""
-    feedback = ("# Feedback\n\n- q1: Incorrect: you wrote <script>alert(1)</script> [0/1]\n"
-                "- q2: `<script>alert(2)</script>` [0/1]\n\n<script>alert(3)</script>\n\n"
-                "[click](javascript:alert(4))\n")
-    page = markdown_html(feedback, "Feedback: <script>alert(5)</script>")
-    assert "<script" not in page and page.count("&lt;script&gt;alert(") == 4
-    assert "<code>&lt;script&gt;alert(2)&lt;/script&gt;</code>" in page and "<title>Feedback: &lt;script&gt;" in page
-    assert "<a " not in page  # nor does a javascript: link become one
 
 
 def _synthetic_report(tmp_path, students, messages=None):
@@ -172,12 +149,12 @@ def test_lms_feedback_holds_no_live_link_image_or_escape(tmp_path):
     ids = tmp_path / "ids.csv"
     ids.write_text("submission,lms_id\nmallory,M1\n")
     export(report, ids, tmp_path / "lms", catalogue=exercises)
-    page = (tmp_path / "lms" / "feedback" / "M1.html").read_text()
     markdown = (tmp_path / "lms" / "feedback" / "M1.md").read_text()
     moodle = (tmp_path / "lms" / "moodle.csv").read_text()
-    for text in (page, markdown, moodle):
+    for text in (markdown, moodle):
         assert "\x1b" not in text and "\x07" not in text
-    assert "<a " not in page and "<img" not in page and "href" not in page  # links and images stay text
-    assert "&lt;img src=x onerror=alert(2)&gt;" in page
-    assert page.count("<h2>") == markdown.count("\n## ") == 1  # no forged "## Questions" heading
+    # links, images and HTML stay text: their Markdown characters are escaped
+    assert "\\[see your marks here\\](https://attacker.invalid)" in markdown and "!\\[p\\]" in markdown
+    assert "\\<https://attacker.invalid\\>" in markdown and "\\<img src=x onerror=alert(2)\\>" in markdown
+    assert markdown.count("\n## ") == 1  # no forged "## Questions" heading
     assert "\n- q7: Correct" not in markdown

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 
 from t5lesson import exercises as bank
-from t5lesson.grading.reports.progress import Progress, duration
+from t5lesson.grading.reports.progress import Progress
 from t5lesson.grading.verdict import Graded, Status, format_points
 
 EXERCISE = bank.get("01_unscaled_scores")
@@ -37,9 +37,9 @@ def test_lines_for_logs_carry_count_rate_time_left_and_problems():
     out = _run(False, [Status.GRADED, Status.TIME_LIMIT, Status.GRADED, Status.UNREADABLE])
     lines = out.splitlines()
     assert len(lines) == 4 and "\r" not in out and "\x1b" not in out
-    assert lines[0].startswith(f"[1/4] s1: 0/{OUT_OF} graded (6.0 s) | 2.0/min, 1 min 30 s left, all graded")
-    assert lines[1].endswith("2.0/min, 1 min 00 s left, not graded: 1 (time limit 1)")
-    assert lines[3].endswith("0 s left, not graded: 2 (time limit 1, unreadable 1)")
+    assert lines[0].startswith(f"[1/4] s1: 0/{OUT_OF} graded (6.0 s) | 2.0/min, 01:30 left, all graded")
+    assert lines[1].endswith("2.0/min, 01:00 left, not graded: 1 (time limit 1)")
+    assert lines[3].endswith("00:00 left, not graded: 2 (time limit 1, unreadable 1)")
 
 
 def test_bar_on_a_terminal_redraws_one_line_and_names_problems_above_it():
@@ -56,7 +56,3 @@ def test_bar_on_a_terminal_redraws_one_line_and_names_problems_above_it():
 def test_auto_mode_is_plain_when_the_stream_is_not_a_terminal():
     assert Progress(io.StringIO()).bar is False
 
-
-def test_durations_read_well():
-    assert [duration(s) for s in (0.4, 59, 61, 3599, 3600 * 2 + 7 * 60)] == [
-        "0 s", "59 s", "1 min 01 s", "59 min 59 s", "2 h 07 min"]

@@ -118,9 +118,10 @@ def test_csv_cells_and_the_lms_export_keep_every_student(graded_class, tmp_path)
         csv.writer(f).writerows([["submission", "lms_id"], *([s, f"L{n}"] for n, s in enumerate(sorted(graded)))])
     result = export(report, ids, tmp_path / "lms", catalogue=exercises)
     assert result["exported"] == len(graded) and not result["no_id"] and not result["no_submission"]
-    page = (tmp_path / "lms" / "feedback" / f"L{sorted(graded).index('mallory')}.html").read_text()
-    assert "<a " not in page and "<img" not in page and "\x1b" not in page
-    assert "<h2>Questions</h2>" in page and page.count("<h2>") == 2
+    page = (tmp_path / "lms" / "feedback" / f"L{sorted(graded).index('mallory')}.md").read_text()
+    assert page == (report / "feedback" / "mallory.md").read_text() and "\x1b" not in page
+    headings = [line for line in page.splitlines() if line.startswith("#")]
+    assert headings[1:] == ["## Questions", "## About your notebook"]
 
 
 def test_progress_lines_are_inert():
