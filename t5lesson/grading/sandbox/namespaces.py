@@ -347,11 +347,10 @@ def probe(uid: int | None = None) -> str | None:
     if done.returncode in (0, 4):
         return None if done.returncode == 0 else f"the kernel's wall does not hold here: {why}"
     detail = f" ({why})" if why else ""
+    causes = "docs/grading.md, 'Isolation, honestly', names the known causes: a sysctl on Debian, AppArmor on Ubuntu"
     if os.geteuid() == 0:
-        return f"bubblewrap cannot make its namespaces here, even as root{detail}"
-    return ("bubblewrap cannot make unprivileged user namespaces here (on Debian: sysctl "
-            "kernel.unprivileged_userns_clone=1; on Ubuntu 24.04: load the bwrap-userns-restrict AppArmor profile "
-            f"of the apparmor-profiles package), so kernels cannot be isolated without root{detail}")
+        return f"bubblewrap cannot make the kernels' namespaces here, even as root ({causes}){detail}"
+    return f"bubblewrap cannot make the kernels' namespaces here as a normal user ({causes}){detail}"
 
 
 if __name__ == "__main__":  # inside bubblewrap, for the probe: become a kernel-to-be as a launcher does, then check
