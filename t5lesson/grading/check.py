@@ -1,10 +1,8 @@
 """Instant feedback in the notebook: `check("q4")` prints one line, `hint("q4")` one hint.
 
-`check` scores with exactly the grader's code (`questions.kinds` on `harvest`'s plain records),
-so "Correct" here means full marks there; it never raises. A free-text answer lives in a Markdown
-cell the kernel cannot see, so `check` reads it from the notebook as last saved and shows the
-rubric to compare with. It is feedback, not grading: the grader runs the submission again.
-See docs/grading.md, "In the notebook: check() and hint()".
+`check` scores with exactly the grader's code (`questions.kinds` on `harvest`'s plain records), so
+"Correct" here means full marks there; it never raises. A free-text answer is read from the
+notebook as last saved. See docs/grading.md, "In the notebook: check() and hint()".
 """
 from __future__ import annotations
 
@@ -50,7 +48,8 @@ class Checker:
             say(f"{question_id!r} is not a question here; the questions are {', '.join(self.exercise.ids)}.")
             return None
 
-    def outcome(self, question_id: str, *value: object, namespace: Mapping[str, object] | None = None) -> Outcome | None:
+    def outcome(self, question_id: str, *value: object,
+                namespace: Mapping[str, object] | None = None) -> Outcome | None:
         """The Outcome for a question (what check prints), or None for an unknown id."""
         question = self._question(question_id)
         if question is None:
