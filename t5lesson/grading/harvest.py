@@ -32,11 +32,8 @@ HARVEST_FILE, ADAPTER_FILE = "<t5lesson-harvest>", "<t5lesson-adapter>"  # the f
 
 class GradingSetupError(Exception):
     """A driver's verdict that the learner's class or function breaks the exercise's contract (a
-    parameter missing, a wrong shape, no cache used): a wrong answer, explained, not an Error.
-
-    The drivers (`t5lesson.exercises.*_driver`) raise it; their source runs in the adapter's scope,
-    which holds this very class (see `collect`), so that `call_cases` knows it.
-    """
+    parameter missing, no cache used): a wrong answer, explained, not an Error. The drivers'
+    source runs in the adapter's scope, which holds this very class (see `collect`)."""
 
 
 class _CaseTimeout(BaseException):
@@ -143,12 +140,8 @@ def _alarm(signum: int, frame: object) -> None:
 
 def call_cases(function: Callable[..., object], cases: Iterable[Mapping[str, Any]], timeout: float,
                slow_cases: int = MAX_SLOW_CASES) -> list[Plain]:
-    """Call `function` on every case; one result record per case, never raising.
-
-    Each call gets `timeout` seconds (an alarm signal, where the kernel runs code in the main
-    thread). After `slow_cases` timeouts the remaining cases are skipped, so a function that
-    hangs costs a few seconds, not one timeout per case.
-    """
+    """Call `function` on every case; one result record per case, never raising. Each call gets
+    `timeout` seconds (an alarm, in the main thread); after `slow_cases` timeouts the rest are skipped."""
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     results: list[Plain] = []
     slow = 0
@@ -269,11 +262,9 @@ def target_functions(module: object, path: str, seen: set[int] | None = None) ->
 def blocking(targets: Iterable[str]) -> Callable[[], None]:
     """Make the reference implementations unusable; return a function that undoes it.
 
-    A loaded function gets a refusing code object (so every name bound to it, anywhere, now
-    raises, and the call is noted in `sys.<HITS_ATTRIBUTE>`); decorated functions are blocked
-    inside and out, classes (in "Class.*" and "*" targets) method by method. A module not
-    loaded yet cannot be imported. Deterrence: a learner who copied a code object beforehand
-    gets around it, and that is no accident.
+    A loaded function gets a refusing code object (every name bound to it now raises, and the call
+    is noted in `sys.<HITS_ATTRIBUTE>`), decorated ones inside and out, classes method by method; a
+    module not loaded yet cannot be imported. Deterrence: a code object copied beforehand escapes it.
     """
     undo: list[Callable[[], object]] = []
     seen: set[int] = set()
