@@ -41,15 +41,16 @@ def to_python(value: object) -> Nested:
 def from_plain(value: object, bools: bool = True) -> Nested:
     """A harvested plain value ({"t": ..., "v": ...}) as nested lists, or _BAD for anything else.
 
-    Bools become 0 and 1, or _BAD with `bools=False` (where only numbers are answers); an array's
-    numbers, flat on the wire, take its shape (checked before anything is built).
+    Bools become 0 and 1, or _BAD with `bools=False` (where only numbers are answers).
     """
     plain = as_dict(value) or {}
     kind, v = plain.get("t"), plain.get("v")
     if kind == "none":
         return None
-    if kind == "bool" or kind == "int":
-        return (int(v) if bools or kind == "int" else _BAD) if type(v) is (bool if kind == "bool" else int) else _BAD
+    if kind == "bool":
+        return int(v) if bools and type(v) is bool else _BAD
+    if kind == "int":
+        return v if type(v) is int else _BAD
     if kind == "float":  # non-finite floats arrive as their repr: "inf", "-inf", "nan"
         ok = v in ("inf", "-inf", "nan") if isinstance(v, str) else type(v) in (int, float)
         return float(plain["v"]) if ok else _BAD
@@ -58,14 +59,16 @@ def from_plain(value: object, bools: bool = True) -> Nested:
     laid = [from_plain(item, bools) for item in items]
     if any(item is _BAD for item in laid):
         return _BAD
-    if kind == "list":
-        return laid
-    shape = plain.get("shape")
-    if not shape_ok(shape, len(laid)) or any(isinstance(item, list) for item in laid):  # not numbers
+    return laid if kind == "list" else _in_shape(laid, plain.get("shape"))
+
+
+def _in_shape(numbers: list[Nested], shape: object) -> Nested:
+    """An array's numbers, flat on the wire, laid out in its shape (checked before anything is built)."""
+    if not shape_ok(shape, len(numbers)) or any(isinstance(item, list) for item in numbers):  # not numbers
         return _BAD
-    flat: Any = np.empty(len(laid), dtype=object)  # numpy's stubs leave an object array's reshape unknown
-    flat[:] = laid
-    return flat.reshape(shape).tolist() if shape else laid[0]
+    flat: Any = np.empty(len(numbers), dtype=object)  # numpy's stubs leave an object array's reshape unknown
+    flat[:] = numbers
+    return flat.reshape(shape).tolist() if shape else numbers[0]
 
 
 def _shape(x: Nested) -> str:
