@@ -218,8 +218,8 @@ class Case:
 # learner how close they are; it never lets a wrong answer pass for most of a right one.
 WRONG_AT_MOST = Fraction(1, 3)
 
-# (case, expected result, its harvested result) of a case that was not right
-Failure = tuple[Case, Any, object]
+# (case, expected result, its harvested result: JSON, like a record's every field) of a case that was not right
+Failure = tuple[Case, Any, Any]
 
 
 @dataclass(frozen=True)
@@ -384,7 +384,7 @@ class Code(Question):
             return f"{where} raised {_error_shown(found['error'], self.drawn_cases, self.known_words)}{place}."
         return None
 
-    def _explain(self, case: Case, want: Any, got: object) -> str:
+    def _explain(self, case: Case, want: Any, got: Any) -> str:
         """One sentence about a failed case: why it gave no value, or what is wrong with the value."""
         where = self._case_name(case)
         failure = self._run_failure(where, got)
