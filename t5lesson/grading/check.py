@@ -1,23 +1,24 @@
 """Instant feedback in the notebook: `check("q4")` prints one line, `hint("q4")` one hint.
 
-`check` scores with exactly the grader's code (`questions.kinds` on `harvest`'s plain records),
-so "Correct" here means full marks there; it never raises. A free-text answer lives in a Markdown
-cell the kernel cannot see, so `check` reads it from the notebook as last saved and shows the
-rubric to compare with. It is feedback, not grading: the grader runs the submission again.
-See docs/grading.md, "In the notebook: check() and hint()".
+`check` scores with exactly the grader's code (`questions.kinds` on `harvest`'s plain records), so
+"Correct" here means full marks there; it never raises. A free-text answer is read from the
+notebook as last saved. See docs/grading.md, "In the notebook: check() and hint()".
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
-import sys
 import textwrap
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, cast
 
 from . import harvest
 from .exercise import Exercise
-from .questions.kinds import FreeText
+from .questions.kinds import FreeText, Question
+from .records import as_dict
 from .verdict import INCORRECT, NOT_ATTEMPTED, Outcome
 
 __all__ = ["checker", "Checker"]
@@ -40,14 +41,15 @@ class Checker:
         self.exercise = exercise
         self._hints_shown: dict[str, int] = {}
 
-    def _question(self, question_id):
+    def _question(self, question_id: str) -> Question | None:
         try:
             return self.exercise[question_id]
         except KeyError:
             say(f"{question_id!r} is not a question here; the questions are {', '.join(self.exercise.ids)}.")
             return None
 
-    def outcome(self, question_id: str, *value, namespace=None) -> Outcome | None:
+    def outcome(self, question_id: str, *value: object,
+                namespace: Mapping[str, object] | None = None) -> Outcome | None:
         """The Outcome for a question (what check prints), or None for an unknown id."""
         question = self._question(question_id)
         if question is None:
@@ -66,12 +68,13 @@ class Checker:
         record = harvest.collect(question.harvest_spec(), namespace if namespace is not None else {})
         return question.score(record)
 
-    def check(self, question_id: str, *value) -> None:
+    def check(self, question_id: str, *value: object) -> None:
         """Print one line: Correct, Partly correct, Incorrect (with a nudge), Not attempted, or Error."""
         if len(value) > 1:
             say("check takes the question id and at most one answer, e.g. check(\"q1\", \"B\").")
             return
-        namespace = sys._getframe(1).f_globals
+        caller = inspect.currentframe()
+        namespace = caller.f_back.f_globals if caller is not None and caller.f_back is not None else {}
         try:
             result = self.outcome(question_id, *value, namespace=namespace)
         except KeyboardInterrupt:
@@ -100,43 +103,43 @@ class Checker:
         say(f"{question_id} hint {level}/{len(question.hints)}: {question.hints[level - 1]}{more}")
 
 
-def _notebook_candidates(exercise_id: str, namespace: dict) -> list[Path]:
+def _notebook_candidates(exercise_id: str, namespace: Mapping[str, object]) -> list[Path]:
     """Where the saved notebook may be: the file Jupyter or VS Code names, else EXERCISE_ID.ipynb here."""
     named = [namespace.get("__session__"), namespace.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")]
     paths = [Path(p) for p in named if isinstance(p, str) and p.endswith(".ipynb")]
     return paths + [Path.cwd() / f"{exercise_id}.ipynb"]
 
 
-def saved_answer(exercise_id: str, cell_name: str, namespace: dict) -> str | None:
+def _t5lesson(item: object) -> dict[str, Any]:
+    """The "t5lesson" metadata of a notebook or a cell, {} where there is none."""
+    return as_dict((as_dict((as_dict(item) or {}).get("metadata")) or {}).get("t5lesson")) or {}
+
+
+def saved_answer(exercise_id: str, cell_name: str, namespace: Mapping[str, object]) -> str | None:
     """The text of a free-text answer cell in the saved notebook, or None when no notebook is found.
 
-    The kernel cannot see the notebook as it is on screen, only as it was last saved; the first
-    candidate file (`_notebook_candidates`) that is this exercise's notebook is read, and its
-    Markdown cell named `cell_name` (the answer cell) is returned ("" when that cell is gone).
+    The kernel sees the notebook only as last saved: the first candidate file that is this
+    exercise's notebook is read, and its Markdown cell named `cell_name` returned ("" when gone).
     """
     for path in _notebook_candidates(exercise_id, namespace):
         try:
-            nb = json.loads(path.read_text(encoding="utf-8"))
+            nb = as_dict(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):
             continue
-        if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        cells = nb.get("cells") if nb is not None else None
+        if not isinstance(cells, list) or _t5lesson(nb).get("exercise") not in (None, exercise_id):
             continue
-        meta = nb.get("metadata", {}).get("t5lesson", {}) if isinstance(nb.get("metadata"), dict) else {}
-        if isinstance(meta, dict) and meta.get("exercise") not in (None, exercise_id):
-            continue
-        for cell in nb["cells"]:
-            if not isinstance(cell, dict) or cell.get("cell_type") != "markdown":
+        for cell in map(as_dict, cast("list[object]", cells)):
+            if cell is None or cell.get("cell_type") != "markdown":
                 continue
-            info = cell.get("metadata", {}).get("t5lesson", {}) if isinstance(cell.get("metadata"), dict) else {}
-            name = info.get("cell") if isinstance(info, dict) else None
-            if (name or cell.get("id")) == cell_name:
+            if (_t5lesson(cell).get("cell") or cell.get("id")) == cell_name:
                 source = cell.get("source", "")
-                return "".join(source) if isinstance(source, list) else str(source)
+                return "".join(map(str, cast("list[object]", source))) if isinstance(source, list) else str(source)
         return ""
     return None
 
 
-def checker(exercise: Exercise):
+def checker(exercise: Exercise) -> tuple[Callable[..., None], Callable[[str], None]]:
     """(check, hint) bound to one exercise, for the notebook's setup cell."""
     instance = Checker(exercise)
     return instance.check, instance.hint

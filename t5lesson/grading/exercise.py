@@ -29,14 +29,9 @@ def _digest(*parts: object) -> int:
 
 @dataclass(frozen=True)
 class Exercise:
-    """An exercise notebook's questions, in the order they appear.
-
-    `practice` marks an exercise that is not handed in (lesson 0's warm-up question): it has no
-    solution notebook and does not count in the objective map.
-
-    Every question is given the exercise id as its salt (`answer_hash(qid, answer, exercise_id)`),
-    so one answer has a different key in every exercise.
-    """
+    """An exercise notebook's questions, in the order they appear; each is given the exercise id as
+    its salt (`answer_hash`). `practice` marks one that is not handed in (lesson 0's warm-up): no
+    solution notebook, not in the objective map."""
 
     id: str
     title: str
@@ -62,9 +57,7 @@ class Exercise:
         """The exercise as the grader runs it: every code question's hidden cases drawn from `seed`.
 
         Each question draws from its own generator, seeded by a hash of (seed, exercise id,
-        question id), so one seed gives the same cases on every machine and in every shard, and
-        a change to one question's recipe leaves the others' cases as they were. The cases the
-        learner's `check()` runs ship with the package; these do not exist until grading. The
+        question id), so one seed gives the same cases on every machine and in every shard. The
         result's questions hold the first of `variants` sets; `for_student` mixes all of them.
         """
         if not isinstance(seed, str) or not seed:  # pyright: ignore[reportUnnecessaryIsInstance] (a caller's value)
@@ -163,25 +156,15 @@ class _Pool:
         return replace(q, cases=cases)
 
     def fill_expected(self, q: Question, key: str) -> None:
-        """Give a mixed question the expected results of its cases, from their sets (see `mixed`); a code
-        question without hidden cases those of its own cases, computed once for every submission."""
-        if not isinstance(q, Code):
-            return
-        if q.hidden:
-            picks = self.picks(q, key)
+        """Give a mixed code question the expected results of its cases, from the sets they came
+        from (see `mixed`); one without hidden cases those of its own, computed once for all."""
+        if isinstance(q, Code):
+            picks = self.picks(q, key) if q.hidden else [0] * len(q.cases)
             q.__dict__["expected"] = tuple(self.expected(q, v)[i] for i, v in enumerate(picks))
-        else:
-            with self.lock:
-                q.__dict__["expected"] = self._original(q).expected
 
     def warm(self) -> None:
         """Draw every set and compute its expected results (the grader does it while kernels run)."""
         for q in self.originals.values():
-            if not isinstance(q, Code):
-                continue
-            if q.hidden:
-                for v in range(self.count):
+            if isinstance(q, Code):
+                for v in range(self.count if q.hidden else 1):
                     self.expected(q, v)
-            else:
-                with self.lock:
-                    q.expected  # noqa: B018 (computed and kept)

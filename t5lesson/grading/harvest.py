@@ -6,11 +6,22 @@ text there after the student's cells, so it depends on nothing the student could
 it is only as honest as that kernel: see docs/grading.md, "What the grader guarantees, and what
 it does not". It must stay self-contained: standard library only, no relative imports.
 """
+from __future__ import annotations
+
 import json
 import math
 import signal
 import sys
 import threading
+
+TYPE_CHECKING = False  # typing is not imported in the kernel: the names below serve pyright only
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+    from importlib.machinery import ModuleSpec
+    from types import CodeType, TracebackType
+    from typing import Any
+
+    Plain = dict[str, Any]  # a tagged plain value, JSON-able
 
 MIME = "text/x-t5lesson-harvest"
 MAX_ITEMS = 1000  # items of one harvested list or array (the grader's `records` reads its bound from here)
@@ -21,83 +32,75 @@ HARVEST_FILE, ADAPTER_FILE = "<t5lesson-harvest>", "<t5lesson-adapter>"  # the f
 
 class GradingSetupError(Exception):
     """A driver's verdict that the learner's class or function breaks the exercise's contract (a
-    parameter missing, a wrong shape, no cache used): a wrong answer, explained, not an Error.
-
-    The drivers (`t5lesson.exercises.*_driver`) raise it; their source runs in the adapter's scope,
-    which holds this very class (see `collect`), so that `call_cases` knows it.
-    """
+    parameter missing, no cache used): a wrong answer, explained, not an Error. The drivers'
+    source runs in the adapter's scope, which holds this very class (see `collect`)."""
 
 
 class _CaseTimeout(BaseException):
     """Raised by the alarm when one call of the learner's function runs too long."""
 
 
-def to_plain(x, depth=0):
+def to_plain(x: object, depth: int = 0) -> Plain:
     """A tagged plain value: {"t": "int", "v": 3}, {"t": "list", "v": [...]}, {"t": "other", ...}."""
-    kind = type(x)  # compared by identity: a subclass (of int, of list) is not plain data
+    # types are compared by identity: a subclass (of int, of list) is not plain data
     if x is None or x is Ellipsis:
         return {"t": "none"}
-    if kind is bool or kind is int or kind is float or kind is str:
-        return _scalar(x, kind)
-    if kind in (list, tuple, set, frozenset):
-        return _sequence(x, kind, depth)
+    if type(x) is bool:
+        return {"t": "bool", "v": x}
+    if type(x) is int:  # huge ints, non-finite floats and long text bounded
+        return {"t": "int", "v": x} if abs(x) < 10 ** 18 else {"t": "other", "type": "huge int"}
+    if type(x) is float:
+        return {"t": "float", "v": x if math.isfinite(x) else repr(x)}
+    if type(x) is str:
+        return {"t": "str", "v": x[:MAX_TEXT]}
+    if type(x) in (list, tuple, set, frozenset):
+        return _sequence(x, depth)
     numpy = sys.modules.get("numpy")  # looked up, never imported: only a learner who uses it has it
     plain = _from_numpy(x, numpy) if numpy is not None else None
     if plain is not None:
         return plain
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        return _array(tuple(x.shape), x.numel(), lambda: x.detach().cpu().reshape(-1).tolist(), str(x.dtype))
-    return {"t": "other", "type": str(getattr(kind, "__name__", "unknown"))[:60]}
+        tensor: Any = x
+        return _array(tensor.shape, tensor.numel(), lambda: tensor.detach().cpu().reshape(-1).tolist(),
+                      str(tensor.dtype))
+    return {"t": "other", "type": str(getattr(type(x), "__name__", "unknown"))[:60]}
 
 
-def _scalar(x, kind):
-    """A bool, int, float or str (exactly those types); huge ints, non-finite floats and long text bounded."""
-    if kind is bool:
-        return {"t": "bool", "v": x}
-    if kind is int:
-        return {"t": "int", "v": x} if abs(x) < 10 ** 18 else {"t": "other", "type": "huge int"}
-    if kind is float:
-        return {"t": "float", "v": x if math.isfinite(x) else repr(x)}
-    return {"t": "str", "v": x[:MAX_TEXT]}
-
-
-def _sequence(x, kind, depth):
-    """A list, tuple or set as a list of plain values (a set's in a fixed order), if small and shallow."""
+def _sequence(x: Any, depth: int) -> Plain:
+    """`x`, exactly a list, tuple or set as a list of plain values (a set's in a fixed order), if small and shallow."""
     if depth > 3 or len(x) > MAX_ITEMS:
-        return {"t": "other", "type": f"{kind.__name__} (too large or too deep)"}
+        return {"t": "other", "type": f"{type(x).__name__} (too large or too deep)"}
     items = [to_plain(item, depth + 1) for item in x]
-    if kind in (set, frozenset):
+    if isinstance(x, (set, frozenset)):
         items.sort(key=lambda item: json.dumps(item, sort_keys=True))
     return {"t": "list", "v": items}
 
 
-def _from_numpy(x, numpy):
+def _from_numpy(x: Any, numpy: Any) -> Plain | None:
     """A NumPy scalar or array as plain data; None for anything else (a NumPy string is "other")."""
-    if isinstance(x, numpy.generic):
-        if isinstance(x, numpy.bool_):
-            return {"t": "bool", "v": bool(x)}
-        if isinstance(x, numpy.integer):
-            return to_plain(int(x))
-        if isinstance(x, numpy.floating):
-            return to_plain(float(x))
-        return None
+    if isinstance(x, numpy.bool_):
+        return {"t": "bool", "v": bool(x)}
+    if isinstance(x, numpy.integer):
+        return to_plain(int(x))
+    if isinstance(x, numpy.floating):
+        return to_plain(float(x))
     if isinstance(x, numpy.ndarray):
         return _array(x.shape, x.size, lambda: x.ravel().tolist(), str(x.dtype))
     return None
 
 
-def _array(shape, size, flat, dtype):
+def _array(shape: Iterable[int], size: int, flat: Callable[[], list[object]], dtype: str) -> Plain:
     if size > MAX_ITEMS:
         return {"t": "other", "type": f"array of {size} entries (too large)"}
     return {"t": "array", "shape": [int(n) for n in shape], "dtype": dtype[:20],
             "v": [to_plain(item, 4) for item in flat()]}
 
 
-def _user_frame(tb):
+def _user_frame(tb: TracebackType | None) -> TracebackType | None:
     """The deepest traceback frame in the learner's code (not the library, not this module)."""
     library = tuple(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
-    frames = []
+    frames: list[TracebackType] = []
     while tb is not None:
         frames.append(tb)
         tb = tb.tb_next
@@ -111,14 +114,14 @@ def _user_frame(tb):
     return frames[-1] if frames else None
 
 
-def _text_of(exc) -> str:
+def _text_of(exc: BaseException) -> str:
     try:
         return str(exc)
     except Exception:  # an exception whose __str__ raises still gets a verdict
         return ""
 
 
-def describe_error(exc):
+def describe_error(exc: BaseException) -> tuple[str, str]:
     """("ZeroDivisionError: division by zero", "my_bucket, line 9"), robust to odd exceptions."""
     text = _text_of(exc)
     name = type(exc).__name__
@@ -131,19 +134,17 @@ def describe_error(exc):
     return head, f"{place}, line {entry.tb_lineno}"
 
 
-def _alarm(signum, frame):
+def _alarm(signum: int, frame: object) -> None:
     raise _CaseTimeout()
 
 
-def call_cases(function, cases, timeout, slow_cases=MAX_SLOW_CASES):
-    """Call `function` on every case; one result record per case, never raising.
-
-    Each call gets `timeout` seconds (an alarm signal, where the kernel runs code in the main
-    thread). After `slow_cases` timeouts the remaining cases are skipped, so a function that
-    hangs costs a few seconds, not one timeout per case.
-    """
+def call_cases(function: Callable[..., object], cases: Iterable[Mapping[str, Any]], timeout: float,
+               slow_cases: int = MAX_SLOW_CASES) -> list[Plain]:
+    """Call `function` on every case; one result record per case, never raising. Each call gets
+    `timeout` seconds (an alarm, in the main thread); after `slow_cases` timeouts the rest are skipped."""
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    results, slow = [], 0
+    results: list[Plain] = []
+    slow = 0
     for case in cases:
         if slow >= slow_cases:
             results.append({"skipped": True})
@@ -191,7 +192,7 @@ BLOCKED_MESSAGE = "is not available while your answer is graded"  # in every ref
 HITS_ATTRIBUTE = "_t5lesson_blocked_hits"  # sys.<this>: the blocked targets called so far, in order
 
 
-def _refusing_code(target, freevars=()):
+def _refusing_code(target: str, freevars: tuple[str, ...] = ()) -> CodeType:
     """A code object that notes the call (in `sys`, the one place every module's code can reach)
     and raises; with as many free variables as `freevars`, so that it can also replace the code
     of a closure, such as the wrapper a decorator returns."""
@@ -204,42 +205,42 @@ def _refusing_code(target, freevars=()):
     source = ("def _outer():\n" + (f"    {' = '.join(names)} = None\n" if names else "")
               + "    def _refuse(*args, **kwargs):\n" + "".join(f"        {line}\n" for line in lines)
               + "    return _refuse\n")
-    scope = {}
+    scope: dict[str, Any] = {}
     exec(compile(source, "<t5lesson-blocked>", "exec"), scope)
-    code = scope["_outer"]().__code__
+    code: CodeType = scope["_outer"]().__code__
     return code.replace(co_freevars=tuple(freevars)) if freevars else code
 
 
-def _functions(obj, seen):
+def _functions(obj: object, seen: set[int]) -> list[Any]:
     """The Python functions behind `obj`: a function, a method, a static or class method, a
     property, and whatever a decorator wraps (`__wrapped__`), all of them."""
-    todo, found = [obj], []
+    todo: list[Any] = [obj]
+    found: list[Any] = []  # each with a settable __code__
     while todo:
         item = todo.pop()
         if item is None or id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, (staticmethod, classmethod)):
-            todo.append(item.__func__)
-        elif isinstance(item, property):
+        wrapped = getattr(item, "__wrapped__", None)
+        if isinstance(item, property):
             todo += [item.fget, item.fset, item.fdel]
-        elif hasattr(item, "__func__"):
+        elif hasattr(item, "__func__"):  # a method, a static or class method
             todo.append(item.__func__)
         elif getattr(item, "__code__", None) is not None:
             found.append(item)
-        todo.append(getattr(item, "__wrapped__", None))
+        todo.append(wrapped)
     return found
 
 
-def _members(module, path):
+def _members(module: object, path: str) -> list[tuple[str, object]]:
     """What a target names: "Class.method" one attribute, "Class.*" every function of a class,
     "*" every function and class defined in the module."""
     if path == "*" and isinstance(module, type):
         return list(vars(module).items())
     if path == "*":
         return [(name, value) for name, value in vars(module).items()
-                if getattr(value, "__module__", None) == module.__name__]
-    obj = module
+                if getattr(value, "__module__", None) == getattr(module, "__name__", None)]
+    obj: object = module
     parts = path.split(".")
     for part in parts[:-1]:
         obj = getattr(obj, part, None)
@@ -248,51 +249,55 @@ def _members(module, path):
     return [(parts[-1], (vars(obj).get(parts[-1]) if isinstance(obj, type) else None) or getattr(obj, parts[-1], None))]
 
 
-def target_functions(module, path, seen=None):
+def target_functions(module: object, path: str, seen: set[int] | None = None) -> list[Any]:
     """The Python functions a target "module:path" blocks (see `_members`), classes method by method."""
     seen = set() if seen is None else seen
-    found = []
+    found: list[Any] = []
     for _, member in _members(module, path):
         members = _members(member, "*") if isinstance(member, type) and path == "*" else []
         found += _functions(member, seen) + [f for _, m in members for f in _functions(m, seen)]
     return found
 
 
-def blocking(targets):
+def blocking(targets: Iterable[str]) -> Callable[[], None]:
     """Make the reference implementations unusable; return a function that undoes it.
 
-    A loaded function gets a refusing code object (so every name bound to it, anywhere, now
-    raises, and the call is noted in `sys.<HITS_ATTRIBUTE>`); decorated functions are blocked
-    inside and out, classes (in "Class.*" and "*" targets) method by method. A module not
-    loaded yet cannot be imported. Deterrence: a learner who copied a code object beforehand
-    gets around it, and that is no accident.
+    A loaded function gets a refusing code object (every name bound to it now raises, and the call
+    is noted in `sys.<HITS_ATTRIBUTE>`), decorated ones inside and out, classes method by method; a
+    module not loaded yet cannot be imported. Deterrence: a code object copied beforehand escapes it.
     """
-    undo, seen = [], set()
+    undo: list[Callable[[], object]] = []
+    seen: set[int] = set()
     for target in targets:
         module_name, _, path = target.partition(":")
         if module_name not in sys.modules:
             sys.modules[module_name] = None  # pyright: ignore[reportArgumentType] (None blocks the module's import)
             undo.append(lambda name=module_name: sys.modules.pop(name, None))
             continue
-        module = sys.modules[module_name]
+        module = _module(module_name)
         if module is None or not path:
             continue
         for function, code in _block_now(module, module_name, path, seen):
             undo.append(lambda f=function, c=code: setattr(f, "__code__", c))
 
-    def restore():
+    def restore() -> None:
         for step in reversed(undo):
             step()
     return restore
 
 
-def still_blocked(targets):
+def _module(name: str, default: object = None) -> object:
+    """`sys.modules[name]`: a module, None (kept from loading) or `default` when there is none."""
+    return sys.modules.get(name, default)
+
+
+def still_blocked(targets: Iterable[str]) -> bool:
     """Whether every loaded target still refuses (its code is a refusing one) and every module
     that was kept from loading is still kept: False once anything undid the blocking mid-read
     (the undo `blocking` returns, called by the learner's code, or a code object put back)."""
     for target in targets:
         module_name, _, path = target.partition(":")
-        module = sys.modules.get(module_name, ())
+        module = _module(module_name, ())
         if module is None or not path:
             continue
         if module == ():  # blocking put None here, so a module missing now was taken out of the way
@@ -303,10 +308,10 @@ def still_blocked(targets):
     return True
 
 
-def _block_now(module, module_name, path, seen):
+def _block_now(module: object, module_name: str, path: str, seen: set[int]) -> list[tuple[Any, CodeType]]:
     """Give every function a target names in a loaded module a refusing code object (see `blocking`);
     return (function, its own code) of each, so that the caller can undo it."""
-    replaced = []
+    replaced: list[tuple[Any, CodeType]] = []
     for function in target_functions(module, path, seen):
         code = function.__code__
         where = f"{module_name}:{getattr(function, '__qualname__', '?')}"
@@ -319,11 +324,11 @@ class _BlockOnImport:
     """A meta path finder that lets a target module load as usual and blocks its targets the
     moment its code has run, so a module imported after the run's first cell is blocked too."""
 
-    def __init__(self, pending):
+    def __init__(self, pending: dict[str, list[str]]):
         self.pending = pending  # module name -> [paths of targets], for modules not loaded yet
-        self.seen = set()
+        self.seen: set[int] = set()
 
-    def find_spec(self, name, path=None, target=None):
+    def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if name not in self.pending:
             return None
         for finder in sys.meta_path:
@@ -338,20 +343,21 @@ class _BlockOnImport:
         paths = self.pending.pop(name)
         original = spec.loader.exec_module
 
-        def exec_then_block(module):
+        def exec_then_block(module: object) -> None:
             original(module)
             for item in paths:
                 _block_now(module, name, item, self.seen)
-        spec.loader.exec_module = exec_then_block  # this spec's loader object only: made for this import
+        setattr(spec.loader, "exec_module", exec_then_block)  # noqa: B010 (this spec's loader object only: made for this import
         return spec
 
 
-def block_for_the_run(targets):
+def block_for_the_run(targets: Iterable[str]) -> None:
     """Block the reference implementations for the rest of the kernel's life, from the run's first
     cell on: loaded modules now, the others as soon as they are imported (they still import, so
     the notebook's own imports work). Nothing undoes it. A target without a path ("transformers:",
     which `blocking` refuses to import while an answer is read) is left to `blocking`."""
-    pending, seen = {}, set()
+    pending: dict[str, list[str]] = {}
+    seen: set[int] = set()
     for target in targets:
         module_name, _, path = target.partition(":")
         if not path:
@@ -365,7 +371,7 @@ def block_for_the_run(targets):
         sys.meta_path.insert(0, _BlockOnImport(pending))
 
 
-def collect(spec, namespace):
+def collect(spec: Mapping[str, Any], namespace: Mapping[str, object]) -> Plain:
     """The record for one question (see t5lesson.grading.questions.kinds): read a variable or run a function."""
     name = spec["name"]
     if name not in namespace:
@@ -375,14 +381,14 @@ def collect(spec, namespace):
         if not callable(value):
             return {"status": "not_callable", "value": to_plain(value)}
         if spec.get("adapter"):  # e.g. a class: the adapter's function builds and runs it per case
-            scope = {"__name__": "t5lesson_adapter", "GradingSetupError": GradingSetupError}
+            scope: dict[str, Any] = {"__name__": "t5lesson_adapter", "GradingSetupError": GradingSetupError}
             exec(compile(spec["adapter"], ADAPTER_FILE, "exec"), scope)
             value = scope["adapt"](value)
         blocked = spec.get("blocked", ())
         restore = blocking(blocked)
         try:
             slow_cases = spec.get("slow_cases", MAX_SLOW_CASES)
-            record = {"status": "ran", "cases": call_cases(value, spec["cases"], spec["timeout"], slow_cases)}
+            record: Plain = {"status": "ran", "cases": call_cases(value, spec["cases"], spec["timeout"], slow_cases)}
             if not still_blocked(blocked):
                 record["unblocked"] = True
             return record
@@ -400,24 +406,24 @@ def collect(spec, namespace):
 KNOWN_HOOK_MODULES = ("IPython.", "ipykernel.", "matplotlib_inline.", "ipywidgets.", "comm.", "matplotlib.")
 
 
-def _hook_name(hook):
+def _hook_name(hook: object) -> str:
     """'module.qualname' of a callback or transformer (a bound method's function, an object's class)."""
-    function = getattr(hook, "__func__", hook)
-    owner = function if hasattr(function, "__qualname__") else type(function)
+    function: object = getattr(hook, "__func__", hook)
+    owner: object = function if hasattr(function, "__qualname__") else type(function)
     return f"{getattr(owner, '__module__', '?')}.{getattr(owner, '__qualname__', '?')}"[:120]
 
 
-def _foreign(hooks, where):
+def _foreign(hooks: Iterable[object], where: str) -> list[str]:
     """The hooks among `hooks` that come from none of KNOWN_HOOK_MODULES, each as "where: name"."""
     return [f"{where} ({_hook_name(h)})" for h in hooks if not _hook_name(h).startswith(KNOWN_HOOK_MODULES)]
 
 
-def audit():
+def audit() -> list[str]:
     """What in this kernel runs around the grader's cells without being asked: event callbacks,
     input and AST transformers, trace and profile functions, a replaced display publisher. A
     notebook that hooks the reading of its answers is told so (docs/grading.md); a notebook that
     means to can hide from this too, so it is a flag, not a wall."""
-    found = []
+    found: list[str] = []
     shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
     if shell is not None:
         for event, callbacks in sorted(getattr(getattr(shell, "events", None), "callbacks", {}).items()):
@@ -427,7 +433,7 @@ def audit():
         manager = getattr(shell, "input_transformer_manager", None)
         for name in ("cleanup_transforms", "line_transforms"):
             found += _foreign(getattr(manager, name, ()), f"an input transformer ({name})")
-        publisher = getattr(shell, "display_pub", None)
+        publisher: object = getattr(shell, "display_pub", None)
         publish = getattr(publisher, "publish", None)
         if publish is not None and getattr(publish, "__func__", None) is not getattr(type(publisher), "publish", 0):
             found.append("a replaced publish of the display publisher")
@@ -441,10 +447,10 @@ def audit():
     return found[:20]
 
 
-def emit(nonce, spec, namespace):
+def emit(nonce: str, spec: Mapping[str, Any], namespace: Mapping[str, object]) -> None:
     """Publish one question's record as display data, tagged with the grader's nonce, with the
     `audit` of what ran around this cell (taken before and after the answer is read)."""
-    from IPython.display import publish_display_data
+    from IPython.display import publish_display_data  # pyright: ignore[reportUnknownVariableType] (untyped)
 
     before = audit()
     record = collect(spec, namespace)

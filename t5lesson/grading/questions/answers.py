@@ -8,13 +8,19 @@ docs/grading.md, "The class at a glance: report.html".
 """
 from __future__ import annotations
 
-from ..records import describe, missing, value_of
-from .kinds import Code, MultipleChoice, Numeric
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..records import Plain, as_dict, describe, missing, value_of
+from .kinds import Code, MultipleChoice, Numeric, Question
+
+if TYPE_CHECKING:
+    from ..exercise import Exercise
 
 __all__ = ["summarise", "summary", "answer_text", "failed_cases"]
 
 
-def answer_text(question, value: dict) -> str:
+def answer_text(question: MultipleChoice | Numeric, value: Plain) -> str:
     """How a multiple-choice or numeric answer reads in a report ('B', 'A, C', '12', '1.35')."""
     if isinstance(question, MultipleChoice):
         letters = question.letters(value)
@@ -27,28 +33,20 @@ def answer_text(question, value: dict) -> str:
                 return str(int(number))
             return f"{number:.4g}"
     if value.get("t") == "str":
-        return repr(value["v"][:40])
+        return repr(str(value["v"])[:40])
     return describe(value)
 
 
-def _case_right(question: Code, want, got) -> bool:
-    """The grader's own per-case rule (`Code.problem`, which every code kind defines)."""
-    return isinstance(got, dict) and "ok" in got and question.problem(want, got) is None
-
-
-def failed_cases(question: Code, record) -> list[int] | None:
+def failed_cases(question: Code, record: object) -> list[int] | None:
     """Indices of the cases that were not right, or None when the function never ran for real."""
-    results = record.get("cases") if isinstance(record, dict) else None
-    cases = getattr(question, "cases", None)
-    if record.get("status") != "ran" or not isinstance(results, list) or not cases or len(results) != len(cases):
-        return None
-    if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
+    results = question.ran(record)
+    if not results or all((as_dict(r) or {}).get("not_implemented") for r in results):
         return None
     return [i for i, (want, got) in enumerate(zip(question.expected, results, strict=True))
-            if not _case_right(question, want, got)]
+            if not question.right(want, got)]
 
 
-def summary(question, record) -> dict | None:
+def summary(question: Question, record: object) -> dict[str, Any] | None:
     """The summary of one answer (see module doc), or None."""
     if missing(record):
         return None
@@ -57,15 +55,13 @@ def summary(question, record) -> dict | None:
         return None if failed is None else {"failed": failed}
     if isinstance(question, (MultipleChoice, Numeric)):
         value = value_of(record)
-        if value.get("t") == "none":
-            return None
-        return {"answer": answer_text(question, value)}
+        return None if value.get("t") == "none" else {"answer": answer_text(question, value)}
     return None
 
 
-def summarise(exercise, records: dict) -> dict[str, dict]:
+def summarise(exercise: Exercise, records: Mapping[str, object]) -> dict[str, dict[str, Any]]:
     """{question id: summary} for every auto-scored question with something to count."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for question in exercise.questions:
         if question.auto_scored and records.get(question.id) is not None:
             try:

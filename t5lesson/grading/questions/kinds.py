@@ -1,38 +1,37 @@
 """Question kinds, answer keys and scoring: the one definition that `check()` and the grader share.
 
 A question is scored from a *plain record* (`harvest`), never from the learner's objects, so no
-method of theirs is called here; in the grader this runs in the grader's process, in the notebook
-`check()` runs the very same code. Keys are salted hashes: deterrence, not security. The words of
-an outcome are `verdict`'s. See docs/grading.md, "The questions live in the package".
+method of theirs is called here; `check()` in the notebook runs the very same code as the grader.
+Keys are salted hashes: deterrence, not security. See docs/grading.md, "The questions live in the
+package".
 """
 from __future__ import annotations
 
 import builtins
 import hashlib
+import inspect
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar, cast
 
+from ..harvest import BLOCKED_MESSAGE
 from ..protocol import resolve
-from ..records import BLOCKED_TARGET, describe, missing, value_of
+from ..records import BLOCKED_TARGET, Plain, Record, as_dict, describe, missing, value_of
 from ..verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, SUBMITTED, Outcome, Verdict, format_points
 from .substance import copied_share, lacks_substance
 
-__all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash", "blocked_sentence"]
+__all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash"]
 
 SALT = "t5lesson/exercises/v1"
 
 
 def answer_hash(question_id: str, canonical: str, exercise: str) -> str:
-    """The stored form of an answer key: a salted hash of its canonical text (see module doc).
-
-    The salt holds the exercise id as well as the question id, so the same answer to two
-    questions of the same id in different exercises ("B" to q1 of exercises 1 and 5) gets two
-    different keys. An `Exercise` gives each of its questions its id as `salt`.
-    """
+    """The stored form of an answer key: a salted hash of its canonical text. The salt holds the
+    exercise id too (`Exercise` sets `Question.salt`), so one answer has a key per exercise."""
     return hashlib.sha256(f"{SALT}|{exercise}|{question_id}|{canonical}".encode()).hexdigest()[:24]
 
 
@@ -41,9 +40,8 @@ class Question:
     """What every graded question has: an id, points, and hints in levels.
 
     `name` is the variable (or function) the learner fills in; the grader reads it out of the
-    kernel, and `check("q1")` reads it from the notebook's namespace. The question's title is
-    its heading in the notebook (see `notebook_format.validate`), and only there. `objectives`
-    are the course's learning objectives (1-7, `t5lesson.exercises.objectives`) it assesses.
+    kernel, `check("q1")` from the notebook's namespace. `objectives` are the course's learning
+    objectives (1-7, `t5lesson.exercises.objectives`) it assesses.
     """
 
     id: str
@@ -52,8 +50,8 @@ class Question:
     hints: tuple[str, ...] = ()
     objectives: tuple[int, ...] = ()
     salt: str = ""  # the exercise id its keys are salted with: `Exercise` sets it (see answer_hash)
-    kind = "question"
-    auto_scored = True
+    kind: ClassVar[str] = "question"
+    auto_scored: ClassVar[bool] = True
 
     def outcome(self, status: Verdict, fraction: Fraction | float = 0, message: str = "") -> Outcome:
         points = round(float(self.points * Fraction(fraction)), 2)
@@ -62,11 +60,11 @@ class Question:
     def not_attempted(self) -> Outcome:
         return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} in the answer cell.")
 
-    def harvest_spec(self) -> dict:
+    def harvest_spec(self) -> dict[str, Any]:
         """What the code injected into the kernel must collect for this question."""
         return {"id": self.id, "kind": "value", "name": self.name}
 
-    def score(self, record) -> Outcome:  # pragma: no cover - every kind overrides it
+    def score(self, record: object) -> Outcome:  # pragma: no cover - every kind overrides it
         raise NotImplementedError
 
 
@@ -74,20 +72,19 @@ class Question:
 class MultipleChoice(Question):
     """Pick one option (multiple=False) or all the right ones (multiple=True); all or nothing.
 
-    The learner answers with a letter ("B"), or for multiple=True with several ("A", "C" in a
-    list, or the string "A, C"). `key` is `answer_hash(id, "B", exercise)` or `answer_hash(id, "AC", exercise)`.
-    `feedback` maps `answer_hash(id, canonical, exercise)` of a tempting wrong answer to a sentence
-    saying what is wrong with it, without naming the right one.
+    The learner answers with a letter ("B"), or for multiple=True with several (["A", "C"] or
+    "A, C"). `key` is `answer_hash(id, "AC", exercise)`; `feedback` maps the hash of a tempting
+    wrong answer to a sentence saying what is wrong with it, without naming the right one.
     """
 
     options: str = "ABCD"
     multiple: bool = False
     key: str = ""
-    feedback: dict = field(default_factory=dict)
-    kind = "multiple choice"
+    feedback: Mapping[str, str] = field(default_factory=dict[str, str])
+    kind: ClassVar[str] = "multiple choice"
 
     @staticmethod
-    def canonical(letters) -> str:
+    def canonical(letters: str | Sequence[str]) -> str:
         """The form a key hashes: each chosen letter once, in order ("CA", ["A", "C", "A"] -> "AC")."""
         return "".join(sorted(set(letters)))
 
@@ -96,20 +93,21 @@ class MultipleChoice(Question):
                 else "the letter of your choice, as a string")
         return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
 
-    def letters(self, value) -> list[str] | str:
+    def letters(self, value: Plain) -> list[str] | str:
         """The chosen letters, or a friendly message saying why the answer cannot be read."""
-        kind = value.get("t")
+        kind, v = value.get("t"), value.get("v")  # JSON: each use checks it
         example = '"A, C"' if self.multiple else '"A"'
         if kind == "str":
-            tokens = [t.strip("().:") for t in re.split(r"[\s,;/&+]+|\bAND\b", value["v"].upper()[:200])]
+            tokens = [t.strip("().:") for t in re.split(r"[\s,;/&+]+|\bAND\b", str(v).upper()[:200])]
             letters = [t for t in tokens if t]
             if any(len(t) != 1 or not t.isalpha() for t in letters):
                 return f"{self.name} should be option letters such as {example}, not a longer text."
         elif kind == "list":
-            items = value["v"]
-            if not all(isinstance(i, dict) and i.get("t") == "str" for i in items):
+            items = [as_dict(i) for i in value["v"]]
+            strings = [str(i["v"]) for i in items if i is not None and i.get("t") == "str"]
+            if len(strings) != len(items):
                 return f"{self.name} should hold letters as strings, e.g. [\"A\", \"C\"]."
-            letters = [i["v"].strip().upper() for i in items]
+            letters = [s.strip().upper() for s in strings]
             if any(len(x) != 1 for x in letters):
                 return f"each entry of {self.name} should be one letter, e.g. [\"A\", \"C\"]."
         else:
@@ -121,7 +119,7 @@ class MultipleChoice(Question):
             return f"{self.name} holds no option letter."
         return letters
 
-    def score(self, record) -> Outcome:
+    def score(self, record: object) -> Outcome:
         if missing(record) or value_of(record).get("t") == "none":
             return self.not_attempted()
         letters = self.letters(value_of(record))
@@ -140,17 +138,16 @@ class MultipleChoice(Question):
 class Numeric(Question):
     """A number: an exact integer (tolerance None), or a float accepted within `tolerance`.
 
-    The key of an integer is `answer_hash(id, str(value), exercise)`. A float is stored on a grid of step
-    tolerance/8: the key is the hash of round(value / step), and an answer is accepted when it
-    lands within 8 grid steps of it, i.e. within the tolerance give or take one step.
+    An integer's key is `answer_hash(id, str(value), exercise)`. A float is stored on a grid of
+    step tolerance/8: the key hashes round(value / step), and an answer is accepted when it lands
+    within 8 grid steps of it, i.e. within the tolerance give or take one step.
     """
 
     key: str = ""
     tolerance: float | None = None
-    feedback: dict = field(default_factory=dict)
-    kind = "numeric"
-
-    GRID = 8
+    feedback: Mapping[str, str] = field(default_factory=dict[str, str])
+    kind: ClassVar[str] = "numeric"
+    GRID: ClassVar[int] = 8
 
     @classmethod
     def float_key(cls, question_id: str, value: float, tolerance: float, exercise: str) -> str:
@@ -160,19 +157,20 @@ class Numeric(Question):
         what = "a whole number" if self.tolerance is None else "a number"
         return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
 
-    def number(self, value):
-        kind = value.get("t")
-        if kind in ("int", "float") and isinstance(value.get("v"), (int, float)) and not isinstance(value["v"], bool):
+    def number(self, value: Plain) -> int | float | str:
+        """The number answered, or a message saying why the answer is none."""
+        kind, v = value.get("t"), value.get("v")
+        if kind in ("int", "float") and type(v) in (int, float):  # exactly those (a bool is no number)
             return value["v"]
-        if kind == "array" and value.get("shape") in ([], [1]) and len(value.get("v", [])) == 1:
-            return self.number(value["v"][0])
+        if kind == "array" and value.get("shape") in ([], [1]) and len(value.get("v") or ()) == 1:
+            return self.number(as_dict(value["v"][0]) or {})
         if kind == "str":
-            return f"{self.name} should be a number, not the string {value['v'][:20]!r}: drop the quotes."
+            return f"{self.name} should be a number, not the string {str(v)[:20]!r}: drop the quotes."
         if kind == "float":
-            return f"{self.name} is {value.get('v')}, which is not a finite number."
+            return f"{self.name} is {v}, which is not a finite number."
         return f"{self.name} should be a number, but it is {describe(value)}."
 
-    def score(self, record) -> Outcome:
+    def score(self, record: object) -> Outcome:
         if missing(record) or value_of(record).get("t") == "none":
             return self.not_attempted()
         number = self.number(value_of(record))
@@ -185,9 +183,8 @@ class Numeric(Question):
             if digest == self.key:
                 return self.outcome(CORRECT, 1)
             return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
-        step = self.tolerance / self.GRID
         try:
-            ratio = number / step
+            ratio = number / (self.tolerance / self.GRID)
         except OverflowError:  # an int too large for a float
             ratio = math.inf
         if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
@@ -200,52 +197,41 @@ class Numeric(Question):
         return self.outcome(INCORRECT, 0, known[0] if known else "")
 
 
-def blocked_sentence(target) -> str:
-    """How a call of a blocked reference reads in feedback: the refusal the learner's code met."""
-    from ..harvest import BLOCKED_MESSAGE
-
-    named = f" ({target})" if isinstance(target, str) and BLOCKED_TARGET.fullmatch(target) else ""
-    return f"RuntimeError: the reference implementation {BLOCKED_MESSAGE}{named}"
-
-
 @dataclass(frozen=True)
 class Case:
     """One call of a code question: args and kwargs (plain ints/bools), and what it exercises."""
 
-    args: tuple
-    kwargs: tuple = ()  # (name, value) pairs, so a Case stays hashable and its order fixed
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs, so a Case stays hashable and its order fixed
     topic: str = ""
 
     def call_text(self, function: str) -> str:
         parts = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs]
         return f"{function}({', '.join(parts)})"
 
-    def plain(self) -> dict:
+    def plain(self) -> dict[str, Any]:
         return {"args": list(self.args), "kwargs": dict(self.kwargs)}
 
 
-# A function that fails any case is wrong: it earns the share of cases it gets right, times a third,
-# so no wrong answer earns a third of the points however many cases it gets right (a slip confined to
-# the decoder, or to a single region, still gets most cases right). Partial credit tells a learner
-# how close they are; it never lets a wrong answer pass for most of a right one.
+# A function that fails any case is wrong: it earns the share of cases it gets right times a third, so
+# no wrong answer earns a third of the points however many cases it gets right. Partial credit tells a
+# learner how close they are; it never lets a wrong answer pass for most of a right one.
 WRONG_AT_MOST = Fraction(1, 3)
+
+# (case, expected result, its harvested result: JSON, like a record's every field) of a case that was not right
+Failure = tuple[Case, Any, Any]
 
 
 @dataclass(frozen=True)
 class Code(Question):
     """A function the learner writes, called on every case and compared with a reference.
 
-    Partial credit per case: points * (cases right) / (cases). The comparison happens on plain
-    values only: a case is right when the function returned a genuine int (NumPy integers are
-    converted by the harvesting code; bools are refused) equal to the reference's result.
-    `reference` is "module:function"; it is called with the same arguments, here, in the grader.
-    A function that raises NotImplementedError on every case (the generated stub) is Not attempted.
-    While the cases run, the functions named in `blocked` (the reference and its helpers) raise
-    instead of answering, so `return relative_position_bucket(...)` earns nothing; see
-    `t5lesson.grading.harvest.blocking`.
-    `cases` are what `check()` runs in the notebook; they ship with the package, so the learner
-    has them. The grader runs others: `hidden` names a recipe that draws cases of the same kinds
-    (same topics, same configurations) with fresh numbers from the instructor's seed (`drawn`).
+    The comparison is on plain values only: here a case is right when the function returned a
+    genuine int equal to the reference's (`reference`, "module:function", called here, in the
+    grader); subclasses change `expect`, `problem` and `_wrong_case`. A function that raises
+    NotImplementedError on every case (the stub) is Not attempted. While the cases run, the
+    functions named in `blocked` raise (see `harvest.blocking`). `cases` ship with the package and
+    are what `check()` runs; the grader runs `hidden`'s recipe's cases instead (`drawn`).
     """
 
     reference: str = ""
@@ -257,43 +243,40 @@ class Code(Question):
     # exercise are answered with it (every other target is blocked from the run's first cell on)
     open_until_read: tuple[str, ...] = ()
     drawn_cases: bool = False  # set by `drawn`: the cases are hidden, so no message echoes the learner's text
-    kind = "code"
-    answer_kind = "a function"  # what the learner's name should hold, in messages
+    kind: ClassVar[str] = "code"
+    answer_kind: ClassVar[str] = "a function"  # what the learner's name should hold, in messages
+    calls_named_up_to: ClassVar[int] = 10 ** 6  # a case whose call is longer is named by its number
 
     def not_attempted(self) -> Outcome:
         return self.outcome(NOT_ATTEMPTED, 0, f"write the body of {self.name} in the answer cell.")
 
-    def harvest_spec(self) -> dict:
+    def harvest_spec(self) -> dict[str, Any]:
         return {"id": self.id, "kind": "code", "name": self.name, "timeout": self.case_timeout,
                 "cases": [c.plain() for c in self.cases], "blocked": list(self.blocked)}
 
-    def drawn(self, rng: Any) -> Code:
-        """This question with the cases the grader uses: `hidden`'s recipe run on `rng` (a NumPy
-        Generator seeded from the instructor's secret, see `Exercise.drawn`); their expected
-        results (`expected`) are computed here, in the grader's process, when first asked for
-        (the grader asks while the first kernels run). The cases `check()` runs stay `cases`."""
+    def drawn(self, rng: object) -> Code:
+        """This question with the grader's cases: `hidden`'s recipe run on `rng` (a NumPy Generator
+        seeded from the instructor's secret, see `Exercise.drawn`)."""
         if not self.hidden:
             return self
         return replace(self, cases=tuple(resolve(self.hidden)(rng)), drawn_cases=True)
 
     @property
-    def known_words(self) -> frozenset:
-        """Names this question itself uses (the learner's function, the reference's parameters): an
-        error on a hidden case may show Python's words about a signature only when they name these."""
-        import inspect
-
+    def known_words(self) -> frozenset[str]:
+        """Names this question uses (the learner's function, the reference's parameters): an error on
+        a hidden case may show Python's words about a signature only when they name these."""
         try:
             parameters = set(inspect.signature(resolve(self.reference)).parameters)
         except (ValueError, TypeError, ImportError, AttributeError):
-            parameters = set()
+            parameters = set[str]()
         return frozenset(parameters | {self.name})
 
-    def reference_results(self) -> list:
+    def reference_results(self) -> list[Any]:
         """The reference's result for every case, as it returns them, computed in this process."""
         function = resolve(self.reference)
         return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
 
-    def expect(self, result):
+    def expect(self, result: Any) -> Any:
         """One reference result in the form `problem` compares with (here: an int)."""
         return int(result)
 
@@ -302,44 +285,46 @@ class Code(Question):
         """What every case should give, computed once in this process."""
         return tuple(self.expect(result) for result in self.reference_results())
 
-    def problem(self, want, got: dict) -> str | None:
-        """The per-case check: None if the case's result is right, else what is wrong with it.
-
-        Here the result must be a genuine int equal to the reference's; kinds whose answers are
-        structures or floats (`t5lesson.grading.questions.structured`) override this, `expect` and
-        `_wrong_case`, and nothing else.
-        """
-        value = got.get("ok")
-        if isinstance(value, dict) and value.get("t") == "int" and type(value.get("v")) is int:
+    def problem(self, want: Any, got: Record) -> str | None:
+        """The per-case check: None if the case's result is right, else what is wrong with it."""
+        value = as_dict(got.get("ok"))
+        if value is not None and value.get("t") == "int" and type(value.get("v")) is int:
             return None if value["v"] == want else f"returned {value['v']}, which is not right"
         return f"returned {describe(value)}; it should return an int"
 
-    def _wrong_case(self, where: str, want, got: dict) -> str:
+    def _wrong_case(self, where: str, want: Any, got: Record) -> str:
         """The sentence for a case that ran and returned a wrong answer (hints are hint()'s job)."""
         return f"{where} {self.problem(want, got)}."
 
-    def score(self, record) -> Outcome:
+    def right(self, want: Any, got: object) -> bool:
+        """The grader's per-case rule: the case returned a value, and `problem` finds nothing wrong."""
+        found = as_dict(got)
+        return found is not None and "ok" in found and self.problem(want, found) is None
+
+    def ran(self, record: object) -> list[Any] | None:
+        """The case results of a record of a function that ran for real, else None."""
+        found = as_dict(record) or {}
+        results = found.get("cases")
+        if found.get("status") != "ran" or not isinstance(results, list):
+            return None
+        return cast("list[Any]", results) if len(cast("list[Any]", results)) == len(self.cases) else None
+
+    def score(self, record: object) -> Outcome:
         if missing(record):
             return self.not_attempted()
-        if record.get("status") == "not_callable":
+        if (as_dict(record) or {}).get("status") == "not_callable":
             what = describe(value_of(record))
             return self.outcome(INCORRECT, 0, f"{self.name} should be {self.answer_kind}, but it is {what}.")
-        results = record.get("cases")
-        if record.get("status") != "ran" or not isinstance(results, list) or len(results) != len(self.cases):
+        results = self.ran(record)
+        if results is None:
             return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
-        if all(isinstance(r, dict) and r.get("not_implemented") for r in results):
+        if all((as_dict(r) or {}).get("not_implemented") for r in results):
             return self.not_attempted()
-
-        right, failed = 0, []
-        for case, want, got in zip(self.cases, self.expected, results, strict=True):
-            if isinstance(got, dict) and "ok" in got and self.problem(want, got) is None:
-                right += 1
-            else:
-                failed.append((case, want, got))
+        failed = [(c, w, g) for c, w, g in zip(self.cases, self.expected, results, strict=True) if not self.right(w, g)]
         total = len(self.cases)
-        if right == total:
+        if not failed:
             return self.outcome(CORRECT, 1, f"all {total} cases right.")
-        return replace(self._verdict(right, total, failed), blocked=self.blocked_hits(results))
+        return replace(self._verdict(total - len(failed), total, failed), blocked=self.blocked_hits(results))
 
     def owns_target(self, hit: str) -> bool:
         """Whether `hit` ("module:Class.function", as a blocked function names itself) is one of the
@@ -354,16 +339,16 @@ class Code(Question):
                 return True
         return False
 
-    def blocked_hits(self, results: list) -> tuple[str, ...]:
+    def blocked_hits(self, results: list[Any]) -> tuple[str, ...]:
         """The blocked references the cases called, as the records carry them (never read from a
         message): each a well-formed target (`records.BLOCKED_TARGET`) among this question's own."""
-        hits = {r["blocked"] for r in results if isinstance(r, dict) and isinstance(r.get("blocked"), str)}
+        hits = {found["blocked"] for r in results if isinstance((found := as_dict(r) or {}).get("blocked"), str)}
         return tuple(sorted(h for h in hits if BLOCKED_TARGET.fullmatch(h) and self.owns_target(h)))
 
-    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
-        """The outcome when some cases failed ((case, want, got) each, in order): partial credit,
-        and here the first failed case explained, plus the first one that raised if that is another."""
-        errors = [f for f in failed if isinstance(f[2], dict) and ({"error", "timeout", "blocked"} & f[2].keys())]
+    def _verdict(self, right: int, total: int, failed: list[Failure]) -> Outcome:
+        """The outcome when some cases failed: partial credit, the first failed case explained, and
+        the first one that raised if that is another."""
+        errors = [f for f in failed if {"error", "timeout", "blocked"} & (as_dict(f[2]) or {}).keys()]
         first_miss, first_error = failed[0], (errors[0] if errors else None)
         if right == 0 and first_error is not None and first_error == first_miss:
             return self.outcome(ERROR, 0, self._explain(*first_error))
@@ -374,32 +359,36 @@ class Code(Question):
         return self.outcome(status, Fraction(right, total) * WRONG_AT_MOST, message)
 
     def _case_name(self, case: Case) -> str:
-        """How a message names a case: the call, and what the case exercises."""
+        """How a message names a case: its call (or number, when the call is long), and its topic."""
         call = case.call_text(self.name)
-        return f"{call} ({case.topic})" if case.topic else call
+        name = call if len(call) <= self.calls_named_up_to else f"case {self.cases.index(case) + 1}"
+        return f"{name} ({case.topic})" if case.topic else name
 
-    def _run_failure(self, where: str, got) -> str | None:
+    def _run_failure(self, where: str, got: object) -> str | None:
         """The sentence for a case that produced no value (no result, timeout, exception), else None."""
-        if not isinstance(got, dict):
+        found = as_dict(got)
+        if found is None:
             return f"{where}: no result."
-        if got.get("timeout"):
+        if found.get("timeout"):
             return f"{where} took longer than {self.case_timeout:g} s."
-        if got.get("skipped"):
+        if found.get("skipped"):
             return f"{where} was not run: earlier cases were too slow."
-        if got.get("not_implemented"):
+        if found.get("not_implemented"):
             return f"{where} raised NotImplementedError."
-        place = f" (in {got['where']})" if got.get("where") else ""
-        if "blocked" in got:  # worded here, from the target the record carries (see `blocked_sentence`)
-            return f"{where} raised {blocked_sentence(got['blocked'])}{place}."
-        if "error" in got:
-            return f"{where} raised {_error_shown(got['error'], self.drawn_cases, self.known_words)}{place}."
+        place = f" (in {found['where']})" if found.get("where") else ""
+        if "blocked" in found:  # worded here, from the target the record carries
+            target = found["blocked"]
+            named = f" ({target})" if isinstance(target, str) and BLOCKED_TARGET.fullmatch(target) else ""
+            return f"{where} raised RuntimeError: the reference implementation {BLOCKED_MESSAGE}{named}{place}."
+        if "error" in found:
+            return f"{where} raised {_error_shown(found['error'], self.drawn_cases, self.known_words)}{place}."
         return None
 
-    def _explain(self, case: Case, want, got) -> str:
+    def _explain(self, case: Case, want: Any, got: Any) -> str:
         """One sentence about a failed case: why it gave no value, or what is wrong with the value."""
         where = self._case_name(case)
         failure = self._run_failure(where, got)
-        return failure if failure is not None else self._wrong_case(where, want, got)
+        return failure if failure is not None else self._wrong_case(where, want, as_dict(got) or {})
 
 
 # Python's own words for a call that does not fit a signature: on a hidden case these are shown in
@@ -407,7 +396,6 @@ class Code(Question):
 _SIGNATURE = re.compile(r"TypeError: ([\w.]{1,80})\(\) (?:got an unexpected keyword argument|missing \d required "
                         r"(?:positional|keyword-only) arguments?:|takes \d{1,2} positional arguments? but \d{1,2} "
                         r"(?:was|were) given)(?: '\w{1,40}'(?:,| and|, and)?)*")
-
 
 # Library errors about shapes, shown in full on a hidden case: their only variable parts are small sizes
 _SHAPES = (re.compile(r"RuntimeError: The size of tensor a \(\d{1,4}\) must match the size of tensor b \(\d{1,4}\) "
@@ -417,73 +405,64 @@ _SHAPES = (re.compile(r"RuntimeError: The size of tensor a \(\d{1,4}\) must matc
            re.compile(r"IndexError: index -?\d{1,4} is out of bounds for (?:axis|dimension) \d with size \d{1,4}"))
 
 
-def _error_shown(error: str, hidden: bool, known_words=frozenset()) -> str:
+def _error_shown(error: object, hidden: bool, known_words: frozenset[str] = frozenset()) -> str:
     """What a message shows of an error the learner's code raised ("ValueError: bad shape"). On a
-    hidden case only a built-in exception's name, or Python's own words for a call that does not fit
-    a signature, naming nothing but `known_words`: a message of the learner's making (or a class
-    named so) could carry the case out of the run, to be answered at home and replayed."""
-    if not hidden:
-        return error
+    hidden case only a built-in exception's name, a shape error, or Python's words for a call that
+    does not fit a signature naming nothing but `known_words`: a message of the learner's making
+    could carry the case out of the run, to be answered at home and replayed."""
     error = str(error)
-    if any(shape.fullmatch(error) for shape in _SHAPES):
+    if not hidden or any(shape.fullmatch(error) for shape in _SHAPES):
         return error
     signature = _SIGNATURE.fullmatch(error)
-    if signature:
-        names = set(re.findall(r"'(\w+)'", error)) | {signature.group(1).split(".")[-1]}
-        if names <= known_words:
-            return error
+    if signature and set(re.findall(r"'(\w+)'", error)) | {signature.group(1).split(".")[-1]} <= known_words:
+        return error
     name = error.split(":", 1)[0].strip()
-    known = isinstance(getattr(builtins, name, None), type) and issubclass(getattr(builtins, name), BaseException)
-    return name if known else "an exception of its own class"
+    known = getattr(builtins, name, None)
+    return name if isinstance(known, type) and issubclass(known, BaseException) else "an exception of its own class"
 
 
 @dataclass(frozen=True)
 class FreeText(Question):
     """Prose for the instructor, collected and never auto-scored.
 
-    The answer lives in a Markdown cell of the notebook (role "answer"), so the grader reads it
-    from the submitted file itself; `name` is that cell's name. `rubric` lists the elements of a
-    good answer with their points, (element, points) pairs summing to the question's points; it
-    is printed in the grader's free_text.csv for whoever marks the answers.
-
-    `checklist` says the same elements in the learner's words, one question per rubric element
-    ("Does your answer say ...?"); `self_check` shows them once the learner has written an
-    answer, so a learner working alone can hold the answer against them. Without a checklist the
-    rubric's own elements are shown. Nothing is marked: the instructor's marking (`score`, in the
-    grader) does not change.
+    The answer lives in a Markdown cell (role "answer") named `name`, so the grader reads it from the
+    submitted file. `rubric` lists the elements of a good answer, (element, points) pairs summing to
+    the question's points, printed in free_text.csv for whoever marks the answers. `checklist` says
+    the same elements in the learner's words; `self_check` shows them once the learner has written
+    an answer (the rubric's own elements without one). Nothing is marked here.
     """
 
     placeholder: str = "_Write your answer here._"
     rubric: tuple[tuple[str, float], ...] = ()
     checklist: tuple[str, ...] = ()
-    kind = "free text"
-    auto_scored = False
+    kind: ClassVar[str] = "free text"
+    auto_scored: ClassVar[bool] = False
 
     def visible_texts(self) -> tuple[str, ...]:
         """What a learner can read beside the question: an answer copied from these is not the learner's."""
         return (*(element for element, _ in self.rubric), *self.checklist, *self.hints)
 
-    def lacks_substance(self, text: str) -> str | None:
-        """None when `text` is an attempt with substance (`substance.py`), else what it lacks."""
-        return lacks_substance(text, self.placeholder, self.visible_texts())
+    def _blank(self, text: str) -> bool:
+        return not text.strip() or text.strip() == self.placeholder.strip()
+
+    def _submitted(self, status: Verdict, message: str) -> Outcome:
+        return Outcome(self.id, status, 0.0, float(self.points), message)
 
     def self_check(self, text: str) -> Outcome:
         """What `check("qN")` prints for a free-text answer: Not attempted, or the questions to hold it against."""
-        if not text.strip() or text.strip() == self.placeholder.strip():
-            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points),
-                           "write your answer in the Markdown cell below the question, save the notebook "
-                           "(check reads the saved file), and run check again.")
-        missing = self.lacks_substance(text)
+        if self._blank(text):
+            return self._submitted(NOT_ATTEMPTED, "write your answer in the Markdown cell below the question, save "
+                                   "the notebook (check reads the saved file), and run check again.")
+        missing = lacks_substance(text, self.placeholder, self.visible_texts())
         if missing:
-            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), missing)
+            return self._submitted(NOT_ATTEMPTED, missing)
         elements = self.checklist or tuple(element for element, _ in self.rubric)
         lines = [f"  - ({format_points(points)} pt{'' if points == 1 else 's'}) {element}"
                  for element, (_, points) in zip(elements, self.rubric, strict=True)]
-        return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
-                       f"your instructor marks this answer ({format_points(self.points)} points); check() does "
-                       "not. Hold your answer against these questions:\n" + "\n".join(lines))
+        return self._submitted(SUBMITTED, f"your instructor marks this answer ({format_points(self.points)} points); "
+                               "check() does not. Hold your answer against these questions:\n" + "\n".join(lines))
 
-    def harvest_spec(self) -> dict:
+    def harvest_spec(self) -> dict[str, Any]:
         return {}
 
     def rubric_text(self) -> str:
@@ -491,14 +470,13 @@ class FreeText(Question):
         return "; ".join(f"{format_points(points)} pt{'' if points == 1 else 's'}: {element}"
                          for element, points in self.rubric)
 
-    def score(self, record) -> Outcome:
-        text = record.get("text", "") if isinstance(record, dict) else ""
-        if not text.strip() or text.strip() == self.placeholder.strip():
-            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), "write your answer in the Markdown cell.")
-        missing = self.lacks_substance(text)
+    def score(self, record: object) -> Outcome:
+        text = str((as_dict(record) or {}).get("text", ""))
+        if self._blank(text):
+            return self._submitted(NOT_ATTEMPTED, "write your answer in the Markdown cell.")
+        missing = lacks_substance(text, self.placeholder, self.visible_texts())
         if missing and "repeats" not in missing:  # a placeholder: nothing for the instructor to read
-            return Outcome(self.id, NOT_ATTEMPTED, 0.0, float(self.points), missing)
+            return self._submitted(NOT_ATTEMPTED, missing)
         note = f" Note for the marker: {copied_share(text, self.visible_texts()):.0%} of it repeats the rubric, " \
                "checklist or hints word for word." if missing else ""
-        return Outcome(self.id, SUBMITTED, 0.0, float(self.points),
-                       "your instructor reads free-text answers; check() cannot mark them." + note)
+        return self._submitted(SUBMITTED, "your instructor reads free-text answers; check() cannot mark them." + note)

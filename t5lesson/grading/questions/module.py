@@ -1,7 +1,7 @@
 """A code question whose answer is a class: the learner's nn.Module, graded case by case.
 
-`ModuleCode` grades a class as `Code` grades a function. In the kernel a driver (its source in
-the harvest spec) builds the class per case and runs the case's plan; only arrays come out. Here
+`ModuleCode` grades a class as `Code` grades a function. In the kernel a driver (its source in the
+harvest spec) builds the class per case and runs the case's plan; only arrays come out. Here
 `reference` computes what the real thing gives (an `Expected`: values, NaN where nothing is
 compared, tolerances) and `diagnose` may name the mistake. See docs/grading.md, "The questions
 live in the package" (ModuleCode).
@@ -10,53 +10,63 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..protocol import resolve
-from ..records import describe
+from ..records import Record, as_dict, describe
 from ..verdict import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Outcome
-from .kinds import Case, Code
+from .kinds import Case, Code, Failure
 from .structured import plain_numbers
 
-__all__ = ["Expected", "LayerCase", "ModuleCode", "compare", "first_difference", "closeness"]
+__all__ = ["Expected", "LayerCase", "ModuleCode", "compare", "closeness"]
 
 NONFINITE = "the result holds nan or inf where the reference is finite (no mistake we know gives that here)."
+Array = np.ndarray[Any, np.dtype[Any]]
+Candidates = list[tuple[Any, str]]  # the mistakes that reproduce a result: (key, sentence), best first
+Sentence = str | Candidates  # what a failed case says: one sentence, or the candidates to pick from
 
 
 @dataclass(frozen=True)
 class Expected:
     """What a case should give: `values` (NaN where nothing is compared) and the tolerances."""
 
-    values: np.ndarray
+    values: Array
     rtol: float = 1e-4
     atol: float = 1e-4
 
 
-def compare(expected: Expected, got: np.ndarray) -> str | None:
+def _out_of_tolerance(expected: Expected, got: Array) -> Array:
+    """Where a compared entry of `got` (in the expected shape) is out of tolerance or not finite."""
+    care = np.isfinite(expected.values)
+    safe = np.where(care, expected.values, 0)
+    return care & ~(np.abs(got - safe) <= expected.atol + expected.rtol * np.abs(safe))
+
+
+def compare(expected: Expected, got: Array) -> str | None:
     """None when `got` matches within the tolerances, else what is wrong: "shape", "nonfinite" or "values"."""
     want = expected.values
     if got.shape != want.shape:
         if got.size != want.size or np.squeeze(got).shape != np.squeeze(want).shape:
             return "shape"
-        got = got.reshape(want.shape)
-    care = np.isfinite(want)
-    if not np.isfinite(got[care]).all():
+        got = np.reshape(got, want.shape)
+    if not np.isfinite(got[np.isfinite(want)]).all():
         return "nonfinite"
-    close = np.abs(got - np.where(care, want, 0)) <= expected.atol + expected.rtol * np.abs(np.where(care, want, 0))
-    return None if close[care].all() else "values"
+    return "values" if _out_of_tolerance(expected, got).any() else None
 
 
-def closeness(expected: Expected, got: np.ndarray) -> str | None:
+def closeness(expected: Expected, got: Array) -> str | None:
     """How close a wrong result is, in words, when it is close at all: "within about 1e-3"."""
     want = expected.values
     if got.size != want.size:
         return None
-    got = got.reshape(want.shape)
+    got = np.reshape(got, want.shape)
     care = np.isfinite(want) & np.isfinite(got)
     if not care.any():
         return None
@@ -65,15 +75,6 @@ def closeness(expected: Expected, got: np.ndarray) -> str | None:
         if worst <= bound:
             return f"within about {bound:g} of it everywhere"
     return None
-
-
-def _raised(got) -> bool:
-    """Whether the learner's code raised (or ran out of time) on a case. A contract the driver found
-    broken (`setup_error`: no cache used, a wrong result type) is a wrong answer, not an Error: the
-    course calls Error only what the learner's own code raised."""
-    if not isinstance(got, dict):
-        return False
-    return "timeout" in got or "error" in got or "blocked" in got
 
 
 @dataclass(frozen=True)
@@ -85,46 +86,32 @@ class LayerCase(Case):
         return f"{function}, plan {plan}: {self.topic}" if self.topic else f"{function}, plan {plan}"
 
 
-def first_difference(expected: Expected, got: np.ndarray) -> tuple[int, ...]:
-    """The index of the first compared entry that is out of tolerance (or not finite)."""
-    want = expected.values
-    got = got.reshape(want.shape)
-    care = np.isfinite(want)
-    safe = np.where(care, want, 0)
-    bad = care & ~(np.abs(got - safe) <= expected.atol + expected.rtol * np.abs(safe))
-    return tuple(int(i) for i in np.argwhere(bad)[0])
-
-
 @dataclass(frozen=True)
 class ModuleCode(Code):
     """A class the learner writes, built and run on hidden cases in their kernel; compared here.
 
-    `Code`'s template with its per-case hooks filled in for classes:
     reference: "module:function" called with a case's kwargs, in the grader, -> `Expected`.
     driver: the module whose source runs in the kernel; its `adapt(cls)` returns the function
       called with each case's kwargs (see `t5lesson.exercises.t5_layer_driver`).
-    diagnose: "module:function"(kwargs, got, expected) -> the mistakes that reproduce a wrong result,
-      [(key, sentence), ...], best first (empty: none known).
-    shows: "module:function"(kwargs, key, expected) -> whether mistake `key` changes that case's result;
-      it lets the other cases decide between several candidates (see `_pick`).
-    what: how messages name the real thing the answer is compared with.
-    case_weights: the credit of each case (a case that tests more is worth more); supporting:
-      cases that count only when some other case is right, so that a layer that computes nothing
-      useful is "Incorrect" with 0 points, however well it is initialised.
-    Unlike a function question, every failed case gets its sentence in the message (cases with
-    the same sentence are named together), and the message ends with the cases that passed.
+    diagnose: "module:function"(kwargs, got, expected) -> the mistakes that reproduce a wrong
+      result, [(key, sentence), ...], best first; shows: "module:function"(kwargs, key, expected)
+      -> whether mistake `key` changes that case's result (see `_pick`).
+    case_weights: the credit of each case; supporting: cases that count only beside some other
+      right case, so that a layer that computes nothing useful earns 0 however well initialised.
+    Every failed case gets its sentence (cases with the same one named together), and the message
+    ends with the cases that passed.
     """
 
-    driver: str = ""  # the module that builds and runs the learner's module in the kernel (the exercise names it)
+    driver: str = ""
     case_weights: tuple[float, ...] = ()  # what each case is worth (empty: all alike)
     supporting: tuple[int, ...] = ()  # cases (0-based) that earn their weight only beside another right case
     diagnose: str = ""
     shows: str = ""
-    what: str = "the reference"
-    kind = "module"
-    answer_kind = "a class (an nn.Module subclass)"
+    what: str = "the reference"  # how messages name the real thing the answer is compared with
+    kind: ClassVar[str] = "module"
+    answer_kind: ClassVar[str] = "a class (an nn.Module subclass)"
 
-    def not_attempted(self):
+    def not_attempted(self) -> Outcome:
         return self.outcome(NOT_ATTEMPTED, 0, f"write the class {self.name} in the answer cell.")
 
     @cached_property
@@ -135,24 +122,22 @@ class ModuleCode(Code):
         return Path(spec.origin).read_text(encoding="utf-8")
 
     @property
-    def known_words(self) -> frozenset:
+    def known_words(self) -> frozenset[str]:
         """The names of the driver that runs the learner's class (its methods, their arguments)."""
         return frozenset(re.findall(r"\w+", self._driver_source)) | {self.name}
 
-    def harvest_spec(self) -> dict:
-        spec = super().harvest_spec()
-        spec["adapter"] = self._driver_source
-        return spec
+    def harvest_spec(self) -> dict[str, Any]:
+        return {**super().harvest_spec(), "adapter": self._driver_source}
 
-    def reference_results(self) -> list:
+    def reference_results(self) -> list[Any]:
         """The reference's `Expected` for every case (called with the case's keyword arguments)."""
         function = resolve(self.reference)
         return [function(**dict(c.kwargs)) for c in self.cases]
 
-    def expect(self, result) -> Expected:
+    def expect(self, result: Any) -> Any:
         return result
 
-    def problem(self, want: Expected, got: dict) -> str | None:
+    def problem(self, want: Any, got: Record) -> str | None:
         """None if the case is right, else "numbers", "shape", "nonfinite" or "values"."""
         array = plain_numbers(got.get("ok"))
         return "numbers" if array is None else compare(want, array)
@@ -160,19 +145,18 @@ class ModuleCode(Code):
     def _weight(self, index: int) -> Fraction:
         return Fraction(self.case_weights[index]).limit_denominator(1000) if self.case_weights else Fraction(1)
 
-    def _verdict(self, right: int, total: int, failed: list) -> Outcome:
+    def _verdict(self, right: int, total: int, failed: list[Failure]) -> Outcome:
         problems = {id(case): self._sentence(case, want, got) for case, want, got in failed}
         grouped: dict[str, list[str]] = {}
-        passed = []
+        passed: list[int] = []
         for number, case in enumerate(self.cases, 1):
-            name = f"{number} ({case.topic})" if case.topic else str(number)
             if id(case) in problems:
                 problem = problems[id(case)]
                 sentence = problem if isinstance(problem, str) else self._pick(problem, problems)
-                grouped.setdefault(sentence, []).append(name)
+                grouped.setdefault(sentence, []).append(f"{number} ({case.topic})" if case.topic else str(number))
             else:
                 passed.append(number - 1)
-        raised = sum(_raised(got) for _, _, got in failed)
+        raised = sum(bool({"timeout", "error", "blocked"} & (as_dict(got) or {}).keys()) for _, _, got in failed)
         useful = [i for i in passed if i not in self.supporting]
         earned = sum((self._weight(i) for i in passed), Fraction(0)) if useful else Fraction(0)
         fraction = earned / sum((self._weight(i) for i in range(total)), Fraction(0))
@@ -184,13 +168,12 @@ class ModuleCode(Code):
                              + ("" if useful else " (the initialisation alone earns nothing)") + ".")
         return self.outcome(status, fraction, f"{right} of {total} cases right. " + " ".join(sentences))
 
-    def _pick(self, candidates: list, problems: dict) -> str:
+    def _pick(self, candidates: Candidates, problems: Mapping[int, Sentence]) -> str:
         """One sentence from a failed case's candidate mistakes, using what the other cases show.
 
-        Several mistakes can give the very same result on one case (in a decoder, bucketing
-        query - key puts every key in bucket 0, which the softmax cannot tell from no bias). A
-        candidate is dropped when it would have changed the result of a case the learner got
-        right; among the rest, one that is the only explanation of another failed case wins.
+        Several mistakes can give the very same result on one case. A candidate is dropped when it
+        would have changed the result of a case the learner got right; among the rest, one that is
+        the only explanation of another failed case wins.
         """
         shows = resolve(self.shows) if self.shows else None
         passed = [(c, w) for c, w in zip(self.cases, self.expected, strict=True) if id(c) not in problems]
@@ -204,42 +187,42 @@ class ModuleCode(Code):
             if not kept:
                 return NONFINITE
         if len(kept) > 1:
-            sure = {p[0][0] for p in problems.values() if isinstance(p, list) and len(p) == 1}
+            sure = {p[0][0] for p in problems.values() if not isinstance(p, str) and len(p) == 1}
             kept = [(key, text) for key, text in kept if key in sure] or kept
         if len(kept) == 1:
             return kept[0][1]
         return "one of these mistakes gives this result: " + " Or: ".join(text for _, text in kept)
 
-    def _sentence(self, case: Case, want: Expected, got):
-        """One sentence the learner can act on, or the candidate mistakes [(key, sentence), ...]
-        that `diagnose` found to reproduce the result."""
-        failure = self._failure(got)
-        if failure is not None:
-            return failure
-        array = plain_numbers(got.get("ok"))
+    def _sentence(self, case: Case, want: Expected, got: object) -> Sentence:
+        """One sentence the learner can act on, or the candidate mistakes that `diagnose` found."""
+        found = as_dict(got)
+        failure = self._failure(found)
+        if failure is not None or found is None:
+            return failure or ""
+        array = plain_numbers(found.get("ok"))
         if array is None:
-            return f"the result is {describe(got.get('ok'))}, not an array of numbers."
+            return f"the result is {describe(found.get('ok'))}, not an array of numbers."
         verdict = compare(want, array)
         if verdict == "shape":
             return f"the result has shape {tuple(array.shape)}; {self.what} gives {tuple(want.values.shape)}."
+        array = np.reshape(array, want.values.shape)
         if self.diagnose:
-            candidates = resolve(self.diagnose)(dict(case.kwargs), array.reshape(want.values.shape), want)
+            candidates = resolve(self.diagnose)(dict(case.kwargs), array, want)
             if candidates:
                 return list(candidates)
         if verdict == "nonfinite":
             return NONFINITE
-        index = first_difference(want, array)
-        close = closeness(want, array.reshape(want.values.shape))
-        how = (f"; it is {close}, so the steps are right and the precision is not (a float16 step?)" if close
-               else "")
-        return (f"differs from {self.what} by more than {want.atol:g} at [{', '.join(map(str, index))}]{how}.")
+        index = tuple(int(i) for i in np.argwhere(_out_of_tolerance(want, array))[0])
+        close = closeness(want, array)
+        how = f"; it is {close}, so the steps are right and the precision is not (a float16 step?)" if close else ""
+        return f"differs from {self.what} by more than {want.atol:g} at [{', '.join(map(str, index))}]{how}."
 
-    def _failure(self, got) -> str | None:
-        """The sentence for a case that produced no value, else None (the run failures of `Code`,
-        and the driver's explanation when the class does not meet the contract)."""
-        if isinstance(got, dict) and "setup_error" in got:
+    def _failure(self, got: Record | None) -> str | None:
+        """The sentence for a case that produced no value, else None (the run failures of `Code`, and
+        the driver's explanation when the class does not meet the contract: a wrong answer, not an Error)."""
+        if got is not None and "setup_error" in got:
             return str(got["setup_error"]).rstrip(".") + "."
-        if isinstance(got, dict) and got.get("not_implemented"):
+        if got is not None and got.get("not_implemented"):
             return "raised NotImplementedError (is every method written?)."
         failure = self._run_failure("", got)
         return None if failure is None else failure.strip().removeprefix(": ")

@@ -1,122 +1,98 @@
 """Code questions whose answers are structures or floats: `PlainCode` and `FloatCode`.
 
-Both keep `Code`'s harvesting, blocking, timeouts, scoring loop and per-case partial credit, and
-override only the per-case check (`expect`, `problem`, `_wrong_case`). `PlainCode` compares the
-harvested value with the reference's structure for structure (`differences`, the one comparison);
-`FloatCode` words its findings for arrays. The rules (sequences, None, tolerances, bools, masked
-entries): docs/grading.md, "Comparing structured answers".
+Both keep `Code`'s harvesting, blocking, timeouts, scoring loop and partial credit, and override
+only the per-case check (`expect`, `problem`, `_wrong_case`). `PlainCode` compares the harvested
+value with the reference's structure for structure (`differences`); `FloatCode` words its findings
+for arrays. The rules: docs/grading.md, "Comparing structured answers".
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from ..records import MAX_ITEMS, describe, shape_ok
-from .kinds import Case, Code
+from ..records import MAX_ITEMS, Record, as_dict, describe, shape_ok
+from .kinds import Code
 
 __all__ = ["PlainCode", "FloatCode", "differences", "from_plain", "plain_numbers", "to_python"]
 
-_BAD = object()  # a harvested value that is not plain data
+_BAD: Any = object()  # a harvested value that is not plain data
+Nested = Any  # nested lists of int, float and None (a laid-out answer or reference result)
 
 
-def to_python(value):
+def to_python(value: object) -> Nested:
     """A reference result as nested lists of int/float/None (arrays and tuples become lists)."""
     if isinstance(value, np.ndarray):
         return to_python(value.tolist())
     if isinstance(value, (list, tuple)):
-        return [to_python(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return int(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
+        return [to_python(v) for v in cast("list[object]", value)]
+    if isinstance(value, (bool, np.bool_, int, np.integer)):
+        return int(cast("int", value))
     if isinstance(value, (float, np.floating)):
-        return float(value)
+        return float(cast("float", value))
     if value is None:
         return None
     raise TypeError(f"a reference result must be plain data, got {type(value).__name__}")
 
 
-def _from_none(value, v, bools):
-    return None
-
-
-def _from_bool(value, v, bools):
-    return (int(v) if bools else _BAD) if isinstance(v, bool) else _BAD
-
-
-def _from_int(value, v, bools):
-    return v if type(v) is int else _BAD
-
-
-def _from_float(value, v, bools):
-    if isinstance(v, str):  # non-finite floats arrive as their repr: "inf", "-inf", "nan"
-        return float(v) if v in ("inf", "-inf", "nan") else _BAD
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else _BAD
-
-
-def _items(v, bools):
-    """The items of a harvested list, or _BAD if it is too long or any item is not plain data."""
-    if not isinstance(v, list) or len(v) > MAX_ITEMS:
-        return _BAD
-    items = [from_plain(item, bools) for item in v]
-    return _BAD if any(item is _BAD for item in items) else items
-
-
-def _from_list(value, v, bools):
-    return _items(v, bools)
-
-
-def _from_array(value, v, bools):
-    """An array's numbers, flat on the wire, in their shape (checked before anything is built)."""
-    shape = value.get("shape")
-    if not isinstance(v, list) or len(v) > MAX_ITEMS or not shape_ok(shape, len(v)):
-        return _BAD
-    items = _items(v, bools)
-    if not isinstance(items, list) or any(isinstance(item, list) for item in items):  # _BAD, or not numbers
-        return _BAD
-    flat = np.empty(len(items), dtype=object)
-    flat[:] = items
-    return flat.reshape(shape).tolist() if shape else items[0]
-
-
-_FROM_KIND = {"none": _from_none, "bool": _from_bool, "int": _from_int, "float": _from_float,
-              "list": _from_list, "array": _from_array}
-
-
-def from_plain(value, bools=True):
+def from_plain(value: object, bools: bool = True) -> Nested:
     """A harvested plain value ({"t": ..., "v": ...}) as nested lists, or _BAD for anything else.
 
     Bools become 0 and 1, or _BAD with `bools=False` (where only numbers are answers).
     """
-    if not isinstance(value, dict):
+    plain = as_dict(value) or {}
+    kind, v = plain.get("t"), plain.get("v")
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return int(v) if bools and type(v) is bool else _BAD
+    if kind == "int":
+        return v if type(v) is int else _BAD
+    if kind == "float":  # non-finite floats arrive as their repr: "inf", "-inf", "nan"
+        ok = v in ("inf", "-inf", "nan") if isinstance(v, str) else type(v) in (int, float)
+        return float(plain["v"]) if ok else _BAD
+    if kind not in ("list", "array") or not isinstance(v, list) or len(items := cast("list[object]", v)) > MAX_ITEMS:
         return _BAD
-    kind = value.get("t")
-    read = _FROM_KIND.get(kind) if isinstance(kind, str) else None
-    return _BAD if read is None else read(value, value.get("v"), bools)
+    laid = [from_plain(item, bools) for item in items]
+    if any(item is _BAD for item in laid):
+        return _BAD
+    return laid if kind == "list" else _in_shape(laid, plain.get("shape"))
 
 
-def _shape(x) -> str:
+def _in_shape(numbers: list[Nested], shape: object) -> Nested:
+    """An array's numbers, flat on the wire, laid out in its shape (checked before anything is built)."""
+    if not shape_ok(shape, len(numbers)) or any(isinstance(item, list) for item in numbers):  # not numbers
+        return _BAD
+    flat: Any = np.empty(len(numbers), dtype=object)  # numpy's stubs leave an object array's reshape unknown
+    flat[:] = numbers
+    return flat.reshape(shape).tolist() if shape else numbers[0]
+
+
+def _shape(x: Nested) -> str:
     if isinstance(x, list):
-        return f"a list of {len(x)}"
+        return f"a list of {len(cast('list[object]', x))}"
     return "None" if x is None else "a number"
 
 
-def differences(want, got, close, masked_below=None, where=""):
+def differences(want: Nested, got: Nested, close: Callable[[Any, Any], bool], masked_below: float | None = None,
+                where: str = "") -> Iterator[tuple[str, str, str]]:
     """Every place where `got` differs from `want` (nested lists), in order: (where, kind, detail).
 
-    `where` is the indices ("[2][0]", "" for the top). `kind` is "structure" (`detail` says
-    what was expected; the parts below are not compared), "masked" (the reference is at or
-    below `masked_below`, `got` is not) or "value" (`close(want, got)` is false).
+    `where` is the indices ("[2][0]", "" for the top). `kind` is "structure" (`detail` says what
+    was expected; the parts below are not compared), "masked" (the reference is at or below
+    `masked_below`, `got` is not) or "value" (`close(want, got)` is false).
     """
     if want is None and got is None:
         return
     if isinstance(want, list) and isinstance(got, list):
-        if len(want) != len(got):
-            yield where, "structure", f"expected {len(want)} entries, got {len(got)}"
+        wants, gots = cast("list[Nested]", want), cast("list[Nested]", got)
+        if len(wants) != len(gots):
+            yield where, "structure", f"expected {len(wants)} entries, got {len(gots)}"
             return
-        for i, (w, g) in enumerate(zip(want, got, strict=True)):
+        for i, (w, g) in enumerate(zip(wants, gots, strict=True)):
             yield from differences(w, g, close, masked_below, f"{where}[{i}]")
     elif want is None or got is None or isinstance(want, list) or isinstance(got, list):
         yield where, "structure", f"expected {_shape(want)}, got {_shape(got)}"
@@ -133,17 +109,18 @@ class PlainCode(Code):
 
     tolerance: float = 1e-6
     masked_below: float | None = None
+    calls_named_up_to: ClassVar[int] = 80
 
-    def expect(self, result):
+    def expect(self, result: Any) -> Any:
         return to_python(result)
 
-    def close(self, want, got) -> bool:
+    def close(self, want: float, got: float) -> bool:
         """Two numbers agree within `tolerance`, absolute or relative to the larger (math.isclose)."""
         return math.isclose(want, got, rel_tol=self.tolerance, abs_tol=self.tolerance)
 
-    def problem(self, want, got) -> str | None:
+    def problem(self, want: Any, got: Record) -> str | None:
         """None if the case is right, else where the first difference is and what it is."""
-        value = got.get("ok") if isinstance(got, dict) else None
+        value = got.get("ok")
         plain = from_plain(value)
         if plain is _BAD:
             return f"returned {describe(value)}, which cannot be compared; return lists, tuples or an array"
@@ -156,21 +133,17 @@ class PlainCode(Code):
             return f"the value at {place} is not right"
         return None
 
-    def _case_name(self, case: Case) -> str:
-        """By its call if the arguments are short, else by number; and its topic."""
-        call = case.call_text(self.name)
-        name = call if len(call) <= 80 else f"case {self.cases.index(case) + 1}"
-        return f"{name} ({case.topic})" if case.topic else name
-
-    def _wrong_case(self, where: str, want, got: dict) -> str:
+    def _wrong_case(self, where: str, want: Any, got: Record) -> str:
         return f"{where}: {self.problem(want, got)}."
 
 
-def _only_numbers(plain) -> bool:
-    return all(map(_only_numbers, plain)) if isinstance(plain, list) else isinstance(plain, (int, float))
+def _only_numbers(plain: Nested) -> bool:
+    if isinstance(plain, list):
+        return all(map(_only_numbers, cast("list[Nested]", plain)))
+    return isinstance(plain, (int, float))
 
 
-def plain_numbers(value):
+def plain_numbers(value: object) -> np.ndarray[Any, np.dtype[np.float64]] | None:
     """A harvested plain value as a float array, or None unless it is numbers (not bools) in a regular shape."""
     plain = from_plain(value, bools=False)
     if not _only_numbers(plain):
@@ -185,25 +158,24 @@ def plain_numbers(value):
 class FloatCode(PlainCode):
     """A function returning a number or an array of numbers, compared within `tolerance`.
 
-    `PlainCode` with answers that must be numbers in the reference's shape, and messages about
-    arrays (shape, nan, how many values are wrong, and the first wrong one with what was expected). With
-    `masked_below` (see `PlainCode`), T5's most negative float, Mesh TF's -1e9 and -inf all count.
+    `PlainCode` with answers that must be numbers in the reference's shape, and messages about arrays
+    (shape, nan, how many values are wrong, the first one with what was expected). With
+    `masked_below`, T5's most negative float, Mesh TF's -1e9 and -inf all count as masked.
     """
 
-    def expect(self, result) -> np.ndarray:
+    calls_named_up_to: ClassVar[int] = 0  # by number: the inputs are long lists
+
+    def expect(self, result: Any) -> Any:
         return np.asarray(result, dtype=float)
 
-    def close(self, want, got) -> bool:
-        """numpy.isclose(got, want)'s rule: within `tolerance`, absolute or relative to the reference.
-
-        These questions have always been graded by it; `PlainCode`'s symmetric rule differs only
-        within twice the tolerance, but a refactor should not change anyone's grade.
-        """
+    def close(self, want: float, got: float) -> bool:
+        """numpy.isclose(got, want)'s rule, which these questions have always been graded by
+        (`PlainCode`'s symmetric rule differs only within twice the tolerance)."""
         return (abs(got - want) <= self.tolerance + self.tolerance * abs(want) and math.isfinite(want)) or got == want
 
-    def problem(self, want: np.ndarray, got) -> str | None:
+    def problem(self, want: Any, got: Record) -> str | None:
         """None if the case is right, else a short description of what is wrong."""
-        value = got.get("ok") if isinstance(got, dict) else None
+        value = got.get("ok")
         array = plain_numbers(value)
         if array is None:
             return f"returned {describe(value)}; it should return {'a number' if want.ndim == 0 else 'numbers'}"
@@ -225,8 +197,3 @@ class FloatCode(PlainCode):
         compared = want.size if self.masked_below is None else int((want > self.masked_below).sum())
         return (f"{len(kinds)} of {compared} values are not right; the first, at {where}, is {got_text}, "
                 f"expected {want_text}")
-
-    def _case_name(self, case: Case) -> str:
-        """By number and topic: the inputs are long lists."""
-        number = self.cases.index(case) + 1
-        return f"case {number} ({case.topic})" if case.topic else f"case {number}"
