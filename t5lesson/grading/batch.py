@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
+from nbformat import NotebookNode
+
 from .authoring.notebook_format import exercise_id_of, make_exercise
 from .course import course_root
 from .errors import InputError, SettingsError
@@ -54,7 +56,7 @@ def _infer_exercise(datas: Iterable[bytes | intake.Unreadable], ids: tuple[str, 
         try:
             doc: object = loads(data.decode("utf-8"), max_depth=Limits.NOTEBOOK_DEPTH,
                                 max_nodes=limits.notebook_nodes(), constants=True)
-            exercise_id = exercise_id_of(doc) if isinstance(doc, dict) else None
+            exercise_id = exercise_id_of(doc)
         except Exception:  # anything odd in one file only means that file does not vote
             continue
         if isinstance(exercise_id, str) and exercise_id in ids:
@@ -70,7 +72,8 @@ def load_template(exercise: Exercise, template: Path | None = None, course: Path
     handed_out = root / "exercises" / f"{exercise.id}.ipynb"
     if template is not None or handed_out.exists():
         return _notebook(template or handed_out)
-    return cast(Notebook, make_exercise(_notebook(root / "solutions" / f"{exercise.id}.ipynb"), exercise))
+    solution = cast(NotebookNode, _notebook(root / "solutions" / f"{exercise.id}.ipynb"))  # what nbformat read
+    return cast(Notebook, make_exercise(solution, exercise))
 
 
 def _notebook(path: Path) -> Notebook:

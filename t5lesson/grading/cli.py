@@ -46,6 +46,8 @@ def limits_of(args: argparse.Namespace) -> Limits:
 def _seed_of(args: argparse.Namespace) -> str | None:
     """The hidden cases' seed: --seed, else the first line of --seed-file, else None (a new one is drawn)."""
     seed: str | None = args.seed
+    if seed is not None and args.seed_file is not None:
+        raise SettingsError("give --seed or --seed-file, not both")
     if args.seed_file is not None:
         seed = args.seed_file.read_text(encoding="utf-8").strip().partition("\n")[0]
     if seed is not None and not seed.strip():
@@ -146,9 +148,8 @@ def _common(p: argparse.ArgumentParser, seed_kept: str) -> None:
     p.add_argument("--isolation", choices=ISOLATION, default="auto",
                    help="auto/full: each kernel in its own namespaces, or a refusal saying why (auto in the "
                         "autograder: the limits only where its container allows no namespaces); none: no isolation")
-    seed = p.add_mutually_exclusive_group()
-    seed.add_argument("--seed", help=f"the secret the hidden cases are drawn from (default: a new one, {seed_kept})")
-    seed.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (keep it from students)")
+    p.add_argument("--seed", help=f"the secret the hidden cases are drawn from (default: a new one, {seed_kept})")
+    p.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (keep it from students)")
     add_limits(p)
 
 

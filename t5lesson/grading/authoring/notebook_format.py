@@ -12,7 +12,6 @@ import ast
 import copy
 import re
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -50,30 +49,40 @@ def read(path: Path) -> NotebookNode:
     return cast(NotebookNode, nbformat.read(path, as_version=4))  # pyright: ignore[reportUnknownMemberType] (untyped)
 
 
-def writes(nb: NotebookNode) -> str:
+def writes(nb: object) -> str:
     """The notebook as text, in nbformat's canonical layout."""
     return nbformat.writes(nb)  # pyright: ignore[reportUnknownMemberType] (untyped library)
 
 
-def _t5lesson(node: Mapping[str, Any]) -> dict[str, Any]:
+def _fields(node: object) -> dict[str, Any]:
+    """A notebook or a cell as the dict it is at run time (nbformat's NotebookNode, or plain JSON)."""
+    return cast("dict[str, Any]", node) if isinstance(node, dict) else {}
+
+
+def _t5lesson(node: object) -> dict[str, Any]:
     """A notebook's or a cell's `metadata["t5lesson"]` ({} when it has none or it is not a dict)."""
-    metadata: dict[str, Any] = node.get("metadata") or {}
-    info = metadata.get("t5lesson")
+    metadata = _fields(node).get("metadata")
+    if not isinstance(metadata, dict):
+        return {}
+    info = cast("dict[str, Any]", metadata).get("t5lesson")
     return cast("dict[str, Any]", info) if isinstance(info, dict) else {}
 
 
-def cell_info(cell: Mapping[str, Any]) -> CellInfo:
+def cell_info(cell: object) -> CellInfo:
     """The cell's t5lesson metadata."""
     return cast(CellInfo, _t5lesson(cell))
 
 
-def cell_key(cell: Mapping[str, Any]) -> str | None:
+def cell_key(cell: object) -> str | None:
     """The stable name of a cell: its t5lesson name, else its nbformat id."""
     name = cell_info(cell).get("cell")
-    return name if isinstance(name, str) else cell.get("id")
+    if isinstance(name, str):
+        return name
+    found = _fields(cell).get("id")
+    return found if isinstance(found, str) else None
 
 
-def exercise_id_of(nb: Mapping[str, Any]) -> str | None:
+def exercise_id_of(nb: object) -> str | None:
     found = _t5lesson(nb).get("exercise")
     return found if isinstance(found, str) else None
 

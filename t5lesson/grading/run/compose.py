@@ -206,7 +206,7 @@ def _compose(run: _RunCells, template_cell: Cell, key: str, found: Found | None,
     """The run notebook's cells for one template cell, by its role. A provided cell always runs as the
     template has it; a check() cell is skipped, unless the student wrote something else into it: then
     it runs, and the feedback and the instructor's summary say so."""
-    info: dict[str, object] = cell_info(template_cell)
+    info = cell_info(template_cell)
     role, question = info.get("role", "given"), str(info.get("question"))
     if role == "answer":
         _answer(run, template_cell, found, exercise[question])
