@@ -226,15 +226,15 @@ def remove_tree(path: str | os.PathLike[str]) -> list[str]:
     """Remove `path` and everything in it; return what could not be removed (at most 100 lines). Never raises.
 
     A kernel may leave any tree behind: thousands of levels (Python 3.11's shutil.rmtree recurses and
-    fails), folders without permissions, links. GNU `rm -rf` walks any depth and never follows a link;
-    `chmod -R u+rwx` first opens up the folders a normal user's kernel closed (root needs no such opening).
+    fails), folders without permissions, links. GNU `rm -rf` walks any depth, never follows a link and
+    stays on one file system; `chmod -R u+rwx` first opens up the folders a normal user's kernel closed.
     """
     path = os.fspath(path)
     try:
         if os.path.isdir(path) and not os.path.islink(path):
             subprocess.run(["chmod", "-R", "u+rwx", "--", path], capture_output=True, check=False)
-        done = subprocess.run(["rm", "-rf", "--", path], capture_output=True, text=True, errors="replace",
-                              check=False)
+        done = subprocess.run(["rm", "-rf", "--one-file-system", "--", path], capture_output=True, text=True,
+                              errors="replace", check=False)
     except OSError as exc:
         return [f"rm {path}: {type(exc).__name__}: {exc}"]
     errors = done.stderr.splitlines()[:100]
