@@ -61,11 +61,8 @@ def _fields(node: object) -> dict[str, Any]:
 
 def _t5lesson(node: object) -> dict[str, Any]:
     """A notebook's or a cell's `metadata["t5lesson"]` ({} when it has none or it is not a dict)."""
-    metadata = _fields(node).get("metadata")
-    if not isinstance(metadata, dict):
-        return {}
-    info = cast("dict[str, Any]", metadata).get("t5lesson")
-    return cast("dict[str, Any]", info) if isinstance(info, dict) else {}
+    metadata = _fields(_fields(node).get("metadata"))
+    return _fields(metadata.get("t5lesson"))
 
 
 def cell_info(cell: object) -> CellInfo:
