@@ -2,7 +2,6 @@
 
     python benchmarks/grade_class.py                  # 100 submissions (a few minutes on 2 cores)
     python benchmarks/grade_class.py --count 1000     # the same at 1,000 (about ten times longer)
-    python benchmarks/grade_class.py --shards 4       # also grade as 4 shards in turn, then merge
     python benchmarks/grade_class.py --against /tmp/oldmain   # the same folder with another checkout, in turn
 
 The submissions are, in turn, the solution and the handed-out (blank) notebook of --exercise
@@ -14,9 +13,7 @@ with DIR/.venv/bin/python where there is one (so that the other checkout's kerne
 own package, not this one's), else this interpreter; the output names the interpreter of each
 side and the load average, since on a shared machine the ratio says more than the rates. The
 report gives the rate (submissions per minute, wall clock, start-up included) and projects it
-to a class of --class-size (2,000): hours on one machine like this one, and on N machines
-(`--shard K/N`, then `merge`). With --shards the shards run one after another here, so their
-sum is the time one machine needs, and the merge is checked to equal the single run.
+to a class of --class-size (2,000) on one machine like this one.
 """
 from __future__ import annotations
 
@@ -57,14 +54,9 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
-def projection(rate: float, class_size: int, machines=(1, 4, 10, 20, 50)) -> list[str]:
-    """Lines of arithmetic: a class of `class_size` at `rate` per minute per machine."""
-    one = class_size / rate * 60
-    lines = [f"a class of {class_size:,} at {rate:.1f} per minute per machine like this one:"]
-    for n in machines:
-        lines.append(f"  {n:>3} machine(s) (--shard K/{n}): {_hours(one / n)} each, "
-                     f"{-(-class_size // n):,} submissions per shard")
-    return lines
+def projection(rate: float, class_size: int) -> str:
+    """A line of arithmetic: a class of `class_size` at `rate` per minute."""
+    return f"a class of {class_size:,} at {rate:.1f} per minute: {_hours(class_size / rate * 60)} on this machine"
 
 
 def _class(folder: Path, count: int, exercise: str) -> None:
@@ -97,7 +89,6 @@ def compare(folder: Path, tmp: Path, other: Path, isolation: str, repeat: int, c
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--count", type=int, default=100)
-    parser.add_argument("--shards", type=int, default=0, help="also grade as N shards in turn and merge them")
     parser.add_argument("--class-size", type=int, default=2000)
     parser.add_argument("--exercise", default="01", help="01-06 (solution and blank in turn), or 03 (synthetic class)")
     parser.add_argument("--against", type=Path, help="another checkout (e.g. a git worktree of an older commit)")
@@ -118,28 +109,13 @@ def main(argv=None) -> int:
         seconds = _grade([str(folder), "--out", str(out)], args.isolation)
         rows = list(csv.DictReader(io.StringIO((out / "gradebook.csv").read_text())))
         isolation = next(line for line in (out / "summary.md").read_text().splitlines() if "isolation" in line)
-        shard_lines = []
-        if args.shards:
-            times = [_grade([str(folder), "--out", str(Path(tmp) / f"shard{k}"), "--shard", f"{k}/{args.shards}"],
-                            args.isolation)
-                     for k in range(1, args.shards + 1)]
-            merged = Path(tmp) / "merged"
-            subprocess.run([sys.executable, "-m", "t5lesson.grade", "merge",
-                            *[str(Path(tmp) / f"shard{k}") for k in range(1, args.shards + 1)], "--out", str(merged)],
-                           cwd=ROOT, check=True, capture_output=True)
-            same = all((out / name).read_bytes() == (merged / name).read_bytes()
-                       for name in ("gradebook.csv", "free_text.csv", "summary.md", "report.html", "grades.json"))
-            shard_lines = [f"{args.shards} shards in turn: {', '.join(f'{t:.0f} s' for t in times)} "
-                           f"(sum {sum(times):.0f} s; the slowest is the wall time on {args.shards} machines); "
-                           f"merged report identical to the single run: {'yes' if same else 'NO'}"]
     rate = len(rows) * 60 / seconds
     statuses = sorted({row["status"] for row in rows})
     totals = sorted({row["total"] for row in rows})
     print(f"graded {len(rows)} submissions in {seconds:.1f} s on {cores} cores (load average at start {load:.1f}): "
           f"{rate:.1f} submissions per minute, {seconds / len(rows):.2f} s each (wall, start-up included); "
           f"totals {totals}; status {statuses}; {isolation.strip('- ')}")
-    for line in shard_lines + projection(rate, args.class_size):
-        print(line)
+    print(projection(rate, args.class_size))
     ok = len(rows) == args.count and statuses == ["graded"] and rate >= args.target
     print(f"target {args.target:.0f} per minute: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1

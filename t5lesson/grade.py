@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import exercises
 from .grading.protocol import Limits
 
-__all__ = ["main", "grade_folder", "merge", "export_lms", "build_autograder", "read_report", "Limits"]
+__all__ = ["main", "grade_folder", "export_lms", "read_report", "Limits"]
 
 
 def grade_folder(submissions, out, **options):
@@ -19,22 +19,10 @@ def grade_folder(submissions, out, **options):
     return grade_folder(submissions, out, catalogue=exercises, **options)
 
 
-def merge(report_dirs, out, **options):
-    from .grading.integrations.shards import merge
-
-    return merge(report_dirs, out, catalogue=exercises, **options)
-
-
 def export_lms(report, ids_path, out, **options):
     from .grading.integrations.lms import export
 
     return export(report, ids_path, out, catalogue=exercises, **options)
-
-
-def build_autograder(exercise_id, out, **options):
-    from .grading.integrations.gradescope import build
-
-    return build(exercise_id, out, catalogue=exercises, **options)
 
 
 def read_report(report_dir):

@@ -471,7 +471,7 @@ def draw_case(topic: Topic, rng, seeds=DRAWN_SEEDS, tries: int = 100) -> Case:
     and are decided by gaps over MARGIN; kept if `unfit` finds nothing against it, else drawn again.
 
     The recipe decodes in float64: the draw then depends on no rounding of float32 sums (a gap, a
-    near tie of two scores), and is the same on every machine, as a merge of shards needs."""
+    near tie of two scores), and is the same on every machine, as a regrade with the same seed needs."""
     import torch
 
     with torch.no_grad(), one_torch_thread():

@@ -107,12 +107,6 @@ class _Batch:
     references: threading.Thread | None = None  # computing the expected results; scoring waits for it
 
 
-def shard_of(files: list[intake.Entry], shard: tuple[int, int]) -> list[intake.Entry]:
-    """The files of shard K/N: every N-th file of the sorted list, starting at the K-th."""
-    k, n = shard
-    return files[k - 1::n]
-
-
 def _unreadable(exercise: Exercise, entry: intake.Entry, problem: str, status: Status) -> Graded:
     outcomes = [q.outcome(ERROR, 0, f"nothing could be graded: {problem}.") for q in exercise.questions]
     return Graded(entry.student, entry.relative, status, outcomes, [f"Your file could not be graded: {problem}."])
@@ -197,36 +191,32 @@ def new_seed() -> str:
 def grade_folder(submissions: Path, out: Path, *, catalogue: Catalogue, exercise_id: str | None = None,
                  template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
                  jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (),
-                 progress: Progress | None = None, shard: tuple[int, int] | None = None, run: RunStep | None = None,
-                 seed: str | None = None, variants: int = VARIANTS) -> Verdicts:
-    """Grade every submission under `submissions` (or shard K/N of them: `shard_of`); write
-    the reports under `out`; return the verdicts (with `.settings`).
+                 progress: Progress | None = None, run: RunStep | None = None, seed: str | None = None,
+                 variants: int = VARIANTS) -> Verdicts:
+    """Grade every submission under `submissions`; write the reports under `out`; return the
+    verdicts (with `.settings`).
 
     `seed` is the instructor's secret the hidden cases are drawn from (`Exercise.drawn`), recorded
-    in the reports; None draws a new one (shards must share one). `variants` sets of cases are
+    in the reports; None draws a new one. `variants` sets of cases are
     drawn, and each submission's cases are picked among them (`Exercise.for_student`). `run` runs
     one composed notebook (`run.execute.RunStep`); the default is the pooled workers. Tests pass their own.
     """
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
         raise SettingsError("the report folder must not be inside the submissions folder")
-    every, skipped = intake.survey(submissions)
-    files = shard_of(every, shard) if shard else every
-    if seed is None and shard:
-        raise SettingsError("every shard must draw the same hidden cases: pass the same --seed to each")
-    if exercise_id is None:  # a shard asks the whole folder, so that every shard reads it alike
+    files, skipped = intake.survey(submissions)
+    if exercise_id is None:
         max_bytes = limits.max_notebook_mb * 2 ** 20
-        exercise_id = _infer_exercise((intake.read(e, max_bytes) for e in every), catalogue.exercise_ids(), limits)
+        exercise_id = _infer_exercise((intake.read(e, max_bytes) for e in files), catalogue.exercise_ids(), limits)
     if exercise_id is None:
         raise SettingsError("cannot tell which exercise this is; pass --exercise")
     exercise = find(catalogue, exercise_id).drawn(new_seed() if seed is None else seed, variants)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)
-    kernel_uids = uids(max(1, len(files)))  # an empty folder or shard still probes (and writes an empty report)
+    kernel_uids = uids(max(1, len(files)))  # an empty folder still probes (and writes an empty report)
     as_root, full = os.geteuid() == 0, isolation != "none"
     check_isolation(isolation, kernel_uids[0])
-    shard_text = f"{shard[0]}/{shard[1]}" if shard else None
-    settings = RunSettings(limits, exercise.id, seed=exercise.seed, shard=shard_text,
+    settings = RunSettings(limits, exercise.id, seed=exercise.seed,
                            isolation=("full: own user id per kernel" if as_root else "full: user namespaces")
                            if full else "none (--isolation none)",
                            memory=("one cgroup per submission" if as_root and Cgroup.available()
@@ -239,7 +229,7 @@ def grade_folder(submissions: Path, out: Path, *, catalogue: Catalogue, exercise
                            _expected_in_background(exercise))
             graded = Verdicts(_grade_all(batch, files, jobs, progress), settings)
         # the reports before the work area goes: nothing a kernel left there can cost them
-        failed = store.write_all(out, exercise, graded, graded.settings, shard_text, skipped=skipped,
+        failed = store.write_all(out, exercise, graded, graded.settings, skipped=skipped,
                                  titles=store.question_titles(exercise, template_nb))
     if failed:
         raise store.ReportError(failed)

@@ -1,14 +1,13 @@
 """The instructor's command, `t5grade`: one argparse tree over the engine's stages.
 
-grade a class, merge shards, export to an LMS, build a Gradescope autograder, print the
-objective map, hash an answer key, generate exercises/ (`t5grade --help` lists them). The engine
+grade a class, export its grades to an LMS, print the objective map, hash an answer key,
+generate exercises/ (`t5grade --help` lists them). The engine
 knows no course: `main` is handed the catalogue of exercises (and the objective map) by the
 composition root, `t5lesson.grade`. See docs/grading.md, "The three commands".
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -66,8 +65,7 @@ def _grade(args: argparse.Namespace, catalogue: Catalogue) -> int:
     try:
         graded = grade_folder(args.submissions, args.out, catalogue=catalogue, exercise_id=args.exercise,
                               template=args.template, course=args.course, limits=limits_of(args), jobs=args.jobs,
-                              isolation=args.isolation, hide=tuple(args.hide), progress=progress, shard=args.shard,
-                              seed=_seed_of(args))
+                              isolation=args.isolation, hide=tuple(args.hide), progress=progress, seed=_seed_of(args))
     except Exception:  # the error's line (from `main`) goes below the bar, not after it
         if progress is not None:
             progress.finish()
@@ -77,15 +75,6 @@ def _grade(args: argparse.Namespace, catalogue: Catalogue) -> int:
         rate = f" ({len(graded) * 60 / seconds:.1f} per minute)" if graded and seconds > 0 else ""
         print(f"graded {len(graded)} submissions in {seconds:.1f} s{rate}; reports in {args.out} "
               f"(report.html: the class at a glance)", file=sys.stderr)
-    return 0
-
-
-def _merge(args: argparse.Namespace, catalogue: Catalogue) -> int:
-    from .integrations.shards import merge
-
-    graded = merge(args.reports, args.out, catalogue=catalogue, allow_missing=args.allow_missing)
-    print(f"merged {len(graded)} submissions from {len(args.reports)} report folders into {args.out}",
-          file=sys.stderr)
     return 0
 
 
@@ -100,24 +89,6 @@ def _lms(args: argparse.Namespace, catalogue: Catalogue) -> int:
                         ("LMS ids without a submission", done["no_submission"])):
         if names:
             print(f"warning: {len(names)} {what} (see unmatched.csv): {', '.join(names[:10])}", file=sys.stderr)
-    return 0
-
-
-def _autograder(args: argparse.Namespace, catalogue: Catalogue) -> int:
-    from .integrations.gradescope import build
-
-    limits = limits_of(args)
-    names = build(args.exercise, args.out, catalogue=catalogue, limits=limits, visibility=args.visibility,
-                  isolation=args.isolation, seed=_seed_of(args))
-    print(f"wrote {args.out} ({len(names)} files); upload it as the assignment's autograder (Ubuntu 24.04 base "
-          f"image, at least 2 GB of memory; a run takes at most {limits.hard_limit():.0f} s)", file=sys.stderr)
-    return 0
-
-
-def _autograder_run(args: argparse.Namespace, catalogue: Catalogue) -> int:
-    from .integrations.gradescope import run
-
-    run(args.root, catalogue)
     return 0
 
 
@@ -143,19 +114,7 @@ def _generate(args: argparse.Namespace, catalogue: Catalogue) -> int:
     return generate(catalogue, course=args.course, check=args.check, execute_first=args.execute)
 
 
-def _common(p: argparse.ArgumentParser, seed_kept: str) -> None:
-    """What `grade` and `autograder` share: isolation, the seed and the limits."""
-    p.add_argument("--isolation", choices=ISOLATION, default="auto",
-                   help="auto/full: each kernel in its own namespaces, or a refusal saying why (auto in the "
-                        "autograder: the limits only where its container allows no namespaces); none: no isolation")
-    p.add_argument("--seed", help=f"the secret the hidden cases are drawn from (default: a new one, {seed_kept})")
-    p.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (keep it from students)")
-    add_limits(p)
-
-
 def _grade_arguments(p: argparse.ArgumentParser) -> None:
-    from .integrations.shards import parse_shard
-
     p.add_argument("submissions", type=Path, help="folder of submitted notebooks (never modified)")
     p.add_argument("--out", type=Path, required=True, help="folder for the reports")
     p.add_argument("--exercise", help="exercise id (default: read from the notebooks' metadata)")
@@ -163,13 +122,17 @@ def _grade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--course", type=Path, help="the folder with exercises/ and solutions/ (default: this checkout)")
     p.add_argument("--jobs", type=int, help="submissions run at once (default: one per core)")
     p.add_argument("--hide", action="append", default=[], help="another folder the kernels must not see")
-    p.add_argument("--shard", type=parse_shard, metavar="K/N", help="grade only slice K of N (see `merge`)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or lines")
-    _common(p, "recorded in summary.md and grades.json; give it again to regrade with the same cases")
+    p.add_argument("--isolation", choices=ISOLATION, default="auto",
+                   help="auto/full: each kernel in its own namespaces, or a refusal saying why; none: no isolation")
+    p.add_argument("--seed", help="the secret the hidden cases are drawn from (default: a new one, recorded in "
+                                  "summary.md and grades.json; give it again to regrade with the same cases)")
+    p.add_argument("--seed-file", type=Path, help="a file whose first line is the seed (keep it from students)")
+    add_limits(p)
 
 
 def _lms_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("report", type=Path, help="a report folder written by the grader (or by merge)")
+    p.add_argument("report", type=Path, help="a report folder written by the grader")
     p.add_argument("--ids", type=Path, required=True, help="CSV with columns submission,lms_id[,name,section]")
     p.add_argument("--out", type=Path, required=True, help="folder for canvas.csv, moodle.csv, feedback/")
     p.add_argument("--assignment", help="the assignment's name in the LMS (default: the exercise's title)")
@@ -181,8 +144,6 @@ def _lms_arguments(p: argparse.ArgumentParser) -> None:
 
 def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None) -> argparse.ArgumentParser:
     """`t5grade`'s argparse tree: one subcommand each, in the order `--help` lists them."""
-    from .integrations.gradescope import DEFAULT_ROOT, ROOT_VARIABLE, VISIBILITY
-
     top = argparse.ArgumentParser(prog=PROG, description=(__doc__ or "").split("\n")[0])
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ids = catalogue.exercise_ids()
@@ -193,18 +154,7 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
         return p
 
     _grade_arguments(command("grade", "grade a folder of submissions", _grade))
-    p = command("merge", "merge the report folders of the shards of one class", _merge)
-    p.add_argument("reports", type=Path, nargs="+", help="report folders written by the grader")
-    p.add_argument("--out", type=Path, required=True, help="the merged report folder")
-    p.add_argument("--allow-missing", action="store_true", help="merge even if some shards are missing")
     _lms_arguments(command("lms", "a report folder's grades and feedback for Canvas and Moodle", _lms))
-    p = command("autograder", "a Gradescope autograder (zip) for one exercise", _autograder)
-    p.add_argument("exercise", help=f"exercise id ({', '.join(ids)})")
-    p.add_argument("--out", type=Path, required=True, help="the zip to write, e.g. autograder.zip")
-    p.add_argument("--visibility", choices=VISIBILITY, default="visible", help="when students see the results")
-    _common(p, "kept in the zip's autograder.json")
-    p = command("autograder-run", "inside Gradescope: what the zip's run_autograder starts", _autograder_run)
-    p.add_argument("--root", type=Path, default=Path(os.environ.get(ROOT_VARIABLE, DEFAULT_ROOT)))
     if objectives is not None:
         show = objectives
         p = command("objectives", "which graded questions assess each learning objective (CSV)",

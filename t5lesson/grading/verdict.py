@@ -8,7 +8,7 @@ same ones. See docs/grading.md, "In the notebook: check() and hint()".
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar, cast
+from typing import Any, cast
 
 from .protocol import Limits, RunEnd, Words
 
@@ -122,9 +122,7 @@ class Skipped:
 class RunSettings:
     """The settings of one graded run that its reports name (summary.md, grades.json's "settings").
 
-    In grades.json they are one flat object: every field of `Limits`, then the others; `shard`
-    only when the run was one ("2/8"). Merged shards join each machine's `isolation` and `memory`
-    with "; " (`integrations.shards`).
+    In grades.json they are one flat object: every field of `Limits`, then the others.
     """
 
     limits: Limits = Limits()
@@ -132,10 +130,6 @@ class RunSettings:
     isolation: str = ""  # how the kernels were walled; "none (--isolation none)" when they were not
     memory: str = ""  # how a submission's memory was bounded
     seed: str | None = None  # the seed the hidden cases were drawn from
-    shard: str | None = None
-
-    # what may differ between the machines of one class (merged shards) without changing a single grade
-    MACHINE: ClassVar[tuple[str, ...]] = ("isolation", "memory")
 
     @property
     def walled(self) -> bool:
@@ -145,8 +139,6 @@ class RunSettings:
         """The flat object grades.json keeps (its keys sorted)."""
         doc: dict[str, Any] = {**asdict(self.limits), "exercise": self.exercise, "isolation": self.isolation,
                                "memory": self.memory, "seed": self.seed}
-        if self.shard:
-            doc["shard"] = self.shard
         return dict(sorted(doc.items()))
 
     @classmethod
@@ -155,5 +147,5 @@ class RunSettings:
         found = cast("dict[str, Any]", doc) if isinstance(doc, dict) else {}
         limits = Limits(**{f.name: found[f.name] for f in fields(Limits) if f.name in found})
         text = {name: str(found[name]) for name in ("exercise", "isolation", "memory") if name in found}
-        optional = {name: str(found[name]) for name in ("seed", "shard") if found.get(name) is not None}
-        return cls(limits, **text, **optional)
+        seed = None if found.get("seed") is None else str(found["seed"])
+        return cls(limits, **text, seed=seed)

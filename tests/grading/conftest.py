@@ -1,11 +1,10 @@
-"""One graded class shared by the tests of what comes after grading (shards, merge, report, LMS).
+"""One graded class shared by the tests of what comes after grading (command line, report, LMS).
 
 The three real sample submissions (tests/sample_class: ada full marks, ben 8.22, cy 0; see
-SAMPLE_TOTALS and README's instructor's guide) plus one file
-that is not JSON, graded three ways: in one go (in this process), and as shards 1/2 and 2/2
-through the command line, the first under a pseudo-terminal (so it draws the progress bar),
-the second with pipes (plain lines, as in a log). Then the shards are merged. That is five
-kernel runs in all, about half a minute on a quiet 2-core machine.
+SAMPLE_TOTALS and README's instructor's guide) plus one file that is not JSON, graded in this
+process and again through the command line under a pseudo-terminal (so it draws the progress
+bar); then ben and cy alone through the command line with pipes (plain lines, as in a log).
+That is eight kernel runs in all, under a minute on a quiet 2-core machine.
 """
 from __future__ import annotations
 
@@ -84,19 +83,19 @@ def sample_runs(tmp_path_factory):
     whole = root / "whole"
     grade_folder(submissions, whole, jobs=2, isolation=ISOLATION, seed=SEED)
 
-    shard1, shard2, merged = root / "shard1", root / "shard2", root / "merged"
-    code, terminal = run_in_terminal(grade_cli("grade", str(submissions), "--out", str(shard1), "--shard", "1/2",
+    command_line = root / "command_line"
+    code, terminal = run_in_terminal(grade_cli("grade", str(submissions), "--out", str(command_line),
                                                "--seed", SEED, *ISOLATION_ARGS))
     assert code == 0, terminal
-    piped = subprocess.run(grade_cli("grade", str(submissions), "--out", str(shard2), "--shard", "2/2",
-                                     "--seed", SEED, *ISOLATION_ARGS),
-                           cwd=ROOT, capture_output=True, text=True, timeout=300)
+    two = root / "two"
+    two.mkdir()
+    for name in ("ben.ipynb", "cy.ipynb"):
+        shutil.copy(submissions / name, two / name)
+    piped = subprocess.run(grade_cli("grade", str(two), "--out", str(root / "two_report"), "--seed", SEED,
+                                     *ISOLATION_ARGS), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert piped.returncode == 0, piped.stderr
-    merge = subprocess.run(grade_cli("merge", str(shard1), str(shard2), "--out", str(merged)),
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert merge.returncode == 0, merge.stderr
-    return {"root": root, "submissions": submissions, "whole": whole, "shards": [shard1, shard2],
-            "merged": merged, "terminal": terminal, "log": piped.stderr}
+    return {"root": root, "submissions": submissions, "whole": whole, "command_line": command_line,
+            "terminal": terminal, "log": piped.stderr}
 
 
 def feedback_of(report: Path) -> dict[str, str]:

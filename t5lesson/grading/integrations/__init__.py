@@ -1,1 +1,1 @@
-"""Shards, LMS export and Gradescope."""
+"""Grades into an LMS: Canvas and Moodle."""

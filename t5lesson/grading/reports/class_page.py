@@ -3,7 +3,7 @@
 Each `Table` (questions missed most, common wrong answers, code cases failed most, statuses,
 objectives, the answers that called a blocked reference or reached into the grader's cells) is a
 CSV file and a section of one plain page (templates/report.html.j2: tables only, no script, nothing
-loaded). A pure function of the verdicts, so a merged report is identical to a single run's.
+loaded). A pure function of the verdicts.
 See docs/grading.md, "The class at a glance: report.html".
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 On a terminal: one tqdm bar, redrawn in place (count, rate, time left, statuses other than "graded"),
 with a line above it for each such submission; otherwise one plain line per finished submission,
 for the logs. `Progress` is the grader's `progress(done, total, graded, exercise)` callback. See
-docs/grading.md, "Large classes: progress, shards, merge".
+docs/grading.md, "Large classes: progress".
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """Everything one grading run writes into REPORT_DIR, and grades.json, which `read` reads back.
 
-The grader and `merge` both call `write_all`, so a merged report is made by the very code of a single
-run: the gradebook files (`reports.gradebook`), the class report (`reports.class_page`) and grades.json
-(the verdicts, settings, shard, entries without a row, titles). Each file is written atomically; no
-clock, no path of the machine, students sorted: the same bytes every time. See docs/grading.md.
+`write_all` writes the gradebook files (`reports.gradebook`), the class report
+(`reports.class_page`) and grades.json (the verdicts, settings, entries without a row, titles).
+Each file is written atomically; no clock, no path of the machine, students sorted: the same
+bytes every time. See docs/grading.md.
 """
 from __future__ import annotations
 
@@ -50,7 +50,6 @@ class Run(NamedTuple):
     exercise: Exercise
     graded: list[Graded]
     settings: RunSettings
-    shard: str | None
     skipped: list[Skipped]
     titles: dict[str, str]
 
@@ -64,17 +63,17 @@ def _plain(g: Graded) -> dict[str, object]:
             "free_text": g.free_text, "answers": g.answers, "error": g.error, **({"flags": g.flags} if g.flags else {})}
 
 
-def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
+def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings,
                 skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> str:
-    """grades.json's text: the verdicts sorted by student, the settings, the shard ("2/8" or null),
-    the entries of the folder that have no row (`intake.Skipped`) and the questions' titles."""
-    doc = {"format": FORMAT, "exercise": exercise.id, "shard": shard, "titles": dict(titles or {}),
+    """grades.json's text: the verdicts sorted by student, the settings, the entries of the folder
+    that have no row (`intake.Skipped`) and the questions' titles."""
+    doc = {"format": FORMAT, "exercise": exercise.id, "titles": dict(titles or {}),
            "settings": settings.to_json(), "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
            "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings, shard: str | None = None,
+def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings,
               skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> list[str]:
     """Write the whole report folder; return what could not be written, in words. One file that cannot
     be written does not stop the others; the gradebook comes first, summary.md (listing the failures) last."""
@@ -93,7 +92,7 @@ def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: Run
     students = sorted(graded, key=lambda g: g.student)
     for name, g in zip(safe_names(g.student for g in students), students, strict=True):
         put(f"feedback/{name}.md", lambda g=g: feedback_text(exercise, g))
-    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, shard, skipped, titles))
+    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, skipped, titles))
     try:
         files = class_report_files(exercise, graded, titles)
     except Exception as exc:
@@ -146,4 +145,4 @@ def _run_of(doc: dict[str, Any], catalogue: Catalogue) -> Run:
                              dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {})),
                              flags=dict(s.get("flags", {}))))
     skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
-    return Run(exercise, graded, settings, doc.get("shard"), skipped, dict(doc.get("titles") or {}))
+    return Run(exercise, graded, settings, skipped, dict(doc.get("titles") or {}))

@@ -35,7 +35,7 @@ from t5lesson.grading.sandbox.resources import remove_tree
 
 from synthetic_class import add_after, full, write
 
-RUN_FOLDERS = ("t5grade-", "t5ipc-", "t5gradescope-")
+RUN_FOLDERS = ("t5grade-", "t5ipc-")
 
 DEEP_TREES = '''
 import json, os
