@@ -3,15 +3,14 @@
 `command(keep, hide, writable, argv)` is `bwrap` with a root that is an allowlist (the system,
 the Python installation and the course package, read-only), no network, and the grader's run
 folders `writable` bound in, followed by `argv`. Inside it, each kernel makes its own namespaces
-(`namespaces.enter`). `missing()` says how to install bubblewrap. See docs/grading.md, "Isolation, honestly".
+(`namespaces.enter`). See docs/grading.md, "Isolation, honestly".
 """
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 
-__all__ = ["WRITABLE", "SCRATCH", "command", "missing", "holding", "system_paths", "inside"]
+__all__ = ["WRITABLE", "SCRATCH", "command", "holding", "system_paths", "inside"]
 
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian: each kernel's own
 SCRATCH = "/run/t5kernel"  # where each kernel mounts its own tmpfs before binding its folders out of it
@@ -20,13 +19,6 @@ ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitc
        "/etc/group", "/etc/localtime", "/etc/hosts", "/etc/alternatives", "/etc/fonts")
 CPU_INFO = ("/sys/devices/system/cpu",)  # online, possible, caches: what thread pools and BLAS may size themselves by
 CGROUPS = "/sys/fs/cgroup"  # as root: the launcher joins the submission's cgroup, then unmounts it
-
-
-def missing() -> str | None:
-    """None when bubblewrap is installed, else how to install it."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed (on Debian and Ubuntu: apt install bubblewrap)"
-    return None
 
 
 def system_paths() -> list[str]:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,16 +112,11 @@ def needed_paths() -> list[str]:
 
 def _lay_way(path: str, is_dir: bool = True) -> None:
     """Make the folders on the way to `path` (and `path` itself), where a fresh tmpfs covers the machine's."""
-    done, names = "/", [p for p in path.split("/") if p]
-    for k, name in enumerate(names):
-        done = os.path.join(done, name)
-        if os.path.lexists(done):
-            continue
-        if k == len(names) - 1 and not is_dir:
-            open(done, "w").close()
-        else:
-            os.mkdir(done)
-            os.chmod(done, 0o755)  # whatever the umask: a dropped user id must get through
+    umask = os.umask(0o022)  # whatever the umask: a dropped user id must get through
+    os.makedirs(path if is_dir else os.path.dirname(path), mode=0o755, exist_ok=True)
+    os.umask(umask)
+    if not os.path.lexists(path):
+        open(path, "w").close()
 
 
 def _scratch(plan: SandboxPlan, private: list[str]) -> str:
@@ -328,9 +324,8 @@ def probe(uid: int | None = None) -> str | None:
     """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap), else why and what to do."""
     if not sys.platform.startswith("linux"):
         return "kernel isolation needs Linux namespaces"
-    missing = bubblewrap.missing()
-    if missing:
-        return missing
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (on Debian and Ubuntu: apt install bubblewrap)"
     with tempfile.TemporaryDirectory(prefix="t5probe-") as tmp:
         secret, home = os.path.join(tmp, "hidden"), os.path.join(tmp, "home")
         os.mkdir(secret)
@@ -346,11 +341,9 @@ def probe(uid: int | None = None) -> str | None:
     why = (done.stdout or done.stderr).decode(errors="replace").strip()[:2000]
     if done.returncode in (0, 4):
         return None if done.returncode == 0 else f"the kernel's wall does not hold here: {why}"
-    detail = f" ({why})" if why else ""
+    who = ", even as root" if os.geteuid() == 0 else " as a normal user"
     causes = "docs/grading.md, 'Isolation, honestly', names the known causes: a sysctl on Debian, AppArmor on Ubuntu"
-    if os.geteuid() == 0:
-        return f"bubblewrap cannot make the kernels' namespaces here, even as root ({causes}){detail}"
-    return f"bubblewrap cannot make the kernels' namespaces here as a normal user ({causes}){detail}"
+    return f"bubblewrap cannot make the kernels' namespaces here{who} ({causes})" + (f" ({why})" if why else "")
 
 
 if __name__ == "__main__":  # inside bubblewrap, for the probe: become a kernel-to-be as a launcher does, then check

@@ -1,6 +1,6 @@
 """Limits that hold for a whole submission, not per process, and the clean-up after a kernel.
 
-Memory (shared memory included) and processes are bounded by a cgroup per submission where the
+Memory (shared memory included) and processes are bounded by a cgroup (v2) per submission where the
 grader may make one (`Cgroup`), else by the worker's watch on the kernel's process tree
 (`tree_memory`); see docs/grading.md, "Memory of a whole submission". After a run the grader
 kills the kernel's supervisor's group (`kill_group`): with isolation its PID namespace, and so
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import os
 import signal
 import stat
@@ -31,62 +30,30 @@ __all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harves
 ROOT = Path("/sys/fs/cgroup")
 
 
-def _own_cgroups() -> dict[str, str]:
-    """{controller or "" for v2: path} of this process, from /proc/self/cgroup."""
-    found: dict[str, str] = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(",") if controllers else [""]:
-            found[controller] = path
-    return found
-
-
-def _write(path: Path, value: int | str) -> None:
-    path.write_text(str(value), encoding="ascii")
-
-
-def _counts(path: Path) -> dict[str, int]:
-    """A cgroup file of `name count` lines (memory.events, memory.oom_control) as a dict."""
-    pairs = (line.split() for line in path.read_text().splitlines())
-    return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
-
-
 class Cgroup:
-    """One submission's cgroup(s): memory (with swap where it is accounted) and processes (v1 or v2)."""
+    """One submission's cgroup (v2): memory (with swap where it is accounted) and processes."""
 
-    def __init__(self, paths: list[Path], version: int):
-        self.paths, self.version = paths, version
+    def __init__(self, path: Path):
+        self.paths = [path]  # one folder, as LaunchConfig.cgroup names it
 
     @classmethod
     def create(cls, name: str, memory_bytes: int, max_processes: int) -> Cgroup | None:
-        """A new cgroup with these limits, or None where none can be made (not root, no controller)."""
-        if os.geteuid() != 0:
+        """A new cgroup with these limits, or None where none can be made (not root, no cgroup v2 hierarchy, or the
+        memory and pids controllers not delegated to this process's cgroup)."""
+        if os.geteuid() != 0 or not (ROOT / "cgroup.controllers").exists():
             return None
-        own = _own_cgroups()
-        if "memory" in own and (ROOT / "memory" / "memory.limit_in_bytes").exists():  # v1: a hierarchy each
-            limits = {"memory": {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes},
-                      "pids": {"pids.max": max_processes}}
-            version = 1
-            settings = {ROOT / c / own[c].lstrip("/") / name: v for c, v in limits.items()
-                        if c in own and (ROOT / c).is_dir()}
-        elif "" in own and (ROOT / "cgroup.controllers").exists():  # v2: one, where memory is delegated to it
-            version = 2
-            settings = {ROOT / own[""].lstrip("/") / name: {"memory.max": memory_bytes, "memory.swap.max": 0,
-                                                             "pids.max": max_processes}}
-        else:
-            return None
-        made = cls([], version)
         try:
-            for path, values in settings.items():
-                path.mkdir()
-                made.paths.append(path)
-                for k, (file, value) in enumerate(values.items()):
-                    if k == 0 or (path / file).exists():  # the first is required; swap and v2's pids where accounted
-                        _write(path / file, value)
+            own = [line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines() if line.startswith("0::")]
+            path = ROOT / own[0].lstrip("/") / name
+            path.mkdir()
+        except (OSError, IndexError):
+            return None
+        made = cls(path)
+        try:
+            (path / "memory.max").write_text(str(memory_bytes))
+            (path / "pids.max").write_text(str(max_processes))
+            if (path / "memory.swap.max").exists():  # where swap is accounted
+                (path / "memory.swap.max").write_text("0")
         except OSError:
             made.remove()
             return None
@@ -101,36 +68,28 @@ class Cgroup:
         group.remove()
         return True
 
-    def join(self, pid: int = 0) -> None:
-        """Move a process (default: this one) into the cgroup(s); its children follow."""
-        for path in self.paths:
-            _write(path / "cgroup.procs", pid or os.getpid())
-
     def went_over_memory(self) -> bool:
         """Did the memory limit kill a process of the submission?"""
-        name = "memory.oom_control" if self.version == 1 else "memory.events"
-        for path in self.paths:
-            try:
-                counts = _counts(path / name)
-            except OSError:
-                continue
-            return counts.get("oom_kill", 0) > 0 or counts.get("max", 0) > 0
-        return False
+        try:
+            pairs = [line.split() for line in (self.paths[0] / "memory.events").read_text().splitlines()]
+        except OSError:
+            return False
+        counts = {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
+        return counts.get("oom_kill", 0) > 0 or counts.get("max", 0) > 0
 
-    def remove(self, rounds: int = 40) -> None:
-        """Kill every process in the cgroup(s), then remove them."""
-        for path in reversed(self.paths):
-            for _ in range(rounds):
-                try:
-                    for pid in (path / "cgroup.procs").read_text().split():
-                        with contextlib.suppress(OSError):
-                            os.kill(int(pid), signal.SIGKILL)
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+    def remove(self) -> None:
+        """Kill every process in the cgroup, then remove it."""
+        for _ in range(40):
+            try:
+                for pid in (self.paths[0] / "cgroup.procs").read_text().split():
+                    with contextlib.suppress(OSError):
+                        os.kill(int(pid), signal.SIGKILL)
+                self.paths[0].rmdir()
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
 
 
 def kill_group(pid: int) -> bool:
@@ -161,18 +120,11 @@ def _memory_of(pid: int) -> int:
 TMPFS_MAGIC = 0x01021994  # statfs's f_type of tmpfs and shmem (memfd_create's files live there)
 
 
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.statfs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-    return libc
-
-
 def _on_tmpfs(path: str) -> bool:
     """Does `path` (here a /proc/PID/fd link, followed) lie on a tmpfs? f_type is statfs's first field
     (os.statvfs has no f_type)."""
     buffer = ctypes.create_string_buffer(256)
-    if _libc().statfs(os.fsencode(path), buffer) != 0:
+    if ctypes.CDLL(None).statfs(os.fsencode(path), buffer) != 0:
         return False
     return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF == TMPFS_MAGIC
 
