@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 __all__ = ["WRITABLE", "SCRATCH", "command", "holding", "system_paths", "inside"]
 
@@ -39,15 +40,9 @@ def holding(folders: Iterable[str], paths: Iterable[str]) -> list[str]:
 
 def _ways(targets: list[str]) -> list[str]:
     """`--dir` for each folder on the way to the `targets` that no target holds, open to all (bwrap's own are 0700)."""
-    folders: list[str] = []
-    for target in targets:
-        parts = [p for p in target.split("/") if p][:-1]
-        folders += ["/" + "/".join(parts[:k]) for k in range(1, len(parts) + 1)]
-    args: list[str] = []
-    for folder in sorted(dict.fromkeys(folders), key=lambda f: f.count("/")):
-        if not inside(folder, targets):
-            args += ["--perms", "0755", "--dir", folder]
-    return args
+    folders = dict.fromkeys(str(p) for target in targets for p in reversed(Path(target).parents[:-1]))
+    ways = [f for f in sorted(folders, key=lambda f: f.count("/")) if not inside(f, targets)]
+    return [arg for folder in ways for arg in ("--perms", "0755", "--dir", folder)]
 
 
 def command(keep: Iterable[str], hide: Iterable[str], writable: Iterable[str | os.PathLike[str]],

@@ -191,11 +191,8 @@ def _supervise(folders: list[str], sockets: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(pid, signal.SIGKILL))
     status = _seal_when_bound(pid, folders, sockets) if folders else None
-    while status is None:
-        try:
-            status = os.waitpid(pid, 0)[1]
-        except InterruptedError:
-            continue
+    if status is None:
+        status = os.waitpid(pid, 0)[1]  # retried after the SIGTERM handler (PEP 475)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 

@@ -197,9 +197,7 @@ def remove_quietly(path: str | os.PathLike[str], log: TextIO | None = None) -> b
     """`remove_tree(path)`, with what went wrong as one line on `log` (stderr by default); True when all is gone."""
     errors = remove_tree(path)
     if errors:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             print(f"t5grade: could not remove all of {os.fspath(path)}: {len(errors)} error(s), first: {errors[0]}",
                   file=log or sys.stderr, flush=True)
-        except (OSError, ValueError):
-            pass
     return not errors
