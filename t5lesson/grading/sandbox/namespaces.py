@@ -17,6 +17,7 @@ import re
 import select
 import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -93,8 +94,6 @@ def needed_paths() -> list[str]:
     """What a kernel must see of the Python environment (the plan's `keep`), real paths: the interpreter, its
     prefixes and own sys.path (with the user's site folder where it is on sys.path), and the course package; of a
     folder on sys.path that holds the package (a checkout, by PYTHONPATH or an editable install) only `t5lesson/`."""
-    import site
-
     prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     entries = list(_installation_path())
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None

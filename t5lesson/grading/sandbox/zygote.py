@@ -30,7 +30,8 @@ from typing import IO, NoReturn, TypedDict
 import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig, Walls
-from . import bubblewrap
+from . import bubblewrap, launcher
+from .namespaces import PR_SET_PDEATHSIG, load_libc
 from .resources import kill_group
 
 __all__ = ["Zygote", "ForkedKernel", "spawn", "modules_imported", "serve"]
@@ -97,8 +98,6 @@ def _child(request: Request, fds: list[int], listener: socket.socket, conn: sock
         os.chdir(request["cwd"])
         if "numpy.random" in sys.modules:  # random reseeds itself after a fork; numpy's global state does not
             sys.modules["numpy.random"].seed()
-        from . import launcher
-
         config_path, connection_file = request["argv"][-2:]
         launcher.launch(LaunchConfig.read(config_path), connection_file, forked=True)
         code = 0
@@ -141,8 +140,6 @@ def _handle(listener: socket.socket, conn: socket.socket) -> None:
 def serve(path: str, modules: Iterable[str]) -> int:
     """Import `modules`, then fork one kernel launcher per request on the socket at `path`."""
     parent = os.getppid()
-    from .namespaces import PR_SET_PDEATHSIG, load_libc
-
     load_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the zygote dies with its grader
     for name in (*BASE_MODULES, *modules):
         try:
