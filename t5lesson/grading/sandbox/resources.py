@@ -1,6 +1,6 @@
 """Limits that hold for a whole submission, not per process, and the clean-up after a kernel.
 
-Memory (shared memory included) and processes are bounded by a cgroup (v2) per submission where the
+Memory (shared memory included) and processes are bounded by a cgroup per submission where the
 grader may make one (`Cgroup`), else by the worker's watch on the kernel's process tree
 (`tree_memory`); see docs/grading.md, "Memory of a whole submission". After a run the grader
 kills the kernel's supervisor's group (`kill_group`): with isolation its PID namespace, and so
@@ -31,29 +31,38 @@ ROOT = Path("/sys/fs/cgroup")
 
 
 class Cgroup:
-    """One submission's cgroup (v2): memory (with swap where it is accounted) and processes."""
+    """One submission's cgroup(s): memory (with swap where it is accounted) and processes, in cgroup v2
+    (one folder) or v1 (a folder in each controller's hierarchy, as on machines that have only v1)."""
 
-    def __init__(self, path: Path):
-        self.paths = [path]  # one folder, as LaunchConfig.cgroup names it
+    def __init__(self, paths: list[Path], version: int):
+        self.paths, self.version = paths, version
 
     @classmethod
     def create(cls, name: str, memory_bytes: int, max_processes: int) -> Cgroup | None:
-        """A new cgroup with these limits, or None where none can be made (not root, no cgroup v2 hierarchy, or the
-        memory and pids controllers not delegated to this process's cgroup)."""
-        if os.geteuid() != 0 or not (ROOT / "cgroup.controllers").exists():
+        """A new cgroup with these limits, or None where none can be made (not root, no controller)."""
+        if os.geteuid() != 0:
             return None
-        try:
-            own = [line[3:] for line in Path("/proc/self/cgroup").read_text().splitlines() if line.startswith("0::")]
-            path = ROOT / own[0].lstrip("/") / name
-            path.mkdir()
-        except (OSError, IndexError):
+        own = _own_cgroups()
+        if "memory" in own and (ROOT / "memory" / "memory.limit_in_bytes").exists():  # v1: a hierarchy each
+            version = 1
+            limits = {"memory": {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes},
+                      "pids": {"pids.max": max_processes}}
+            settings = {ROOT / c / own[c].lstrip("/") / name: v for c, v in limits.items()
+                        if c in own and (ROOT / c).is_dir()}
+        elif "" in own and (ROOT / "cgroup.controllers").exists():  # v2: one, where memory is delegated to it
+            version = 2
+            settings = {ROOT / own[""].lstrip("/") / name: {"memory.max": memory_bytes, "memory.swap.max": 0,
+                                                             "pids.max": max_processes}}
+        else:
             return None
-        made = cls(path)
+        made = cls([], version)
         try:
-            (path / "memory.max").write_text(str(memory_bytes))
-            (path / "pids.max").write_text(str(max_processes))
-            if (path / "memory.swap.max").exists():  # where swap is accounted
-                (path / "memory.swap.max").write_text("0")
+            for path, values in settings.items():
+                path.mkdir()
+                made.paths.append(path)
+                for k, (file, value) in enumerate(values.items()):
+                    if k == 0 or (path / file).exists():  # the first is required; swap and v2's pids where accounted
+                        (path / file).write_text(str(value))
         except OSError:
             made.remove()
             return None
@@ -70,26 +79,40 @@ class Cgroup:
 
     def went_over_memory(self) -> bool:
         """Did the memory limit kill a process of the submission?"""
-        try:
-            pairs = [line.split() for line in (self.paths[0] / "memory.events").read_text().splitlines()]
-        except OSError:
-            return False
-        counts = {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
-        return counts.get("oom_kill", 0) > 0 or counts.get("max", 0) > 0
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        for path in self.paths:
+            try:
+                pairs = [line.split() for line in (path / name).read_text().splitlines()]
+            except OSError:
+                continue
+            counts = {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
+            return counts.get("oom_kill", 0) > 0 or counts.get("max", 0) > 0
+        return False
 
     def remove(self) -> None:
-        """Kill every process in the cgroup, then remove it."""
-        for _ in range(40):
-            try:
-                for pid in (self.paths[0] / "cgroup.procs").read_text().split():
-                    with contextlib.suppress(OSError):
-                        os.kill(int(pid), signal.SIGKILL)
-                self.paths[0].rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                time.sleep(0.05)
+        """Kill every process in the cgroup(s), then remove them."""
+        for path in reversed(self.paths):
+            for _ in range(40):
+                try:
+                    for pid in (path / "cgroup.procs").read_text().split():
+                        with contextlib.suppress(OSError):
+                            os.kill(int(pid), signal.SIGKILL)
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def _own_cgroups() -> dict[str, str]:
+    """{controller or "" for v2: path} of this process, from /proc/self/cgroup."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            found.update(dict.fromkeys(controllers.split(",") if controllers else [""], path))
+    return found
 
 
 def kill_group(pid: int) -> bool:
