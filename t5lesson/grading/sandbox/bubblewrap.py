@@ -3,15 +3,15 @@
 `command(keep, hide, writable, argv)` is `bwrap` with a root that is an allowlist (the system,
 the Python installation and the course package, read-only), no network, and the grader's run
 folders `writable` bound in, followed by `argv`. Inside it, each kernel makes its own namespaces
-(`namespaces.enter`). `missing()` says how to install bubblewrap. See docs/grading.md, "Isolation, honestly".
+(`namespaces.enter`). See docs/grading.md, "Isolation, honestly".
 """
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
-__all__ = ["WRITABLE", "SCRATCH", "command", "missing", "holding", "system_paths", "inside"]
+__all__ = ["WRITABLE", "SCRATCH", "command", "holding", "system_paths", "inside"]
 
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian: each kernel's own
 SCRATCH = "/run/t5kernel"  # where each kernel mounts its own tmpfs before binding its folders out of it
@@ -20,13 +20,6 @@ ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitc
        "/etc/group", "/etc/localtime", "/etc/hosts", "/etc/alternatives", "/etc/fonts")
 CPU_INFO = ("/sys/devices/system/cpu",)  # online, possible, caches: what thread pools and BLAS may size themselves by
 CGROUPS = "/sys/fs/cgroup"  # as root: the launcher joins the submission's cgroup, then unmounts it
-
-
-def missing() -> str | None:
-    """None when bubblewrap is installed, else how to install it."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed (on Debian and Ubuntu: apt install bubblewrap)"
-    return None
 
 
 def system_paths() -> list[str]:
@@ -47,15 +40,9 @@ def holding(folders: Iterable[str], paths: Iterable[str]) -> list[str]:
 
 def _ways(targets: list[str]) -> list[str]:
     """`--dir` for each folder on the way to the `targets` that no target holds, open to all (bwrap's own are 0700)."""
-    folders: list[str] = []
-    for target in targets:
-        parts = [p for p in target.split("/") if p][:-1]
-        folders += ["/" + "/".join(parts[:k]) for k in range(1, len(parts) + 1)]
-    args: list[str] = []
-    for folder in sorted(dict.fromkeys(folders), key=lambda f: f.count("/")):
-        if not inside(folder, targets):
-            args += ["--perms", "0755", "--dir", folder]
-    return args
+    folders = dict.fromkeys(str(p) for target in targets for p in reversed(Path(target).parents[:-1]))
+    ways = [f for f in sorted(folders, key=lambda f: f.count("/")) if not inside(f, targets)]
+    return [arg for folder in ways for arg in ("--perms", "0755", "--dir", folder)]
 
 
 def command(keep: Iterable[str], hide: Iterable[str], writable: Iterable[str | os.PathLike[str]],

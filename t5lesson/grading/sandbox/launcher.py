@@ -1,6 +1,6 @@
 """Start a student's kernel with limits, behind a wall: `python -m ...sandbox.launcher CONFIG CONNECTION_FILE`.
 
-The worker's kernelspec runs this module (or the zygote forks it, `run_here`): it applies the
+The worker's kernelspec runs this module (or the zygote forks it, `launch(forked=True)`): it applies the
 run's `LaunchConfig` to itself (resource limits, the cgroup, the namespaces of
 `sandbox.namespaces`, the kernel's own user id, no capability, the system-call filter of
 `sandbox.seccomp`, a bare environment and home), then becomes the grading kernel
@@ -21,9 +21,8 @@ import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
 from . import bubblewrap, namespaces, seccomp
-from .resources import Cgroup
 
-__all__ = ["probe", "launch", "run_here", "kept_environment", "kernel_environment"]
+__all__ = ["probe", "launch", "kept_environment", "kernel_environment"]
 
 WALLED = "T5LESSON_WALLED"  # set for a launcher that bubblewrap started: the class's walls are up
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
@@ -46,16 +45,16 @@ def _write_pid(config: LaunchConfig) -> None:
         Path(config.pid_file).write_text(str(os.getpid()), encoding="utf-8")
 
 
-def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict[str, str]]:
-    """Apply the sandbox described by `config` to this process; return the kernel's (argv, environment)."""
+def _enter(config: LaunchConfig, connection_file: str) -> tuple[str, dict[str, str]]:
+    """Apply the sandbox described by `config` to this process; return the kernel's connection file and environment."""
     home, plan = config.home, config.isolation
     uid = plan.uid if plan else None
     connection = Path(connection_file).read_text(encoding="utf-8")
     seccomp.available()  # loads libseccomp while the installation is still ours to read
     if not os.environ.get(WALLED):  # else bubblewrap's process wrote it
         _write_pid(config)
-    if config.cgroup:  # as root: this process and all it starts count against the submission's cgroup
-        Cgroup([Path(p) for p in config.cgroup], 0).join()
+    for folder in config.cgroup:  # as root: this process and all it starts count against the submission's cgroup
+        Path(folder, "cgroup.procs").write_text(str(os.getpid()))
     if plan:  # from here on: the kernel-to-be, process 1 of its PID namespace, in its own root
         namespaces.enter(plan, sockets=_sockets(connection))
     own = os.path.join(home, "connection.json")
@@ -75,7 +74,7 @@ def _enter(config: LaunchConfig, connection_file: str) -> tuple[list[str], dict[
     if plan:
         namespaces.become(uid)
     os.chdir(home)
-    return [own, "--HistoryManager.enabled=False"], kernel_environment(os.environ, home)
+    return own, kernel_environment(os.environ, home)
 
 
 def _sockets(connection: str) -> list[str]:
@@ -103,19 +102,14 @@ def kernel_environment(base: Mapping[str, str], home: str) -> dict[str, str]:
             "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "TMPDIR": "/tmp"}
 
 
-def launch(config: LaunchConfig, connection_file: str) -> None:
-    """Apply the sandbox described by `config` to this process, then exec the kernel."""
-    (own, *options), env = _enter(config, connection_file)
-    os.execve(sys.executable, [sys.executable, "-m", KERNEL_MODULE, "-f", own, *options], env)
-
-
-def run_here(config: LaunchConfig, connection_file: str) -> None:
-    """Apply the sandbox to this process, then run the kernel in it (until it stops).
-
-    For a process forked from the zygote, which has imported the kernel's modules already: what
-    `launch` gets from exec (a fresh environment, the home first on sys.path, no bytecode) is set here.
-    """
-    (own, *options), env = _enter(config, connection_file)
+def launch(config: LaunchConfig, connection_file: str, forked: bool = False) -> None:
+    """Apply the sandbox described by `config` to this process, then exec the kernel; or, `forked` from the zygote
+    (which has imported the kernel's modules), run it here until it stops, setting what exec would give (a fresh
+    environment, the home first on sys.path, no bytecode)."""
+    own, env = _enter(config, connection_file)
+    argv = ["-f", own, "--HistoryManager.enabled=False"]
+    if not forked:
+        os.execve(sys.executable, [sys.executable, "-m", KERNEL_MODULE, *argv], env)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a fresh interpreter starts
     os.environ.clear()
     os.environ.update(env)
@@ -123,8 +117,8 @@ def run_here(config: LaunchConfig, connection_file: str) -> None:
     sys.path[0] = env["HOME"]  # what `python -m` puts first: the working folder
     from . import kernel
 
-    sys.argv = [kernel.__file__, "-f", own, *options]
-    kernel.main(sys.argv[1:])
+    sys.argv = [kernel.__file__, *argv]
+    kernel.main(argv)
 
 
 def probe(uid: int | None = None) -> str | None:
@@ -132,24 +126,17 @@ def probe(uid: int | None = None) -> str | None:
     return seccomp.available() or namespaces.probe(uid if os.geteuid() == 0 else None)
 
 
-def _behind_walls(config: LaunchConfig, argv: list[str]) -> None:
-    """Start this launcher again inside the class's bubblewrap (it shows the run folders that hold its files)."""
-    plan = config.isolation
-    assert plan is not None
-    _write_pid(config)
-    folders = bubblewrap.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
-    keep = [p for p in plan.keep if p not in plan.writable_keep]
-    command = bubblewrap.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the kernel's (it restores SIGINT), not bubblewrap's
-    os.execvpe(command[0], command, {**os.environ, WALLED: "1"})
-
-
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     """`python -m t5lesson.grading.sandbox.launcher CONFIG.json CONNECTION_FILE`: the kernelspec's command."""
-    argv = sys.argv[1:] if argv is None else argv
-    config = LaunchConfig.read(argv[0])
-    if config.isolation and not os.environ.get(WALLED):
-        _behind_walls(config, list(argv))
+    argv, config = sys.argv[1:], LaunchConfig.read(sys.argv[1])
+    plan = config.isolation
+    if plan and not os.environ.get(WALLED):  # start again inside the class's bubblewrap, seeing the run folders used
+        _write_pid(config)
+        folders = bubblewrap.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
+        keep = [p for p in plan.keep if p not in plan.writable_keep]
+        command = bubblewrap.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the kernel's (it restores SIGINT), not bwrap's
+        os.execvpe(command[0], command, {**os.environ, WALLED: "1"})
     launch(config, argv[1])
 
 

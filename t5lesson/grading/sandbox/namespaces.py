@@ -15,7 +15,9 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -92,8 +94,6 @@ def needed_paths() -> list[str]:
     """What a kernel must see of the Python environment (the plan's `keep`), real paths: the interpreter, its
     prefixes and own sys.path (with the user's site folder where it is on sys.path), and the course package; of a
     folder on sys.path that holds the package (a checkout, by PYTHONPATH or an editable install) only `t5lesson/`."""
-    import site
-
     prefixes = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     entries = list(_installation_path())
     user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
@@ -111,16 +111,11 @@ def needed_paths() -> list[str]:
 
 def _lay_way(path: str, is_dir: bool = True) -> None:
     """Make the folders on the way to `path` (and `path` itself), where a fresh tmpfs covers the machine's."""
-    done, names = "/", [p for p in path.split("/") if p]
-    for k, name in enumerate(names):
-        done = os.path.join(done, name)
-        if os.path.lexists(done):
-            continue
-        if k == len(names) - 1 and not is_dir:
-            open(done, "w").close()
-        else:
-            os.mkdir(done)
-            os.chmod(done, 0o755)  # whatever the umask: a dropped user id must get through
+    umask = os.umask(0o022)  # whatever the umask: a dropped user id must get through
+    os.makedirs(path if is_dir else os.path.dirname(path), mode=0o755, exist_ok=True)
+    os.umask(umask)
+    if not os.path.lexists(path):
+        open(path, "w").close()
 
 
 def _scratch(plan: SandboxPlan, private: list[str]) -> str:
@@ -195,11 +190,8 @@ def _supervise(folders: list[str], sockets: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: os.kill(pid, signal.SIGKILL))
     status = _seal_when_bound(pid, folders, sockets) if folders else None
-    while status is None:
-        try:
-            status = os.waitpid(pid, 0)[1]
-        except InterruptedError:
-            continue
+    if status is None:
+        status = os.waitpid(pid, 0)[1]  # retried after the SIGTERM handler (PEP 475)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
@@ -328,9 +320,8 @@ def probe(uid: int | None = None) -> str | None:
     """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap), else why and what to do."""
     if not sys.platform.startswith("linux"):
         return "kernel isolation needs Linux namespaces"
-    missing = bubblewrap.missing()
-    if missing:
-        return missing
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (on Debian and Ubuntu: apt install bubblewrap)"
     with tempfile.TemporaryDirectory(prefix="t5probe-") as tmp:
         secret, home = os.path.join(tmp, "hidden"), os.path.join(tmp, "home")
         os.mkdir(secret)
@@ -346,11 +337,9 @@ def probe(uid: int | None = None) -> str | None:
     why = (done.stdout or done.stderr).decode(errors="replace").strip()[:2000]
     if done.returncode in (0, 4):
         return None if done.returncode == 0 else f"the kernel's wall does not hold here: {why}"
-    detail = f" ({why})" if why else ""
+    who = ", even as root" if os.geteuid() == 0 else " as a normal user"
     causes = "docs/grading.md, 'Isolation, honestly', names the known causes: a sysctl on Debian, AppArmor on Ubuntu"
-    if os.geteuid() == 0:
-        return f"bubblewrap cannot make the kernels' namespaces here, even as root ({causes}){detail}"
-    return f"bubblewrap cannot make the kernels' namespaces here as a normal user ({causes}){detail}"
+    return f"bubblewrap cannot make the kernels' namespaces here{who} ({causes})" + (f" ({why})" if why else "")
 
 
 if __name__ == "__main__":  # inside bubblewrap, for the probe: become a kernel-to-be as a launcher does, then check

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import os
 import signal
 import stat
@@ -31,32 +30,9 @@ __all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harves
 ROOT = Path("/sys/fs/cgroup")
 
 
-def _own_cgroups() -> dict[str, str]:
-    """{controller or "" for v2: path} of this process, from /proc/self/cgroup."""
-    found: dict[str, str] = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        for controller in controllers.split(",") if controllers else [""]:
-            found[controller] = path
-    return found
-
-
-def _write(path: Path, value: int | str) -> None:
-    path.write_text(str(value), encoding="ascii")
-
-
-def _counts(path: Path) -> dict[str, int]:
-    """A cgroup file of `name count` lines (memory.events, memory.oom_control) as a dict."""
-    pairs = (line.split() for line in path.read_text().splitlines())
-    return {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
-
-
 class Cgroup:
-    """One submission's cgroup(s): memory (with swap where it is accounted) and processes (v1 or v2)."""
+    """One submission's cgroup(s): memory (with swap where it is accounted) and processes, in cgroup v2
+    (one folder) or v1 (a folder in each controller's hierarchy, as on machines that have only v1)."""
 
     def __init__(self, paths: list[Path], version: int):
         self.paths, self.version = paths, version
@@ -68,9 +44,9 @@ class Cgroup:
             return None
         own = _own_cgroups()
         if "memory" in own and (ROOT / "memory" / "memory.limit_in_bytes").exists():  # v1: a hierarchy each
+            version = 1
             limits = {"memory": {"memory.limit_in_bytes": memory_bytes, "memory.memsw.limit_in_bytes": memory_bytes},
                       "pids": {"pids.max": max_processes}}
-            version = 1
             settings = {ROOT / c / own[c].lstrip("/") / name: v for c, v in limits.items()
                         if c in own and (ROOT / c).is_dir()}
         elif "" in own and (ROOT / "cgroup.controllers").exists():  # v2: one, where memory is delegated to it
@@ -86,7 +62,7 @@ class Cgroup:
                 made.paths.append(path)
                 for k, (file, value) in enumerate(values.items()):
                     if k == 0 or (path / file).exists():  # the first is required; swap and v2's pids where accounted
-                        _write(path / file, value)
+                        (path / file).write_text(str(value))
         except OSError:
             made.remove()
             return None
@@ -101,26 +77,22 @@ class Cgroup:
         group.remove()
         return True
 
-    def join(self, pid: int = 0) -> None:
-        """Move a process (default: this one) into the cgroup(s); its children follow."""
-        for path in self.paths:
-            _write(path / "cgroup.procs", pid or os.getpid())
-
     def went_over_memory(self) -> bool:
         """Did the memory limit kill a process of the submission?"""
         name = "memory.oom_control" if self.version == 1 else "memory.events"
         for path in self.paths:
             try:
-                counts = _counts(path / name)
+                pairs = [line.split() for line in (path / name).read_text().splitlines()]
             except OSError:
                 continue
+            counts = {p[0]: int(p[1]) for p in pairs if len(p) == 2 and p[1].isdigit()}
             return counts.get("oom_kill", 0) > 0 or counts.get("max", 0) > 0
         return False
 
-    def remove(self, rounds: int = 40) -> None:
+    def remove(self) -> None:
         """Kill every process in the cgroup(s), then remove them."""
         for path in reversed(self.paths):
-            for _ in range(rounds):
+            for _ in range(40):
                 try:
                     for pid in (path / "cgroup.procs").read_text().split():
                         with contextlib.suppress(OSError):
@@ -131,6 +103,16 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+def _own_cgroups() -> dict[str, str]:
+    """{controller or "" for v2: path} of this process, from /proc/self/cgroup."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            found.update(dict.fromkeys(controllers.split(",") if controllers else [""], path))
+    return found
 
 
 def kill_group(pid: int) -> bool:
@@ -161,18 +143,11 @@ def _memory_of(pid: int) -> int:
 TMPFS_MAGIC = 0x01021994  # statfs's f_type of tmpfs and shmem (memfd_create's files live there)
 
 
-@functools.cache
-def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.statfs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-    return libc
-
-
 def _on_tmpfs(path: str) -> bool:
     """Does `path` (here a /proc/PID/fd link, followed) lie on a tmpfs? f_type is statfs's first field
     (os.statvfs has no f_type)."""
     buffer = ctypes.create_string_buffer(256)
-    if _libc().statfs(os.fsencode(path), buffer) != 0:
+    if ctypes.CDLL(None).statfs(os.fsencode(path), buffer) != 0:
         return False
     return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF == TMPFS_MAGIC
 
@@ -245,9 +220,7 @@ def remove_quietly(path: str | os.PathLike[str], log: TextIO | None = None) -> b
     """`remove_tree(path)`, with what went wrong as one line on `log` (stderr by default); True when all is gone."""
     errors = remove_tree(path)
     if errors:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             print(f"t5grade: could not remove all of {os.fspath(path)}: {len(errors)} error(s), first: {errors[0]}",
                   file=log or sys.stderr, flush=True)
-        except (OSError, ValueError):
-            pass
     return not errors

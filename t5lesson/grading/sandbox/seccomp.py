@@ -56,19 +56,14 @@ def build() -> Any:
     assert seccomp is not None, available()
     refuse = seccomp.ERRNO(errno.EPERM)
     found = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
-    for name in DENIED:
+    for action, name in [*((refuse, name) for name in DENIED), (seccomp.ERRNO(errno.ENOSYS), "clone3")]:
         try:
-            found.add_rule(refuse, name)
+            found.add_rule(action, name)
         except (ValueError, RuntimeError, OSError):  # no such call on this architecture
             continue
-    for flag in NAMESPACE_FLAGS:
-        found.add_rule(refuse, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
-    for flag in PERSONALITY_FLAGS:
-        found.add_rule(refuse, "personality", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
-    try:
-        found.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    except (ValueError, RuntimeError, OSError):
-        pass
+    for call, flags in (("clone", NAMESPACE_FLAGS), ("personality", PERSONALITY_FLAGS)):
+        for flag in flags:
+            found.add_rule(refuse, call, seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     return found
 
 

@@ -24,7 +24,6 @@ __all__ = ["UID_BASE", "uids", "reserve", "class_walls", "check_isolation", "Iso
 
 UID_BASE, BLOCK, BLOCKS = 2_100_000_000, 1_000, 20_000  # far above any real user's id: 20,000 blocks of 1,000
 LOCKS = "/run/t5grade-uids"  # the blocks' lock files (only root takes a block)
-_HELD: list[int] = []  # the lock of this process's block, open until it exits
 
 
 def _first_block() -> int:
@@ -53,11 +52,8 @@ def reserve(start: int) -> tuple[int, int]:
 
 @functools.cache
 def _block() -> int:
-    """This process's block of user ids, reserved for it alone until it exits."""
-    block, lock = reserve(_first_block())
-    if lock >= 0:
-        _HELD.append(lock)
-    return block
+    """This process's block of user ids, reserved for it alone until it exits (its lock is never closed)."""
+    return reserve(_first_block())[0]
 
 
 def uids(count: int) -> list[int]:

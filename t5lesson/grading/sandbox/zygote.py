@@ -2,7 +2,7 @@
 
 `python -m ...sandbox.zygote SOCKET [MODULE ...]` imports ipykernel, the launcher and what the
 exercise's notebook imports, then forks one launcher per request on SOCKET (`spawn`); the child
-walls itself in exactly as a new launcher would (`launcher.run_here`), so no submission pays for
+walls itself in exactly as a new launcher would (`launcher.launch`), so no submission pays for
 starting Python (measured: benchmarks/kernel_start.py). It is safe to share because it holds no
 submission's data and starts no thread: see docs/grading.md, "The zygote". The worker watches a
 child through a pid fd (`ForkedKernel`).
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import functools
 import importlib
 import json
@@ -29,7 +30,8 @@ from typing import IO, NoReturn, TypedDict
 import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig, Walls
-from . import bubblewrap
+from . import bubblewrap, launcher
+from .namespaces import PR_SET_PDEATHSIG, load_libc
 from .resources import kill_group
 
 __all__ = ["Zygote", "ForkedKernel", "spawn", "modules_imported", "serve"]
@@ -96,10 +98,8 @@ def _child(request: Request, fds: list[int], listener: socket.socket, conn: sock
         os.chdir(request["cwd"])
         if "numpy.random" in sys.modules:  # random reseeds itself after a fork; numpy's global state does not
             sys.modules["numpy.random"].seed()
-        from . import launcher
-
         config_path, connection_file = request["argv"][-2:]
-        launcher.run_here(LaunchConfig.read(config_path), connection_file)
+        launcher.launch(LaunchConfig.read(config_path), connection_file, forked=True)
         code = 0
     except SystemExit as stop:
         code = 0 if stop.code is None else stop.code if isinstance(stop.code, int) else 1
@@ -140,8 +140,6 @@ def _handle(listener: socket.socket, conn: socket.socket) -> None:
 def serve(path: str, modules: Iterable[str]) -> int:
     """Import `modules`, then fork one kernel launcher per request on the socket at `path`."""
     parent = os.getppid()
-    from .namespaces import PR_SET_PDEATHSIG, load_libc
-
     load_libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the zygote dies with its grader
     for name in (*BASE_MODULES, *modules):
         try:
@@ -160,20 +158,14 @@ def serve(path: str, modules: Iterable[str]) -> int:
     sys.stdout.flush()
     while os.getppid() == parent:
         ready = select.select([listener], [], [], 0.5)[0]
-        try:
+        with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0]:  # reap the children that ended
                 pass
-        except ChildProcessError:
-            pass
         if not ready:
             continue
         conn = listener.accept()[0]
-        try:
+        with conn, contextlib.suppress(OSError, ValueError):  # one broken request: the worker sees no pid and says so
             _handle(listener, conn)
-        except (OSError, ValueError):
-            pass  # one broken request: the worker sees no pid and says so
-        finally:
-            conn.close()
     return 0
 
 
@@ -209,10 +201,8 @@ class Zygote:
     def close(self) -> None:
         if self.process is not None:
             kill_group(self.process.pid)
-            self.process.wait()
-            if self.process.stdout is not None:
-                self.process.stdout.close()
-            self.process = None
+            with self.process:  # closes its stdout, then waits for it
+                self.process = None
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -265,12 +255,10 @@ def spawn(path: str, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds:
         conn.connect(path)
         request: Request = {"argv": list(argv), "env": dict(env), "cwd": str(cwd)}
         socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], list(fds))
-        answer = b""
-        while not answer.endswith(b"\n"):
-            more = conn.recv(64)
-            if not more:
-                raise OSError("the kernel zygote did not start a kernel")
-            answer += more
+        with conn.makefile("rb") as answers:
+            answer = answers.readline()
+        if not answer.endswith(b"\n"):
+            raise OSError("the kernel zygote did not start a kernel")
         pid = int(answer)
         try:
             pidfd = os.pidfd_open(pid)

@@ -368,6 +368,6 @@ def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
 
 
 def test_without_bubblewrap_the_grader_says_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(bubblewrap.shutil, "which", lambda name: None)
+    monkeypatch.setattr(namespaces.shutil, "which", lambda name: None)
     why = sandbox.probe(uids(1)[0])
     assert why is not None and "apt install bubblewrap" in why, why
