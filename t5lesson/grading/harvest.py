@@ -62,28 +62,25 @@ def to_plain(x: object, depth: int = 0) -> Plain:
         if isinstance(x, (set, frozenset)):
             values.sort(key=lambda item: json.dumps(item, sort_keys=True))
         return {"t": "list", "v": values}
-    numpy = sys.modules.get("numpy")  # looked up, never imported: only a learner who uses it has it
-    plain = _from_numpy(x, numpy) if numpy is not None else None
-    if plain is not None:
-        return plain
+    return _from_libraries(x) or {"t": "other", "type": str(getattr(type(x), "__name__", "unknown"))[:60]}
+
+
+def _from_libraries(x: Any) -> Plain | None:
+    """A NumPy scalar or array or a torch tensor as plain data; None for anything else (a NumPy string
+    is "other"). The libraries are looked up, never imported: only a learner who uses one has it."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(x, numpy.bool_):
+            return {"t": "bool", "v": bool(x)}
+        if isinstance(x, numpy.integer):
+            return to_plain(int(x))
+        if isinstance(x, numpy.floating):
+            return to_plain(float(x))
+        if isinstance(x, numpy.ndarray):
+            return _array(x.shape, x.size, lambda: x.ravel().tolist(), str(x.dtype))
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        tensor: Any = x
-        return _array(tensor.shape, tensor.numel(), lambda: tensor.detach().cpu().reshape(-1).tolist(),
-                      str(tensor.dtype))
-    return {"t": "other", "type": str(getattr(type(x), "__name__", "unknown"))[:60]}
-
-
-def _from_numpy(x: Any, numpy: Any) -> Plain | None:
-    """A NumPy scalar or array as plain data; None for anything else (a NumPy string is "other")."""
-    if isinstance(x, numpy.bool_):
-        return {"t": "bool", "v": bool(x)}
-    if isinstance(x, numpy.integer):
-        return to_plain(int(x))
-    if isinstance(x, numpy.floating):
-        return to_plain(float(x))
-    if isinstance(x, numpy.ndarray):
-        return _array(x.shape, x.size, lambda: x.ravel().tolist(), str(x.dtype))
+        return _array(x.shape, x.numel(), lambda: x.detach().cpu().reshape(-1).tolist(), str(x.dtype))
     return None
 
 
@@ -245,8 +242,7 @@ def target_functions(module: object, path: str, seen: set[int] | None = None) ->
 
 
 def _block_now(module: object, module_name: str, path: str, seen: set[int]) -> list[tuple[Any, CodeType]]:
-    """Give every function a target names in a loaded module a refusing code object (see `blocking`);
-    return (function, its own code) of each, so that the caller can undo it."""
+    """Give the functions a target names in a loaded module refusing code; return (function, its own code) of each."""
     replaced: list[tuple[Any, CodeType]] = [(f, f.__code__) for f in target_functions(module, path, seen)]
     for function, code in replaced:
         function.__code__ = _refusing_code(f"{module_name}:{getattr(function, '__qualname__', '?')}", code.co_freevars)
@@ -340,12 +336,10 @@ def block_for_the_run(targets: Iterable[str]) -> None:
     seen: set[int] = set()
     for target in targets:
         module_name, _, path = target.partition(":")
-        if not path:
-            continue
-        module = sys.modules.get(module_name)
-        if module is not None:
+        module = _module(module_name)
+        if path and module is not None:
             _block_now(module, module_name, path, seen)
-        else:
+        elif path:
             pending.setdefault(module_name, []).append(path)
     if pending:
         sys.meta_path.insert(0, _BlockOnImport(pending))

@@ -128,13 +128,10 @@ def _clean_number(kind: str, v: object) -> int | float | str | None:
 
 
 def clean_plain(value: object, depth: int = 0, budget: list[int] | None = None) -> Plain:
-    """A tagged plain value exactly as `harvest.to_plain` makes it, or "unreadable".
-
-    Everything that came out of a student's kernel passes here before it is scored, so a forged or
-    damaged record can only read as a wrong answer. At most MAX_PLAIN_DEPTH levels, MAX_ITEMS items
+    """A tagged plain value exactly as `harvest.to_plain` makes it, or "unreadable", so that a forged or
+    damaged record can only read as a wrong answer: at most MAX_PLAIN_DEPTH levels, MAX_ITEMS items
     per list, MAX_VALUES values in all; ints within +-10**18; floats finite or "inf", "-inf", "nan";
-    arrays of a small shape that matches their items.
-    """
+    arrays of a small shape that matches their items."""
     budget = [MAX_VALUES] if budget is None else budget
     budget[0] -= 1
     plain = as_dict(value)
