@@ -94,15 +94,15 @@ def _array(shape: Iterable[int], size: int, flat: Callable[[], list[object]], dt
 def _where(tb: TracebackType | None) -> str:
     """"my_bucket, line 9": the deepest traceback entry in the learner's code (not the library, not this
     module), else the deepest of all; "" without a traceback."""
-    skipped = ("<frozen", *(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p))
-    frames = list(traceback.walk_tb(tb))
-    users = [(frame, line) for frame, line in frames if not (frame.f_code.co_filename.startswith(skipped)
-             or frame.f_code.co_filename in (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__"))
-             or "/t5lesson/" in frame.f_code.co_filename)]
+    ours = (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__"))
+    library = ("<frozen", *(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p))
+    frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(tb)]
+    users = [(code, line) for code, line in frames if not (
+        code.co_filename in ours or code.co_filename.startswith(library) or "/t5lesson/" in code.co_filename)]
     if not frames:
         return ""
-    frame, line = (users or frames)[-1]
-    return f"{'your cell' if frame.f_code.co_name == '<module>' else frame.f_code.co_name}, line {line}"
+    code, line = (users or frames)[-1]
+    return f"{'your cell' if code.co_name == '<module>' else code.co_name}, line {line}"
 
 
 def _text_of(exc: BaseException) -> str:
