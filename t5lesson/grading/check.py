@@ -103,13 +103,6 @@ class Checker:
         say(f"{question_id} hint {level}/{len(question.hints)}: {question.hints[level - 1]}{more}")
 
 
-def _notebook_candidates(exercise_id: str, namespace: Mapping[str, object]) -> list[Path]:
-    """Where the saved notebook may be: the file Jupyter or VS Code names, else EXERCISE_ID.ipynb here."""
-    named = [namespace.get("__session__"), namespace.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")]
-    paths = [Path(p) for p in named if isinstance(p, str) and p.endswith(".ipynb")]
-    return paths + [Path.cwd() / f"{exercise_id}.ipynb"]
-
-
 def _t5lesson(item: object) -> dict[str, Any]:
     """The "t5lesson" metadata of a notebook or a cell, {} where there is none."""
     return as_dict((as_dict((as_dict(item) or {}).get("metadata")) or {}).get("t5lesson")) or {}
@@ -118,10 +111,13 @@ def _t5lesson(item: object) -> dict[str, Any]:
 def saved_answer(exercise_id: str, cell_name: str, namespace: Mapping[str, object]) -> str | None:
     """The text of a free-text answer cell in the saved notebook, or None when no notebook is found.
 
-    The kernel sees the notebook only as last saved: the first candidate file that is this
-    exercise's notebook is read, and its Markdown cell named `cell_name` returned ("" when gone).
+    The kernel sees the notebook only as last saved: the first candidate file (the one Jupyter or
+    VS Code names, else EXERCISE_ID.ipynb here) that is this exercise's notebook is read, and its
+    Markdown cell named `cell_name` returned ("" when gone).
     """
-    for path in _notebook_candidates(exercise_id, namespace):
+    named = [namespace.get("__session__"), namespace.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")]
+    candidates = [Path(p) for p in named if isinstance(p, str) and p.endswith(".ipynb")]
+    for path in candidates + [Path.cwd() / f"{exercise_id}.ipynb"]:
         try:
             nb = as_dict(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):

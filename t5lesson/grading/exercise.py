@@ -114,7 +114,7 @@ class _Pool:
         if count < 1:
             raise ValueError("at least one set of hidden cases must be drawn")
         self.exercise_id, self.seed, self.count = exercise.id, seed, count
-        self.originals = {q.id: q for q in exercise.questions}
+        self.originals = {q.id: q for q in exercise.questions if isinstance(q, Code)}
         self.sets: dict[tuple[str, int], Code] = {}
         # one lock for every draw and every expected result: the recipes and references seed torch's global
         # generator (seq2seq.random_model), which two threads must not use at once
@@ -128,13 +128,8 @@ class _Pool:
             if (q.id, v) not in self.sets:
                 parts = ("t5lesson/hidden", self.seed, self.exercise_id, q.id) + ((v,) if v else ())
                 rng = np.random.default_rng(_digest(*parts))
-                self.sets[q.id, v] = self._original(q).drawn(rng)
+                self.sets[q.id, v] = self.originals[q.id].drawn(rng)
             return self.sets[q.id, v]
-
-    def _original(self, q: Code) -> Code:
-        original = self.originals[q.id]
-        assert isinstance(original, Code), f"{q.id} of {self.exercise_id} is no code question"
-        return original
 
     def expected(self, q: Code, v: int) -> tuple[Any, ...]:
         """The expected results of set `v` of `q`, computed once, in this process."""
@@ -165,6 +160,5 @@ class _Pool:
     def warm(self) -> None:
         """Draw every set and compute its expected results (the grader does it while kernels run)."""
         for q in self.originals.values():
-            if isinstance(q, Code):
-                for v in range(self.count if q.hidden else 1):
-                    self.expected(q, v)
+            for v in range(self.count if q.hidden else 1):
+                self.expected(q, v)

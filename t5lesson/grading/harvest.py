@@ -13,6 +13,7 @@ import math
 import signal
 import sys
 import threading
+import traceback
 
 TYPE_CHECKING = False  # typing is not imported in the kernel: the names below serve pyright only
 if TYPE_CHECKING:
@@ -53,40 +54,33 @@ def to_plain(x: object, depth: int = 0) -> Plain:
         return {"t": "float", "v": x if math.isfinite(x) else repr(x)}
     if type(x) is str:
         return {"t": "str", "v": x[:MAX_TEXT]}
-    if type(x) in (list, tuple, set, frozenset):
-        return _sequence(x, depth)
-    numpy = sys.modules.get("numpy")  # looked up, never imported: only a learner who uses it has it
-    plain = _from_numpy(x, numpy) if numpy is not None else None
-    if plain is not None:
-        return plain
+    if type(x) in (list, tuple, set, frozenset):  # if small and shallow; a set's items in a fixed order
+        items: Any = x
+        if depth > 3 or len(items) > MAX_ITEMS:
+            return {"t": "other", "type": f"{type(x).__name__} (too large or too deep)"}
+        values = [to_plain(item, depth + 1) for item in items]
+        if isinstance(x, (set, frozenset)):
+            values.sort(key=lambda item: json.dumps(item, sort_keys=True))
+        return {"t": "list", "v": values}
+    return _from_libraries(x) or {"t": "other", "type": str(getattr(type(x), "__name__", "unknown"))[:60]}
+
+
+def _from_libraries(x: Any) -> Plain | None:
+    """A NumPy scalar or array or a torch tensor as plain data; None for anything else (a NumPy string
+    is "other"). The libraries are looked up, never imported: only a learner who uses one has it."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if isinstance(x, numpy.bool_):
+            return {"t": "bool", "v": bool(x)}
+        if isinstance(x, numpy.integer):
+            return to_plain(int(x))
+        if isinstance(x, numpy.floating):
+            return to_plain(float(x))
+        if isinstance(x, numpy.ndarray):
+            return _array(x.shape, x.size, lambda: x.ravel().tolist(), str(x.dtype))
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        tensor: Any = x
-        return _array(tensor.shape, tensor.numel(), lambda: tensor.detach().cpu().reshape(-1).tolist(),
-                      str(tensor.dtype))
-    return {"t": "other", "type": str(getattr(type(x), "__name__", "unknown"))[:60]}
-
-
-def _sequence(x: Any, depth: int) -> Plain:
-    """`x`, exactly a list, tuple or set as a list of plain values (a set's in a fixed order), if small and shallow."""
-    if depth > 3 or len(x) > MAX_ITEMS:
-        return {"t": "other", "type": f"{type(x).__name__} (too large or too deep)"}
-    items = [to_plain(item, depth + 1) for item in x]
-    if isinstance(x, (set, frozenset)):
-        items.sort(key=lambda item: json.dumps(item, sort_keys=True))
-    return {"t": "list", "v": items}
-
-
-def _from_numpy(x: Any, numpy: Any) -> Plain | None:
-    """A NumPy scalar or array as plain data; None for anything else (a NumPy string is "other")."""
-    if isinstance(x, numpy.bool_):
-        return {"t": "bool", "v": bool(x)}
-    if isinstance(x, numpy.integer):
-        return to_plain(int(x))
-    if isinstance(x, numpy.floating):
-        return to_plain(float(x))
-    if isinstance(x, numpy.ndarray):
-        return _array(x.shape, x.size, lambda: x.ravel().tolist(), str(x.dtype))
+        return _array(x.shape, x.numel(), lambda: x.detach().cpu().reshape(-1).tolist(), str(x.dtype))
     return None
 
 
@@ -97,21 +91,18 @@ def _array(shape: Iterable[int], size: int, flat: Callable[[], list[object]], dt
             "v": [to_plain(item, 4) for item in flat()]}
 
 
-def _user_frame(tb: TracebackType | None) -> TracebackType | None:
-    """The deepest traceback frame in the learner's code (not the library, not this module)."""
-    library = tuple(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
-    frames: list[TracebackType] = []
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    for entry in reversed(frames):
-        filename = entry.tb_frame.f_code.co_filename
-        if filename in (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__")) or filename.startswith("<frozen"):
-            continue
-        if filename.startswith(library) or "/t5lesson/" in filename:
-            continue
-        return entry
-    return frames[-1] if frames else None
+def _where(tb: TracebackType | None) -> str:
+    """"my_bucket, line 9": the deepest traceback entry in the learner's code (not the library, not this
+    module), else the deepest of all; "" without a traceback."""
+    ours = (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__"))
+    library = ("<frozen", *(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p))
+    frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(tb)]
+    users = [(code, line) for code, line in frames if not (
+        code.co_filename in ours or code.co_filename.startswith(library) or "/t5lesson/" in code.co_filename)]
+    if not frames:
+        return ""
+    code, line = (users or frames)[-1]
+    return f"{'your cell' if code.co_name == '<module>' else code.co_name}, line {line}"
 
 
 def _text_of(exc: BaseException) -> str:
@@ -123,15 +114,8 @@ def _text_of(exc: BaseException) -> str:
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
     """("ZeroDivisionError: division by zero", "my_bucket, line 9"), robust to odd exceptions."""
-    text = _text_of(exc)
-    name = type(exc).__name__
-    head = f"{name}: {text[:200]}" if text else name
-    entry = _user_frame(exc.__traceback__)
-    if entry is None:
-        return head, ""
-    code = entry.tb_frame.f_code
-    place = "your cell" if code.co_name == "<module>" else code.co_name
-    return head, f"{place}, line {entry.tb_lineno}"
+    text, name = _text_of(exc), type(exc).__name__
+    return f"{name}: {text[:200]}" if text else name, _where(exc.__traceback__)
 
 
 def _alarm(signum: int, frame: object) -> None:
@@ -190,6 +174,7 @@ def call_cases(function: Callable[..., object], cases: Iterable[Mapping[str, Any
 
 BLOCKED_MESSAGE = "is not available while your answer is graded"  # in every refusal (reports look for it)
 HITS_ATTRIBUTE = "_t5lesson_blocked_hits"  # sys.<this>: the blocked targets called so far, in order
+BLOCKED_FILE = "<t5lesson-blocked>"  # the file name of every refusing code object
 
 
 def _refusing_code(target: str, freevars: tuple[str, ...] = ()) -> CodeType:
@@ -206,7 +191,7 @@ def _refusing_code(target: str, freevars: tuple[str, ...] = ()) -> CodeType:
               + "    def _refuse(*args, **kwargs):\n" + "".join(f"        {line}\n" for line in lines)
               + "    return _refuse\n")
     scope: dict[str, Any] = {}
-    exec(compile(source, "<t5lesson-blocked>", "exec"), scope)
+    exec(compile(source, BLOCKED_FILE, "exec"), scope)
     code: CodeType = scope["_outer"]().__code__
     return code.replace(co_freevars=tuple(freevars)) if freevars else code
 
@@ -232,31 +217,36 @@ def _functions(obj: object, seen: set[int]) -> list[Any]:
     return found
 
 
-def _members(module: object, path: str) -> list[tuple[str, object]]:
-    """What a target names: "Class.method" one attribute, "Class.*" every function of a class,
-    "*" every function and class defined in the module."""
-    if path == "*" and isinstance(module, type):
-        return list(vars(module).items())
-    if path == "*":
-        return [(name, value) for name, value in vars(module).items()
-                if getattr(value, "__module__", None) == getattr(module, "__name__", None)]
-    obj: object = module
-    parts = path.split(".")
-    for part in parts[:-1]:
-        obj = getattr(obj, part, None)
-    if parts[-1] == "*":
-        return list(vars(obj).items()) if isinstance(obj, type) else []
-    return [(parts[-1], (vars(obj).get(parts[-1]) if isinstance(obj, type) else None) or getattr(obj, parts[-1], None))]
+def _members(owner: object, path: str) -> list[object]:
+    """What a target names: "Class.method" one attribute, "Class.*" every member of a class,
+    "*" every function and class defined in the module (every member, of a class)."""
+    if path == "*" and not isinstance(owner, type):
+        return [value for value in vars(owner).values()
+                if getattr(value, "__module__", None) == getattr(owner, "__name__", None)]
+    *outer, last = path.split(".")
+    for part in outer:
+        owner = getattr(owner, part, None)
+    if last == "*":
+        return list(vars(owner).values()) if isinstance(owner, type) else []
+    return [(vars(owner).get(last) if isinstance(owner, type) else None) or getattr(owner, last, None)]
 
 
 def target_functions(module: object, path: str, seen: set[int] | None = None) -> list[Any]:
     """The Python functions a target "module:path" blocks (see `_members`), classes method by method."""
     seen = set() if seen is None else seen
     found: list[Any] = []
-    for _, member in _members(module, path):
-        members = _members(member, "*") if isinstance(member, type) and path == "*" else []
-        found += _functions(member, seen) + [f for _, m in members for f in _functions(m, seen)]
+    for member in _members(module, path):
+        inner = _members(member, "*") if isinstance(member, type) and path == "*" else []
+        found += _functions(member, seen) + [f for m in inner for f in _functions(m, seen)]
     return found
+
+
+def _block_now(module: object, module_name: str, path: str, seen: set[int]) -> list[tuple[Any, CodeType]]:
+    """Give the functions a target names in a loaded module refusing code; return (function, its own code) of each."""
+    replaced: list[tuple[Any, CodeType]] = [(f, f.__code__) for f in target_functions(module, path, seen)]
+    for function, code in replaced:
+        function.__code__ = _refusing_code(f"{module_name}:{getattr(function, '__qualname__', '?')}", code.co_freevars)
+    return replaced
 
 
 def blocking(targets: Iterable[str]) -> Callable[[], None]:
@@ -266,23 +256,23 @@ def blocking(targets: Iterable[str]) -> Callable[[], None]:
     is noted in `sys.<HITS_ATTRIBUTE>`), decorated ones inside and out, classes method by method; a
     module not loaded yet cannot be imported. Deterrence: a code object copied beforehand escapes it.
     """
-    undo: list[Callable[[], object]] = []
+    hidden: list[str] = []
+    replaced: list[tuple[Any, CodeType]] = []
     seen: set[int] = set()
     for target in targets:
         module_name, _, path = target.partition(":")
+        module = _module(module_name)
         if module_name not in sys.modules:
             sys.modules[module_name] = None  # pyright: ignore[reportArgumentType] (None blocks the module's import)
-            undo.append(lambda name=module_name: sys.modules.pop(name, None))
-            continue
-        module = _module(module_name)
-        if module is None or not path:
-            continue
-        for function, code in _block_now(module, module_name, path, seen):
-            undo.append(lambda f=function, c=code: setattr(f, "__code__", c))
+            hidden.append(module_name)
+        elif module is not None and path:
+            replaced += _block_now(module, module_name, path, seen)
 
     def restore() -> None:
-        for step in reversed(undo):
-            step()
+        for function, code in reversed(replaced):
+            function.__code__ = code
+        for module_name in hidden:
+            sys.modules.pop(module_name, None)
     return restore
 
 
@@ -300,24 +290,10 @@ def still_blocked(targets: Iterable[str]) -> bool:
         module = _module(module_name, ())
         if module is None or not path:
             continue
-        if module == ():  # blocking put None here, so a module missing now was taken out of the way
+        # blocking put None here, so a module missing now was taken out of the way
+        if module == () or any(f.__code__.co_filename != BLOCKED_FILE for f in target_functions(module, path)):
             return False
-        for function in target_functions(module, path, set()):
-            if function.__code__.co_filename != "<t5lesson-blocked>":
-                return False
     return True
-
-
-def _block_now(module: object, module_name: str, path: str, seen: set[int]) -> list[tuple[Any, CodeType]]:
-    """Give every function a target names in a loaded module a refusing code object (see `blocking`);
-    return (function, its own code) of each, so that the caller can undo it."""
-    replaced: list[tuple[Any, CodeType]] = []
-    for function in target_functions(module, path, seen):
-        code = function.__code__
-        where = f"{module_name}:{getattr(function, '__qualname__', '?')}"
-        function.__code__ = _refusing_code(where, code.co_freevars)
-        replaced.append((function, code))
-    return replaced
 
 
 class _BlockOnImport:
@@ -360,12 +336,10 @@ def block_for_the_run(targets: Iterable[str]) -> None:
     seen: set[int] = set()
     for target in targets:
         module_name, _, path = target.partition(":")
-        if not path:
-            continue
-        module = sys.modules.get(module_name)
-        if module is not None:
+        module = _module(module_name)
+        if path and module is not None:
             _block_now(module, module_name, path, seen)
-        else:
+        elif path:
             pending.setdefault(module_name, []).append(path)
     if pending:
         sys.meta_path.insert(0, _BlockOnImport(pending))

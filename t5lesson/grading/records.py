@@ -84,19 +84,11 @@ def loads(text: str | bytes, *, max_depth: int, max_nodes: int = 1_000_000, max_
 def shape_ok(shape: object, items: int) -> bool:
     """True for a list of at most MAX_DIMS ints in [0, MAX_ITEMS] holding exactly `items` entries,
     whose nested-list layout needs at most MAX_LISTS lists ([] is a scalar: one item)."""
-    if not isinstance(shape, list) or len(cast("list[object]", shape)) > MAX_DIMS:
-        return False
-    sizes = cast("list[object]", shape)
-    if not all(type(n) is int and 0 <= n <= MAX_ITEMS for n in sizes):
+    sizes = cast("list[object]", shape) if isinstance(shape, list) else None
+    if sizes is None or len(sizes) > MAX_DIMS or not all(type(n) is int and 0 <= n <= MAX_ITEMS for n in sizes):
         return False
     dims = cast("list[int]", sizes)
-    lists, prefix = 0, 1
-    for n in dims[:-1]:
-        prefix *= n
-        lists += prefix
-        if lists > MAX_LISTS:
-            return False
-    return math.prod(dims) == items
+    return sum(math.prod(dims[:i]) for i in range(1, len(dims))) <= MAX_LISTS and math.prod(dims) == items
 
 
 def missing(record: object) -> bool:
@@ -136,13 +128,10 @@ def _clean_number(kind: str, v: object) -> int | float | str | None:
 
 
 def clean_plain(value: object, depth: int = 0, budget: list[int] | None = None) -> Plain:
-    """A tagged plain value exactly as `harvest.to_plain` makes it, or "unreadable".
-
-    Everything that came out of a student's kernel passes here before it is scored, so a forged or
-    damaged record can only read as a wrong answer. At most MAX_PLAIN_DEPTH levels, MAX_ITEMS items
+    """A tagged plain value exactly as `harvest.to_plain` makes it, or "unreadable", so that a forged or
+    damaged record can only read as a wrong answer: at most MAX_PLAIN_DEPTH levels, MAX_ITEMS items
     per list, MAX_VALUES values in all; ints within +-10**18; floats finite or "inf", "-inf", "nan";
-    arrays of a small shape that matches their items.
-    """
+    arrays of a small shape that matches their items."""
     budget = [MAX_VALUES] if budget is None else budget
     budget[0] -= 1
     plain = as_dict(value)
@@ -161,10 +150,8 @@ def clean_plain(value: object, depth: int = 0, budget: list[int] | None = None) 
     if kind in ("list", "array") and isinstance(v, list) and len(items := cast("list[object]", v)) <= MAX_ITEMS:
         if kind == "array" and not shape_ok(plain.get("shape"), len(items)):
             return {"t": "other", "type": "array of an impossible shape"}
-        out: Plain = {"t": kind, "v": [clean_plain(item, depth + 1, budget) for item in items]}
-        if kind == "array":
-            out["shape"] = list(plain["shape"])
-        return out
+        shape = {"shape": list(plain["shape"])} if kind == "array" else {}
+        return {"t": kind, "v": [clean_plain(item, depth + 1, budget) for item in items], **shape}
     if kind == "other":
         return {"t": "other", "type": str(plain.get("type", "unknown"))[:60]}
     return dict(UNREADABLE)
