@@ -17,7 +17,7 @@ from .kinds import Code, MultipleChoice, Numeric, Question
 if TYPE_CHECKING:
     from ..exercise import Exercise
 
-__all__ = ["summarise", "summary", "answer_text", "failed_cases"]
+__all__ = ["summarise", "summary", "answer_text"]
 
 
 def answer_text(question: MultipleChoice | Numeric, value: Plain) -> str:
@@ -29,30 +29,22 @@ def answer_text(question: MultipleChoice | Numeric, value: Plain) -> str:
     else:
         number = question.number(value)
         if not isinstance(number, str):
-            if float(number).is_integer() and abs(number) < 1e15:
-                return str(int(number))
-            return f"{number:.4g}"
+            return str(int(number)) if float(number).is_integer() and abs(number) < 1e15 else f"{number:.4g}"
     if value.get("t") == "str":
         return repr(str(value["v"])[:40])
     return describe(value)
-
-
-def failed_cases(question: Code, record: object) -> list[int] | None:
-    """Indices of the cases that were not right, or None when the function never ran for real."""
-    results = question.ran(record)
-    if not results or all((as_dict(r) or {}).get("not_implemented") for r in results):
-        return None
-    return [i for i, (want, got) in enumerate(zip(question.expected, results, strict=True))
-            if not question.right(want, got)]
 
 
 def summary(question: Question, record: object) -> dict[str, Any] | None:
     """The summary of one answer (see module doc), or None."""
     if missing(record):
         return None
-    if isinstance(question, Code):
-        failed = failed_cases(question, record)
-        return None if failed is None else {"failed": failed}
+    if isinstance(question, Code):  # the indices of the cases that were not right, once the function ran for real
+        results = question.ran(record)
+        if not results or all((as_dict(r) or {}).get("not_implemented") for r in results):
+            return None
+        return {"failed": [i for i, (want, got) in enumerate(zip(question.expected, results, strict=True))
+                           if not question.right(want, got)]}
     if isinstance(question, (MultipleChoice, Numeric)):
         value = value_of(record)
         return None if value.get("t") == "none" else {"answer": answer_text(question, value)}

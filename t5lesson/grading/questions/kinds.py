@@ -57,9 +57,6 @@ class Question:
         points = round(float(self.points * Fraction(fraction)), 2)
         return Outcome(self.id, status, points, float(self.points), message)
 
-    def not_attempted(self) -> Outcome:
-        return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} in the answer cell.")
-
     def harvest_spec(self) -> dict[str, Any]:
         """What the code injected into the kernel must collect for this question."""
         return {"id": self.id, "kind": "value", "name": self.name}
@@ -179,22 +176,19 @@ class Numeric(Question):
         if self.tolerance is None:
             if number != math.floor(number):
                 return self.outcome(INCORRECT, 0, f"the answer is a whole number, and {number} is not one.")
-            digest = answer_hash(self.id, str(int(number)), self.salt)
-            if digest == self.key:
-                return self.outcome(CORRECT, 1)
-            return self.outcome(INCORRECT, 0, self.feedback.get(digest, ""))
-        try:
-            ratio = number / (self.tolerance / self.GRID)
-        except OverflowError:  # an int too large for a float
-            ratio = math.inf
-        if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
-            return self.outcome(INCORRECT, 0, "")  # an unrecognised answer: hints are for hint()
-        centre = round(ratio)
-        near = [answer_hash(self.id, str(centre + d), self.salt) for d in range(-self.GRID, self.GRID + 1)]
+            near = [answer_hash(self.id, str(int(number)), self.salt)]
+        else:
+            try:
+                ratio = number / (self.tolerance / self.GRID)
+            except OverflowError:  # an int too large for a float
+                ratio = math.inf
+            if not math.isfinite(ratio) or abs(ratio) > 2 ** 62:  # nowhere near any key: 1e308, 10**400
+                return self.outcome(INCORRECT, 0, "")  # an unrecognised answer: hints are for hint()
+            centre = round(ratio)
+            near = [answer_hash(self.id, str(centre + d), self.salt) for d in range(-self.GRID, self.GRID + 1)]
         if self.key in near:
             return self.outcome(CORRECT, 1)
-        known = [self.feedback[h] for h in near if h in self.feedback]
-        return self.outcome(INCORRECT, 0, known[0] if known else "")
+        return self.outcome(INCORRECT, 0, next((self.feedback[h] for h in near if h in self.feedback), ""))
 
 
 @dataclass(frozen=True)
@@ -226,9 +220,8 @@ Failure = tuple[Case, Any, Any]
 class Code(Question):
     """A function the learner writes, called on every case and compared with a reference.
 
-    The comparison is on plain values only: here a case is right when the function returned a
-    genuine int equal to the reference's (`reference`, "module:function", called here, in the
-    grader); subclasses change `expect`, `problem` and `_wrong_case`. A function that raises
+    The comparison is on plain values only: `reference` ("module:function") is called here, in the
+    grader, and each kind judges a case with `expect` and `problem`. A function that raises
     NotImplementedError on every case (the stub) is Not attempted. While the cases run, the
     functions named in `blocked` raise (see `harvest.blocking`). `cases` ship with the package and
     are what `check()` runs; the grader runs `hidden`'s recipe's cases instead (`drawn`).
@@ -277,24 +270,17 @@ class Code(Question):
         return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
 
     def expect(self, result: Any) -> Any:
-        """One reference result in the form `problem` compares with (here: an int)."""
-        return int(result)
+        """One reference result in the form `problem` compares with (here: as the reference returns it)."""
+        return result
 
     @cached_property
     def expected(self) -> tuple[Any, ...]:
         """What every case should give, computed once in this process."""
         return tuple(self.expect(result) for result in self.reference_results())
 
-    def problem(self, want: Any, got: Record) -> str | None:
+    def problem(self, want: Any, got: Record) -> str | None:  # pragma: no cover - every kind overrides it
         """The per-case check: None if the case's result is right, else what is wrong with it."""
-        value = as_dict(got.get("ok"))
-        if value is not None and value.get("t") == "int" and type(value.get("v")) is int:
-            return None if value["v"] == want else f"returned {value['v']}, which is not right"
-        return f"returned {describe(value)}; it should return an int"
-
-    def _wrong_case(self, where: str, want: Any, got: Record) -> str:
-        """The sentence for a case that ran and returned a wrong answer (hints are hint()'s job)."""
-        return f"{where} {self.problem(want, got)}."
+        raise NotImplementedError
 
     def right(self, want: Any, got: object) -> bool:
         """The grader's per-case rule: the case returned a value, and `problem` finds nothing wrong."""
@@ -330,14 +316,9 @@ class Code(Question):
         """Whether `hit` ("module:Class.function", as a blocked function names itself) is one of the
         functions this question's `blocked` targets ("module:path", "module:Class.*", "module:*")."""
         module, _, path = hit.partition(":")
-        for target in self.blocked:
-            t_module, _, t_path = target.partition(":")
-            if module != t_module or not path:
-                continue
-            if t_path in (path, "*") or (t_path.endswith(".*") and path.startswith(t_path[:-1])) \
-                    or path.startswith(t_path + "."):
-                return True
-        return False
+        return bool(path) and any(
+            t_module == module and (t_path in (path, "*") or path.startswith(t_path.removesuffix(".*") + "."))
+            for t_module, _, t_path in (target.partition(":") for target in self.blocked))
 
     def blocked_hits(self, results: list[Any]) -> tuple[str, ...]:
         """The blocked references the cases called, as the records carry them (never read from a
@@ -385,10 +366,10 @@ class Code(Question):
         return None
 
     def _explain(self, case: Case, want: Any, got: Any) -> str:
-        """One sentence about a failed case: why it gave no value, or what is wrong with the value."""
+        """One sentence about a failed case: why it gave no value, or what is wrong with it (hints are hint()'s job)."""
         where = self._case_name(case)
         failure = self._run_failure(where, got)
-        return failure if failure is not None else self._wrong_case(where, want, as_dict(got) or {})
+        return failure if failure is not None else f"{where}: {self.problem(want, as_dict(got) or {})}."
 
 
 # Python's own words for a call that does not fit a signature: on a hidden case these are shown in
@@ -445,22 +426,19 @@ class FreeText(Question):
     def _blank(self, text: str) -> bool:
         return not text.strip() or text.strip() == self.placeholder.strip()
 
-    def _submitted(self, status: Verdict, message: str) -> Outcome:
-        return Outcome(self.id, status, 0.0, float(self.points), message)
-
     def self_check(self, text: str) -> Outcome:
         """What `check("qN")` prints for a free-text answer: Not attempted, or the questions to hold it against."""
         if self._blank(text):
-            return self._submitted(NOT_ATTEMPTED, "write your answer in the Markdown cell below the question, save "
-                                   "the notebook (check reads the saved file), and run check again.")
+            return self.outcome(NOT_ATTEMPTED, 0, "write your answer in the Markdown cell below the question, "
+                                "save the notebook (check reads the saved file), and run check again.")
         missing = lacks_substance(text, self.placeholder, self.visible_texts())
         if missing:
-            return self._submitted(NOT_ATTEMPTED, missing)
+            return self.outcome(NOT_ATTEMPTED, 0, missing)
         elements = self.checklist or tuple(element for element, _ in self.rubric)
         lines = [f"  - ({format_points(points)} pt{'' if points == 1 else 's'}) {element}"
                  for element, (_, points) in zip(elements, self.rubric, strict=True)]
-        return self._submitted(SUBMITTED, f"your instructor marks this answer ({format_points(self.points)} points); "
-                               "check() does not. Hold your answer against these questions:\n" + "\n".join(lines))
+        return self.outcome(SUBMITTED, 0, f"your instructor marks this answer ({format_points(self.points)} "
+                            "points); check() does not. Hold your answer against these questions:\n" + "\n".join(lines))
 
     def harvest_spec(self) -> dict[str, Any]:
         return {}
@@ -473,10 +451,10 @@ class FreeText(Question):
     def score(self, record: object) -> Outcome:
         text = str((as_dict(record) or {}).get("text", ""))
         if self._blank(text):
-            return self._submitted(NOT_ATTEMPTED, "write your answer in the Markdown cell.")
+            return self.outcome(NOT_ATTEMPTED, 0, "write your answer in the Markdown cell.")
         missing = lacks_substance(text, self.placeholder, self.visible_texts())
         if missing and "repeats" not in missing:  # a placeholder: nothing for the instructor to read
-            return self._submitted(NOT_ATTEMPTED, missing)
+            return self.outcome(NOT_ATTEMPTED, 0, missing)
         note = f" Note for the marker: {copied_share(text, self.visible_texts()):.0%} of it repeats the rubric, " \
                "checklist or hints word for word." if missing else ""
-        return self._submitted(SUBMITTED, "your instructor reads free-text answers; check() cannot mark them." + note)
+        return self.outcome(SUBMITTED, 0, "your instructor reads free-text answers; check() cannot mark them." + note)

@@ -52,10 +52,9 @@ def _out_of_tolerance(expected: Expected, got: Array) -> Array:
 def compare(expected: Expected, got: Array) -> str | None:
     """None when `got` matches within the tolerances, else what is wrong: "shape", "nonfinite" or "values"."""
     want = expected.values
-    if got.shape != want.shape:
-        if got.size != want.size or np.squeeze(got).shape != np.squeeze(want).shape:
-            return "shape"
-        got = np.reshape(got, want.shape)
+    if np.squeeze(got).shape != np.squeeze(want).shape:
+        return "shape"
+    got = np.reshape(got, want.shape)
     if not np.isfinite(got[np.isfinite(want)]).all():
         return "nonfinite"
     return "values" if _out_of_tolerance(expected, got).any() else None
@@ -71,10 +70,7 @@ def closeness(expected: Expected, got: Array) -> str | None:
     if not care.any():
         return None
     worst = float(np.max(np.abs(got[care] - want[care]) / (1.0 + np.abs(want[care]))))
-    for bound in (1e-3, 1e-2):
-        if worst <= bound:
-            return f"within about {bound:g} of it everywhere"
-    return None
+    return next((f"within about {bound:g} of it everywhere" for bound in (1e-3, 1e-2) if worst <= bound), None)
 
 
 @dataclass(frozen=True)
@@ -128,14 +124,6 @@ class ModuleCode(Code):
 
     def harvest_spec(self) -> dict[str, Any]:
         return {**super().harvest_spec(), "adapter": self._driver_source}
-
-    def reference_results(self) -> list[Any]:
-        """The reference's `Expected` for every case (called with the case's keyword arguments)."""
-        function = resolve(self.reference)
-        return [function(**dict(c.kwargs)) for c in self.cases]
-
-    def expect(self, result: Any) -> Any:
-        return result
 
     def problem(self, want: Any, got: Record) -> str | None:
         """None if the case is right, else "numbers", "shape", "nonfinite" or "values"."""
@@ -196,9 +184,14 @@ class ModuleCode(Code):
     def _sentence(self, case: Case, want: Expected, got: object) -> Sentence:
         """One sentence the learner can act on, or the candidate mistakes that `diagnose` found."""
         found = as_dict(got)
-        failure = self._failure(found)
+        # the driver's explanation when the class does not meet the contract: a wrong answer, not an Error
+        if found is not None and "setup_error" in found:
+            return str(found["setup_error"]).rstrip(".") + "."
+        if found is not None and found.get("not_implemented"):
+            return "raised NotImplementedError (is every method written?)."
+        failure = self._run_failure("", found)  # `Code`'s run failures, worded without a case's name
         if failure is not None or found is None:
-            return failure or ""
+            return (failure or "").strip().removeprefix(": ")
         array = plain_numbers(found.get("ok"))
         if array is None:
             return f"the result is {describe(found.get('ok'))}, not an array of numbers."
@@ -216,13 +209,3 @@ class ModuleCode(Code):
         close = closeness(want, array)
         how = f"; it is {close}, so the steps are right and the precision is not (a float16 step?)" if close else ""
         return f"differs from {self.what} by more than {want.atol:g} at [{', '.join(map(str, index))}]{how}."
-
-    def _failure(self, got: Record | None) -> str | None:
-        """The sentence for a case that produced no value, else None (the run failures of `Code`, and
-        the driver's explanation when the class does not meet the contract: a wrong answer, not an Error)."""
-        if got is not None and "setup_error" in got:
-            return str(got["setup_error"]).rstrip(".") + "."
-        if got is not None and got.get("not_implemented"):
-            return "raised NotImplementedError (is every method written?)."
-        failure = self._run_failure("", got)
-        return None if failure is None else failure.strip().removeprefix(": ")

@@ -1,9 +1,9 @@
 """Code questions whose answers are structures or floats: `PlainCode` and `FloatCode`.
 
-Both keep `Code`'s harvesting, blocking, timeouts, scoring loop and partial credit, and override
-only the per-case check (`expect`, `problem`, `_wrong_case`). `PlainCode` compares the harvested
-value with the reference's structure for structure (`differences`); `FloatCode` words its findings
-for arrays. The rules: docs/grading.md, "Comparing structured answers".
+Both keep `Code`'s harvesting, blocking, timeouts, scoring loop and partial credit, and give only
+the per-case check (`expect`, `problem`). `PlainCode` compares the harvested value with the
+reference's structure for structure (`differences`); `FloatCode` words its findings for arrays.
+The rules: docs/grading.md, "Comparing structured answers".
 """
 from __future__ import annotations
 
@@ -132,9 +132,6 @@ class PlainCode(Code):
                 return f"the value at {place} should be masked (at most {self.masked_below:g})"
             return f"the value at {place} is not right"
         return None
-
-    def _wrong_case(self, where: str, want: Any, got: Record) -> str:
-        return f"{where}: {self.problem(want, got)}."
 
 
 def _only_numbers(plain: Nested) -> bool:

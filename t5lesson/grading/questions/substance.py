@@ -33,9 +33,7 @@ def copied_share(text: str, sources: Iterable[str]) -> float:
     own = _shingles(words(text))
     if not own:
         return 0.0
-    seen: set[tuple[str, ...]] = set()
-    for source in sources:
-        seen |= _shingles(words(source))
+    seen = set[tuple[str, ...]]().union(*(_shingles(words(source)) for source in sources))
     return len(own & seen) / len(own)
 
 
