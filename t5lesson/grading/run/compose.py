@@ -45,10 +45,6 @@ def write_notebook(nb: Notebook, path: Path) -> None:
     path.write_text(cast(str, nbformat.writes(nb)), encoding="utf-8")  # pyright: ignore[reportUnknownMemberType]
 
 
-def _code_cell(source: str) -> Cell:
-    return cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
-
-
 _HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel, in a fresh namespace
 _HARVEST_CELL = """def __t5lesson_harvest():
     namespace = {{"__name__": "t5lesson_harvest"}}
@@ -173,11 +169,11 @@ class _RunCells:
     def __init__(self, out: Prepared):
         self.out, self.cells = out, list[Cell]()
 
-    def add(self, source: str, origin: str) -> int:
-        """Append a code cell; return its index in the run notebook."""
-        return self.add_cell(_code_cell(source), origin)
-
-    def add_cell(self, cell: Cell, origin: str) -> int:
+    def add(self, source: str, origin: str, harvest: str | None = None) -> int:
+        """Append a code cell (the reading cell of question `harvest`, if given); return its index."""
+        cell = cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
+        if harvest is not None:
+            mark_harvest(cell, harvest)
         self.out.origin[len(self.cells)] = origin
         self.cells.append(cell)
         return len(self.cells) - 1
@@ -237,12 +233,6 @@ def run_blocked(exercise: Exercise) -> list[str]:
     return [t for t in dict.fromkeys(targets) if t not in kept_open]
 
 
-def _grader_cell(run: _RunCells, source: str, question: str, origin: str) -> int:
-    cell = _code_cell(source)
-    mark_harvest(cell, question)
-    return run.add_cell(cell, origin)
-
-
 def _template_key(cell: Cell) -> str:
     key = cell_key(cell)
     assert key is not None, "a template cell without a name (notebook_format.validate refuses those)"
@@ -267,8 +257,8 @@ def prepare(data: bytes, template: Notebook, exercise: Exercise, nonce: str, lim
     run = _RunCells(out)
     blocked = run_blocked(exercise)
     if blocked:
-        _grader_cell(run, _BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked,
-                                                load_first=list(exercise.load_first)), "", "the grader's first cell")
+        run.add(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked, load_first=list(exercise.load_first)),
+                "the grader's first cell", harvest="")
     run.add_extras(found.extras.get(None, []))
     for template_cell, key in zip(template.cells, template_keys, strict=True):
         _compose(run, template_cell, key, found.by_key.get(key), exercise)
@@ -279,7 +269,7 @@ def prepare(data: bytes, template: Notebook, exercise: Exercise, nonce: str, lim
             if spec.get("kind") == "code":  # with how many slow cases a code question may have
                 spec = {**spec, "slow_cases": limits.slow_cases}
             source = _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)  # harvest.py, in a namespace
-            out.harvest_cell[q.id] = _grader_cell(run, source, q.id, f"the grader's reading of {q.id}")
+            out.harvest_cell[q.id] = run.add(source, f"the grader's reading of {q.id}", harvest=q.id)
     nb = cast(Notebook, nbformat.v4.new_notebook(cells=run.cells))  # pyright: ignore[reportUnknownMemberType]
     nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
     out.notebook = nb

@@ -116,10 +116,7 @@ def _where(traceback: object) -> tuple[str, str]:
     # bounded: the traceback is the kernel's, as long as it likes; the innermost frames are at the end
     text = ANSI.sub("", "\n".join(t[-5000:] for t in cast(list[object], traceback)[-50:] if isinstance(t, str)))
     found = WHERE.findall(text)
-    if not found:
-        return "", ""
-    line, function = found[-1]
-    return line, function
+    return found[-1] if found else ("", "")
 
 
 def _cell_result(client: CappedClient, index: int, seconds: float) -> CellResult:
@@ -151,10 +148,8 @@ def _kernelspec(folder: Path, config_path: Path) -> KernelSpecManager:
     spec = folder / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", SANDBOX_MODULE, str(config_path), "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": argv, "display_name": "t5lesson grading sandbox", "language": "python",
-        "interrupt_mode": "signal",
-    }))
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "t5lesson grading sandbox",
+                                                  "language": "python", "interrupt_mode": "signal"}))
     return KernelSpecManager(kernel_dirs=[str(folder)])
 
 
@@ -170,26 +165,24 @@ class SandboxProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         self.cwd = kwargs.get("cwd") or os.getcwd()
-        if not self.zygote:
-            return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
-        # A forked launcher keeps in its memory what it was sent (an exec'd one does not): only the
-        # variables that the launcher would keep anyway are sent.
-        env: dict[str, str] = kept_environment(kwargs.get("env") or os.environ)
-        read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: a pipe nobody writes to
-        try:
-            self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
-        except (ConnectionRefusedError, FileNotFoundError):  # no zygote to ask (it died): a new launcher, then
-            os.close(write_end)
-            self.zygote = ""
-            return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
-        except BaseException:
-            os.close(write_end)
-            raise
-        finally:
-            os.close(read_end)
-        self.process._keep.append(write_end)  # pyright: ignore[reportPrivateUsage] (closed when the kernel ends)
-        self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
-        return self.connection_info
+        if self.zygote:
+            # A forked launcher keeps in its memory what it was sent (an exec'd one does not): only the
+            # variables that the launcher would keep anyway are sent.
+            env: dict[str, str] = kept_environment(kwargs.get("env") or os.environ)
+            read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: nobody writes to it
+            try:
+                self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
+                self.process._keep.append(write_end)  # pyright: ignore[reportPrivateUsage] (closed with the kernel)
+                self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
+                return self.connection_info
+            except BaseException as exc:
+                os.close(write_end)
+                if not isinstance(exc, (ConnectionRefusedError, FileNotFoundError)):
+                    raise
+                self.zygote = ""  # no zygote to ask (it died): a new launcher, then
+            finally:
+                os.close(read_end)
+        return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
 
 
 def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
@@ -248,8 +241,7 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits
     try:
         await client.async_execute_cell(cast(NotebookNode, cell), index)
     except DeadKernelError:
-        seconds = round(time.monotonic() - start, 3)
-        result.cells.append(CellResult(index, CellStatus.DIED, seconds))
+        result.cells.append(CellResult(index, CellStatus.DIED, round(time.monotonic() - start, 3)))
         result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
         return False
     cell_result = _cell_result(client, index, time.monotonic() - start)
@@ -263,12 +255,11 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits
             result.extra_records.append(harvest)
     if cell_result.status != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
         return True
-    if not await client.km.is_alive():  # pyright: ignore[reportGeneralTypeIssues, reportOptionalMemberAccess] (async km)
-        cell_result.status = CellStatus.DIED
-        result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
+    if await client.km.is_alive():  # pyright: ignore[reportGeneralTypeIssues, reportOptionalMemberAccess] (async km)
+        cell_result.status, result.ended = CellStatus.STUCK, RunEnd.STUCK
     else:
-        cell_result.status = CellStatus.STUCK
-        result.ended, result.detail = RunEnd.STUCK, str(index)
+        cell_result.status, result.ended = CellStatus.DIED, RunEnd.KERNEL_DIED
+    result.detail = str(index)
     return False
 
 
