@@ -41,7 +41,6 @@ from ..protocol import (  # noqa: E402
     CellResult,
     CellStatus,
     Job,
-    Limits,
     RunEnd,
     RunResult,
     harvest_question,
@@ -75,12 +74,20 @@ def _content_size(content: Mapping[str, object]) -> int:
 
 
 class CappedClient(NotebookClient):
-    """nbclient with an output cap: output beyond the cap is counted, then dropped."""
+    """nbclient within the run's limits: output beyond the caps is counted, then dropped (a record has a
+    cap of its own), and one budget bounds everything done in the kernel, counted from its start: the
+    student's cells, then the reading of the answers, which keeps a reserve at the end (`harvest_reserve`)."""
 
-    def __init__(self, nb: Notebook, km: AsyncKernelManager, *, cell_cap: int, total_cap: int, harvest_cap: int,
-                 **kwargs: Any):
-        super().__init__(cast(NotebookNode, nb), km, **kwargs)
-        self.cell_cap, self.total_cap, self.harvest_cap = cell_cap, total_cap, harvest_cap  # a record has its own
+    def __init__(self, nb: Notebook, km: AsyncKernelManager, job: Job):
+        limits = job.limits
+        super().__init__(
+            cast(NotebookNode, nb), km, kernel_name=KERNEL_NAME, timeout_func=self.timeout_for,
+            interrupt_on_timeout=True, allow_errors=True, iopub_timeout=2, record_timing=False,
+            error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
+            startup_timeout=int(limits.startup_timeout), shutdown_kernel="immediate",
+            resources={"metadata": {"path": job.sandbox.home}})
+        self.limits = limits
+        self.deadline = self.student_end = float("inf")
         self.bytes_seen: dict[int, int] = {}
         self.truncated: set[int] = set()
         self.student_total = 0
@@ -102,11 +109,23 @@ class CappedClient(NotebookClient):
             self.bytes_seen[cell_index] = seen
             if not harvest:
                 self.student_total += size
-            if seen > (self.harvest_cap if harvest else self.cell_cap) or (
-                    not harvest and self.student_total > self.total_cap):
+            if seen > (self.limits.harvest_limit if harvest else self.limits.output_limit) or (
+                    not harvest and self.student_total > self.limits.total_output_limit):
                 self.truncated.add(cell_index)
                 return None
         return super().process_message(msg, cell, cell_index)
+
+    def start_clock(self) -> None:
+        self.deadline = time.monotonic() + self.limits.notebook_timeout
+        self.student_end = self.deadline - harvest_reserve(self.limits)
+
+    def end_for(self, harvest: str | None) -> float:
+        return self.student_end if harvest is None else self.deadline
+
+    def timeout_for(self, cell: NotebookNode) -> int:
+        harvest = harvest_question(cast("Cell", cell))
+        per = self.limits.cell_timeout if harvest is None else self.limits.harvest_timeout
+        return max(1, int(min(per, self.end_for(harvest) - time.monotonic()) + 0.999))
 
 
 def _where(traceback: object) -> tuple[str, str]:
@@ -203,40 +222,9 @@ def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
     return km
 
 
-class _Clock:
-    """One budget for everything done in the kernel, counted from its start: the student's cells,
-    then the reading of the answers, which keeps a reserve at the end (see `harvest_reserve`)."""
-
-    def __init__(self, limits: Limits):
-        self.limits = limits
-        self.deadline = self.student_end = float("inf")
-
-    def start(self) -> None:
-        self.deadline = time.monotonic() + self.limits.notebook_timeout
-        self.student_end = self.deadline - harvest_reserve(self.limits)
-
-    def end_for(self, harvest: str | None) -> float:
-        return self.student_end if harvest is None else self.deadline
-
-    def timeout_for(self, cell: NotebookNode) -> int:
-        harvest = harvest_question(cast("Cell", cell))
-        per = self.limits.cell_timeout if harvest is None else self.limits.harvest_timeout
-        return max(1, int(min(per, self.end_for(harvest) - time.monotonic()) + 0.999))
-
-
-def _client(nb: Notebook, km: AsyncKernelManager, job: Job, clock: _Clock) -> CappedClient:
-    limits = job.limits
-    return CappedClient(
-        nb, km=km, kernel_name=KERNEL_NAME, timeout_func=clock.timeout_for, interrupt_on_timeout=True,
-        error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
-        allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
-        shutdown_kernel="immediate", cell_cap=limits.output_limit, total_cap=limits.total_output_limit,
-        harvest_cap=limits.harvest_limit, resources={"metadata": {"path": job.sandbox.home}})
-
-
-async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits, result: RunResult) -> bool:
+async def _run_cell(client: CappedClient, index: int, cell: Cell, result: RunResult) -> bool:
     """Run one cell and record how it ended; False when nothing more can run in this kernel."""
-    harvest = harvest_question(cell)
+    harvest, limits = harvest_question(cell), client.limits
     start = time.monotonic()
     try:
         await client.async_execute_cell(cast(NotebookNode, cell), index)
@@ -263,17 +251,17 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits
     return False
 
 
-async def _run_cells(client: CappedClient, nb: Notebook, clock: _Clock, result: RunResult, running: list[int]) -> None:
+async def _run_cells(client: CappedClient, nb: Notebook, result: RunResult, running: list[int]) -> None:
     """Run the code cells in turn, skipping those past their part of the budget."""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        if time.monotonic() >= clock.end_for(harvest_question(cell)):
+        if time.monotonic() >= client.end_for(harvest_question(cell)):
             result.cells.append(CellResult(index, CellStatus.SKIPPED))
             result.ended = RunEnd.TIME_LIMIT
             continue
         running[:] = [index]
-        if not await _run_cell(client, index, cell, clock.limits, result):
+        if not await _run_cell(client, index, cell, result):
             return
 
 
@@ -295,19 +283,18 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
     `log_fd` is the kernel's stdout and stderr (what the student's code writes there outside IPython).
     """
     nb = cast("Notebook", nbformat.read(job.notebook, as_version=4))  # pyright: ignore[reportUnknownMemberType]
-    clock = _Clock(job.limits)
-    client = _client(nb, _kernel_manager(job, log_fd), job, clock)
+    client = CappedClient(nb, _kernel_manager(job, log_fd), job)
     result = RunResult()
     running: list[int] = []  # the index of the cell being run, once the kernel has started
     watcher = None
     try:
         async with client.async_setup_kernel():
             await _wait_sealed(client.km, job)
-            clock.start()
+            client.start_clock()
             if job.sandbox.watch_memory:  # no cgroup: the worker bounds the kernel's process tree
                 watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result,
                                                               job.sandbox.home))
-            await _run_cells(client, nb, clock, result, running)
+            await _run_cells(client, nb, result, running)
     except DeadKernelError:
         result.ended = RunEnd.KERNEL_DIED
     except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
