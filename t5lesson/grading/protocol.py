@@ -9,8 +9,8 @@ name, key, status and limit crossing those boundaries is defined here (docs/grad
 """
 from __future__ import annotations
 
-import importlib
 import json
+import pkgutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
@@ -35,11 +35,7 @@ GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} o
 
 def resolve(reference: str) -> Any:
     """The object a "module:attribute.path" reference names (a code question's reference)."""
-    module, _, path = reference.partition(":")
-    obj = importlib.import_module(module)
-    for part in filter(None, path.split(".")):
-        obj = getattr(obj, part)
-    return obj
+    return pkgutil.resolve_name(reference)
 
 
 JSON = dict[str, Any]  # a JSON object as json.loads gives it: its values are checked where they are read

@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, cast
 
@@ -133,12 +133,10 @@ def _launch_config(limits: Limits, home: Path, job_dir: Path, ipc_dir: Path, cgr
 
 def _kill_kernel(pid_file: Path) -> None:
     """Kill the kernel's supervisor's group: with isolation, its whole PID namespace goes with it."""
-    try:
+    with suppress(ValueError, OSError):
         kernel = int(pid_file.read_text())
         if os.getpgid(kernel) == kernel:
             kill_group(kernel)
-    except (ValueError, OSError):
-        pass
 
 
 def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: Walls | None,

@@ -163,15 +163,6 @@ async def _responsive(client: CappedClient, seconds: float) -> bool:
         return False
 
 
-def _kernelspec(folder: Path, config_path: Path) -> KernelSpecManager:
-    spec = folder / KERNEL_NAME
-    spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", SANDBOX_MODULE, str(config_path), "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "t5lesson grading sandbox",
-                                                  "language": "python", "interrupt_mode": "signal"}))
-    return KernelSpecManager(kernel_dirs=[str(folder)])
-
-
 class SandboxProvisioner(LocalProvisioner):
     """Start the kernelspec's launcher with the run's log as its stdout and stderr, as a new process
     or, given the batch's zygote (`t5lesson.grading.sandbox.zygote`), as a child of the zygote.
@@ -207,15 +198,20 @@ class SandboxProvisioner(LocalProvisioner):
 def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
     """The kernel manager of one run: its own kernelspec, sockets and connection file, all private."""
     private = Path(job.private_dir)
-    config_path = private / "sandbox.json"
+    config_path, spec = private / "sandbox.json", private / "kernels" / KERNEL_NAME
     job.sandbox.write(config_path)
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", SANDBOX_MODULE, str(config_path), "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "t5lesson grading sandbox",
+                                                  "language": "python", "interrupt_mode": "signal"}))
     # The kernel's channels are Unix sockets in a folder only the grader and this kernel can open
     # (ZeroMQ's ipc transport), and its connection file (with the signing key) stays in the private
     # run folder, which the grader deletes: nothing is left in /tmp, no port is open to other kernels.
     ipc_dir = Path(job.sandbox.ipc_dir or private / "ipc")
     ipc_dir.mkdir(mode=0o700, exist_ok=True)
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path),
-                            transport="ipc", ip=str(ipc_dir / "k"), connection_file=str(private / "connection.json"))
+    specs = KernelSpecManager(kernel_dirs=[str(spec.parent)])
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc", ip=str(ipc_dir / "k"),
+                            connection_file=str(private / "connection.json"))
     km.kernel_id = str(uuid.uuid4())
     km.provisioner = SandboxProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
     km.provisioner.zygote, km.provisioner.log_fd = job.sandbox.zygote, log_fd
