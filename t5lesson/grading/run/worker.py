@@ -105,8 +105,7 @@ class CappedClient(NotebookClient):
                 if msg["msg_type"] != "display_data" or HARVEST_MIME not in data:
                     return None
             size = _content_size(msg["content"])
-            seen = self.bytes_seen.get(cell_index, 0) + size
-            self.bytes_seen[cell_index] = seen
+            self.bytes_seen[cell_index] = seen = self.bytes_seen.get(cell_index, 0) + size
             if not harvest:
                 self.student_total += size
             if seen > (self.limits.harvest_limit if harvest else self.limits.output_limit) or (
@@ -339,14 +338,6 @@ async def _wait_sealed(km: object, job: Job, every: float = 0.005) -> None:
         await asyncio.sleep(every)
 
 
-def _own_tmpfs(pid: int, home: str) -> tuple[int, ...]:
-    """The device of the kernel's own size-limited tmpfs (its home, seen through its root), if it has one."""
-    try:
-        return (os.stat(f"/proc/{pid}/root{home}").st_dev,)
-    except OSError:
-        return ()
-
-
 async def _watch_memory(km: object, limit: int, result: RunResult, home: str = "", every: float = 0.25) -> None:
     """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes:
     their PSS and the memfd and tmpfs files they hold (but the kernel's own tmpfs, bounded by --disk-mb)."""
@@ -355,7 +346,11 @@ async def _watch_memory(km: object, limit: int, result: RunResult, home: str = "
         process = _process(km)
         if process is None or process.poll() is not None:
             continue
-        if tree_memory(process.pid, _own_tmpfs(process.pid, home) if home else ()) > limit:
+        try:  # the device of the kernel's own size-limited tmpfs (its home, seen through its root)
+            own: tuple[int, ...] = (os.stat(f"/proc/{process.pid}/root{home}").st_dev,) if home else ()
+        except OSError:
+            own = ()
+        if tree_memory(process.pid, own) > limit:
             result.memory_exceeded = True
             if not kill_group(process.pid):
                 process.kill()
