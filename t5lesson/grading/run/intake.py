@@ -173,14 +173,12 @@ def read(entry: Entry, max_bytes: int) -> bytes | Unreadable:
             return Unreadable("it is not a regular file")
         if info.st_size > max_bytes:
             return TOO_LARGE
-        chunks: list[bytes] = []
-        size = 0
+        data = bytearray()
         while chunk := os.read(fd, 1 << 20):
-            size += len(chunk)
-            if size > max_bytes:
+            data += chunk
+            if len(data) > max_bytes:
                 return TOO_LARGE
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return bytes(data)
     except OSError as exc:
         return Unreadable(f"the file could not be read ({exc.strerror or exc})")
     finally:
