@@ -181,14 +181,16 @@ class SandboxProvisioner(LocalProvisioner):
             read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: nobody writes to it
             try:
                 self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
+            except (ConnectionRefusedError, FileNotFoundError):  # no zygote to ask (it died): a new launcher, then
+                os.close(write_end)
+                self.zygote = ""
+            except BaseException:
+                os.close(write_end)
+                raise
+            else:
                 self.process._keep.append(write_end)  # pyright: ignore[reportPrivateUsage] (closed with the kernel)
                 self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
                 return self.connection_info
-            except BaseException as exc:
-                os.close(write_end)
-                if not isinstance(exc, (ConnectionRefusedError, FileNotFoundError)):
-                    raise
-                self.zygote = ""  # no zygote to ask (it died): a new launcher, then
             finally:
                 os.close(read_end)
         return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
