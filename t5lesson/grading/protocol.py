@@ -9,8 +9,8 @@ name, key, status and limit crossing those boundaries is defined here (docs/grad
 """
 from __future__ import annotations
 
-import importlib
 import json
+import pkgutil
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
@@ -35,11 +35,7 @@ GRADER_KEY = "t5grade"  # cell.metadata[GRADER_KEY] = {"harvest": question id} o
 
 def resolve(reference: str) -> Any:
     """The object a "module:attribute.path" reference names (a code question's reference)."""
-    module, _, path = reference.partition(":")
-    obj = importlib.import_module(module)
-    for part in filter(None, path.split(".")):
-        obj = getattr(obj, part)
-    return obj
+    return pkgutil.resolve_name(reference)
 
 
 JSON = dict[str, Any]  # a JSON object as json.loads gives it: its values are checked where they are read
@@ -66,11 +62,8 @@ def harvest_question(cell: Cell) -> str | None:
 class Words(str, Enum):
     """An enum whose members are their words, in JSON, CSV and f-strings alike."""
 
-    def __str__(self) -> str:
+    def __str__(self) -> str:  # Enum.__format__ formats str(self)
         return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 class RunEnd(Words):
@@ -100,6 +93,36 @@ FAILED_CELL = (CellStatus.ERROR, CellStatus.TIMEOUT, CellStatus.DIED, CellStatus
 
 
 _T = TypeVar("_T")
+_W = TypeVar("_W", bound="_Wire")
+_E = TypeVar("_E", bound=Words)
+
+
+class _Wire:
+    """A dataclass that crosses a process boundary as a JSON object (`to_json`, `write`; `from_json`, `read`)."""
+
+    NESTED: ClassVar[dict[str, type[_Wire]]] = {}  # a field that is itself one of these, and its class
+
+    def to_json(self) -> JSON:
+        return asdict(cast(Any, self))
+
+    @classmethod
+    def from_json(cls: type[_W], data: Mapping[str, Any]) -> _W:
+        """What `to_json` wrote; unknown keys are ignored, missing optional ones (and an empty `NESTED` one) default."""
+        return cls(**_known(cls, data))
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json()), encoding="utf-8")
+
+    @classmethod
+    def read(cls: type[_W], path: str | Path) -> _W:
+        return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def _known(cls: type[_Wire], data: Mapping[str, Any]) -> JSON:
+    """The fields of dataclass `cls` that `data` names: JSON lists as tuples, a `NESTED` field read by its class."""
+    known, nested = {f.name for f in fields(cast(Any, cls))}, cls.NESTED
+    return {k: nested[k].from_json(v) if k in nested else tuple(cast(list[Any], v)) if isinstance(v, list) else v
+            for k, v in data.items() if k in known and (v or k not in nested)}
 
 
 def _limit(default: _T, help: str) -> _T:
@@ -108,7 +131,7 @@ def _limit(default: _T, help: str) -> _T:
 
 
 @dataclass(frozen=True)
-class Limits:
+class Limits(_Wire):
     """Every limit of one run, in seconds, bytes and megabytes."""
 
     cell_timeout: float = _limit(30.0, "seconds one cell may run")
@@ -150,8 +173,8 @@ class Limits:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Limits:
-        """The limits a dict names (a Job, autograder.json); unknown keys are ignored, missing ones default."""
-        return cls(**_known(cls, data))
+        """The limits a dict names (autograder.json); unknown keys are ignored, missing ones default."""
+        return cls.from_json(data)
 
     def hard_limit(self) -> float:
         """When the grader kills a run from outside: the kernel's start, the notebook's budget (the
@@ -163,14 +186,8 @@ class Limits:
         return int(self.hard_limit()) + self.cpu_grace
 
 
-def _known(cls: type, data: Mapping[str, Any]) -> JSON:
-    """The fields of dataclass `cls` that `data` names (JSON lists as tuples); unknown keys are ignored."""
-    known = {f.name for f in fields(cls)}
-    return {k: tuple(cast(list[Any], v)) if isinstance(v, list) else v for k, v in data.items() if k in known}
-
-
 @dataclass(frozen=True)
-class SandboxPlan:
+class SandboxPlan(_Wire):
     """The walls of one isolated kernel (see `t5lesson.grading.sandbox.namespaces`): made by the
     class grader per submission, carried in the job file, applied by the kernel's launcher."""
 
@@ -180,14 +197,6 @@ class SandboxPlan:
     keep: tuple[str, ...] = ()  # read-only in the kernel's root, beside the system: Python and the course package
     writable_keep: tuple[str, ...] = ()  # paths of `keep` bound writable (the kernel's socket folder)
     uid: int | None = None  # as root: the kernel's own user id (its home is chowned to it); else None
-
-    def to_json(self) -> JSON:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> SandboxPlan:
-        """The plan `to_json` wrote; unknown keys are ignored, missing optional ones default."""
-        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True)
@@ -205,9 +214,11 @@ class Walls:
 
 
 @dataclass(frozen=True)
-class LaunchConfig:
+class LaunchConfig(_Wire):
     """What the kernel's launcher applies to itself before it becomes the kernel (`sandbox.launcher`):
     made by the class grader, carried in the job file, written by the worker where its kernelspec says."""
+
+    NESTED = {"isolation": SandboxPlan}
 
     home: str  # the kernel's home and working folder
     pid_file: str = ""  # where the launcher writes its process id (the grader kills its group)
@@ -221,26 +232,12 @@ class LaunchConfig:
     zygote: str = ""  # the batch's zygote socket ("": each launcher a new process)
     isolation: SandboxPlan | None = None  # the walls (None: --isolation none)
 
-    def to_json(self) -> JSON:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LaunchConfig:
-        given = _known(cls, data)
-        given["isolation"] = SandboxPlan.from_json(data["isolation"]) if data.get("isolation") else None
-        return cls(**given)
-
-    def write(self, path: Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json()), encoding="utf-8")
-
-    @classmethod
-    def read(cls, path: str | Path) -> LaunchConfig:
-        return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
-
 
 @dataclass(frozen=True)
-class Job:
+class Job(_Wire):
     """What the grader hands one worker: the notebook to run, where to write, the limits, the launch."""
+
+    NESTED = {"limits": Limits, "sandbox": LaunchConfig}
 
     notebook: str
     result: str
@@ -248,33 +245,18 @@ class Job:
     limits: Limits = Limits()
     sandbox: LaunchConfig = LaunchConfig(home="")
 
-    def write(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self)))
-
-    @classmethod
-    def read(cls, path: Path) -> Job:
-        data: JSON = json.loads(Path(path).read_text())
-        return cls(data["notebook"], data["result"], data["private_dir"], Limits.from_dict(data.get("limits", {})),
-                   LaunchConfig.from_json(data.get("sandbox") or {"home": ""}))
-
-
-_E = TypeVar("_E", bound=Words)
-
 
 def _words(kind: type[_E], value: object) -> _E | None:
     """`value` as a member of the enum `kind`, or None when it names none (a worker of another version)."""
-    try:
-        return kind(value)
-    except ValueError:
-        return None
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else str(value)
+    return next((member for member in kind if member == value), None)
 
 
 def _number(value: object) -> float:
     return value if isinstance(value, (int, float)) else 0.0
+
+
+def _list(value: object) -> list[Any]:
+    return cast(list[Any], value) if isinstance(value, list) else []
 
 
 @dataclass
@@ -296,12 +278,12 @@ class CellResult:
         ename = data.get("ename")
         return cls(data["index"], _words(CellStatus, data.get("status")), _number(data.get("seconds")),
                    int(_number(data.get("output_bytes"))), bool(data.get("truncated")),
-                   None if ename is None else _text(ename), _text(data.get("evalue") or ""),
-                   _text(data.get("line") or ""), _text(data.get("function") or ""))
+                   None if ename is None else str(ename), str(data.get("evalue") or ""),
+                   str(data.get("line") or ""), str(data.get("function") or ""))
 
 
 @dataclass
-class RunResult:
+class RunResult(_Wire):
     """What the worker writes back (result.json): how each cell and the run ended, and the records as text."""
 
     cells: list[CellResult] = field(default_factory=list[CellResult])
@@ -311,29 +293,14 @@ class RunResult:
     memory_exceeded: bool = False  # the memory watch (or the cgroup) stopped it
     extra_records: list[str] = field(default_factory=list[str])  # questions whose reading cell printed two records
 
-    def to_json(self) -> JSON:
-        return asdict(self)
-
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunResult:
         """The one loader of a result file's JSON: what it cannot read is left out, never trusted."""
-        cells: object = data.get("cells")
+        cells = [cast(JSON, c) for c in _list(data.get("cells")) if isinstance(c, dict)]
         harvest: object = data.get("harvest")
-        extra: object = data.get("extra_records")
-        return cls([CellResult.from_json(c) for c in _objects(cells) if isinstance(c.get("index"), int)],
-                   {k: v for k, v in _pairs(harvest) if isinstance(v, str)},
-                   _words(RunEnd, data.get("ended")), _text(data.get("detail", "")),
+        return cls([CellResult.from_json(c) for c in cells if isinstance(c.get("index"), int)],
+                   {str(k): v for k, v in cast(JSON, harvest).items() if isinstance(v, str)}
+                   if isinstance(harvest, dict) else {},
+                   _words(RunEnd, data.get("ended")), str(data.get("detail", "")),
                    bool(data.get("memory_exceeded")),
-                   [q[:40] for q in _items(extra)[:100] if isinstance(q, str)])
-
-
-def _items(value: object) -> list[Any]:
-    return cast(list[Any], value) if isinstance(value, list) else []
-
-
-def _objects(value: object) -> list[JSON]:
-    return [cast(JSON, c) for c in _items(value) if isinstance(c, dict)]
-
-
-def _pairs(value: object) -> list[tuple[str, object]]:
-    return [(str(k), v) for k, v in cast(JSON, value).items()] if isinstance(value, dict) else []
+                   [q[:40] for q in _list(data.get("extra_records"))[:100] if isinstance(q, str)])

@@ -18,7 +18,7 @@ from typing import Any, Protocol, cast
 import nbformat
 
 from .. import harvest, protocol
-from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
+from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of, writes
 from ..exercise import Exercise
 from ..protocol import Limits, mark_harvest
 from ..questions.kinds import FreeText, Question
@@ -42,11 +42,7 @@ def read_notebook(path: Path) -> Notebook:
 
 
 def write_notebook(nb: Notebook, path: Path) -> None:
-    path.write_text(cast(str, nbformat.writes(nb)), encoding="utf-8")  # pyright: ignore[reportUnknownMemberType]
-
-
-def _code_cell(source: str) -> Cell:
-    return cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
+    path.write_text(writes(nb), encoding="utf-8")
 
 
 _HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel, in a fresh namespace
@@ -137,34 +133,26 @@ def parse(data: bytes, limits: Limits = Limits()) -> tuple[list[Cell] | None, st
         if cell is None:
             return None, f"cell {number} of the notebook is damaged (no type or no text)", None
         cells.append(cell)
-    claimed = exercise_id_of(top) if isinstance(top.get("metadata"), dict) else None
-    return cells, None, claimed if isinstance(claimed, str) else None
+    return cells, None, exercise_id_of(top)
 
 
-@dataclass
-class _Matched:
-    """The submission's cells against the template's: each known cell by its key, the added ones by the
-    known cell they follow (None: before the first), and the order the known ones came in."""
-
-    by_key: dict[str, Found] = field(default_factory=dict[str, Found])
-    extras: dict[str | None, list[Found]] = field(default_factory=dict[str | None, list[Found]])
-    order: list[str] = field(default_factory=list[str])
-
-
-def _match(cells: list[Cell], known: set[str], notes: list[str]) -> _Matched:
-    """Find every known cell of the submission by its key; a student's own code cells ride behind the last one."""
-    found, anchor = _Matched(), None
+def _match(cells: list[Cell], known: set[str],
+           notes: list[str]) -> tuple[dict[str, Found], dict[str | None, list[Found]]]:
+    """The submission's cells against the template's: each known cell by its key (in the order they first
+    came), the student's own code cells by the known cell they follow (None: before the first)."""
+    by_key: dict[str, Found] = {}
+    extras: dict[str | None, list[Found]] = {}
+    anchor = None
     for number, cell in enumerate(cells, 1):
         key = cell_key(cell)
         if key is not None and key in known:
-            if key in found.by_key:
+            if key in by_key:
                 notes.append(f"The cell '{key}' appears twice; the later copy (cell {number}) was used.")
-            found.by_key[key] = (number, cell)
+            by_key[key] = (number, cell)
             anchor = key
-            found.order.append(key)
         elif cell.cell_type == "code" and cell.source.strip():
-            found.extras.setdefault(anchor, []).append((number, cell))
-    return found
+            extras.setdefault(anchor, []).append((number, cell))
+    return by_key, extras
 
 
 class _RunCells:
@@ -173,11 +161,11 @@ class _RunCells:
     def __init__(self, out: Prepared):
         self.out, self.cells = out, list[Cell]()
 
-    def add(self, source: str, origin: str) -> int:
-        """Append a code cell; return its index in the run notebook."""
-        return self.add_cell(_code_cell(source), origin)
-
-    def add_cell(self, cell: Cell, origin: str) -> int:
+    def add(self, source: str, origin: str, harvest: str | None = None) -> int:
+        """Append a code cell (the reading cell of question `harvest`, if given); return its index."""
+        cell = cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
+        if harvest is not None:
+            mark_harvest(cell, harvest)
         self.out.origin[len(self.cells)] = origin
         self.cells.append(cell)
         return len(self.cells) - 1
@@ -237,12 +225,6 @@ def run_blocked(exercise: Exercise) -> list[str]:
     return [t for t in dict.fromkeys(targets) if t not in kept_open]
 
 
-def _grader_cell(run: _RunCells, source: str, question: str, origin: str) -> int:
-    cell = _code_cell(source)
-    mark_harvest(cell, question)
-    return run.add_cell(cell, origin)
-
-
 def _template_key(cell: Cell) -> str:
     key = cell_key(cell)
     assert key is not None, "a template cell without a name (notebook_format.validate refuses those)"
@@ -259,28 +241,27 @@ def prepare(data: bytes, template: Notebook, exercise: Exercise, nonce: str, lim
     if claimed is not None and claimed != exercise.id:
         out.notes.append(f"This notebook says it is exercise {claimed[:60]!r}; it was graded as {exercise.id!r}.")
     template_keys = [_template_key(c) for c in template.cells]
-    found = _match(cells, set(template_keys), out.notes)
-    present = [k for k in template_keys if k in found.by_key]
-    if [k for k in dict.fromkeys(found.order) if k in found.by_key] != present:
+    by_key, extras = _match(cells, set(template_keys), out.notes)
+    if list(by_key) != [k for k in template_keys if k in by_key]:
         out.notes.append("Some cells were moved; the notebook was run in the original order of the exercise.")
 
     run = _RunCells(out)
     blocked = run_blocked(exercise)
     if blocked:
-        _grader_cell(run, _BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked,
-                                                load_first=list(exercise.load_first)), "", "the grader's first cell")
-    run.add_extras(found.extras.get(None, []))
+        run.add(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked, load_first=list(exercise.load_first)),
+                "the grader's first cell", harvest="")
+    run.add_extras(extras.get(None, []))
     for template_cell, key in zip(template.cells, template_keys, strict=True):
-        _compose(run, template_cell, key, found.by_key.get(key), exercise)
-        run.add_extras(found.extras.get(key, []))
+        _compose(run, template_cell, key, by_key.get(key), exercise)
+        run.add_extras(extras.get(key, []))
     for q in exercise.questions:
         if q.auto_scored:
             spec: dict[str, object] = q.harvest_spec()
             if spec.get("kind") == "code":  # with how many slow cases a code question may have
                 spec = {**spec, "slow_cases": limits.slow_cases}
             source = _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)  # harvest.py, in a namespace
-            out.harvest_cell[q.id] = _grader_cell(run, source, q.id, f"the grader's reading of {q.id}")
-    nb = cast(Notebook, nbformat.v4.new_notebook(cells=run.cells))  # pyright: ignore[reportUnknownMemberType]
-    nb.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
-    out.notebook = nb
+            out.harvest_cell[q.id] = run.add(source, f"the grader's reading of {q.id}", harvest=q.id)
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    out.notebook = cast(Notebook, nbformat.v4.new_notebook(  # pyright: ignore[reportUnknownMemberType] (untyped)
+        cells=run.cells, metadata={"kernelspec": kernelspec}))
     return out

@@ -1,14 +1,10 @@
-"""Run one composed notebook in a worker process, and clean up after it whatever happened.
+"""Run one composed notebook in a worker process (`run_worker`), and clean up after it whatever happened.
 
-`work_area()` makes the batch's private folders (removed at the end unless T5LESSON_GRADE_KEEP is
-set). `run_worker` writes the job (the notebook, the limits, the kernel's `LaunchConfig`), runs it
-in one of the batch's workers (`run.pool`) or a new worker process, kills whatever outlives the
-hard limit, and reads back the `RunResult` within bounds. `run_step` is the batch's run step:
-pooled workers, their kernels forked from one zygote. See docs/grading.md, "How a submission is run".
+The batch's private folders (`work_area`) and its run step (`run_step`: pooled workers, their kernels
+forked from one zygote) are here too. See docs/grading.md, "How a submission is run".
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import subprocess
@@ -16,7 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, cast
 
@@ -48,10 +44,9 @@ def _remove(*folders: Path | None) -> None:
     grader); an error is logged to stderr, never raised: the batch and its reports come first."""
     if os.environ.get("T5LESSON_GRADE_KEEP"):
         return
-    for folder in folders:
+    for folder in filter(None, folders):
         try:
-            if folder is not None:
-                remove_quietly(folder)
+            remove_quietly(folder)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
@@ -124,30 +119,6 @@ def _execute(job_dir: Path, limits: Limits, pool: WorkerPool | None) -> RunResul
     return _read_result(target, limits)
 
 
-def _launch_config(limits: Limits, home: Path, job_dir: Path, ipc_dir: Path, cgroup: Cgroup | None,
-                   uid: int | None, walls: Walls | None, zygote_socket: str | None) -> LaunchConfig:
-    """What the kernel's launcher applies to itself: the limits, the cgroup, the walls."""
-    memory_bytes = limits.memory_mb * 2 ** 20
-    plan = None
-    if walls is not None:
-        plan = walls.plan(uid=uid, home=str(home), disk_bytes=limits.disk_mb * 2 ** 20, ipc_dir=str(ipc_dir))
-    return LaunchConfig(home=str(home), pid_file=str(job_dir / "kernel.pid"), ipc_dir=str(ipc_dir),
-                        memory_bytes=memory_bytes, cpu_seconds=limits.cpu_seconds(),
-                        file_bytes=limits.max_file_mb * 2 ** 20, max_processes=limits.max_processes,
-                        cgroup=tuple(str(p) for p in cgroup.paths) if cgroup else (),
-                        watch_memory=None if cgroup else memory_bytes, zygote=zygote_socket or "", isolation=plan)
-
-
-def _kill_kernel(pid_file: Path) -> None:
-    """Kill the kernel's supervisor's group: with isolation, its whole PID namespace goes with it."""
-    try:
-        kernel = int(pid_file.read_text())
-        if os.getpgid(kernel) == kernel:
-            kill_group(kernel)
-    except (ValueError, OSError):
-        pass
-
-
 def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: Walls | None,
                zygote: str | None = None, pool: WorkerPool | None = None) -> tuple[RunResult | None, float]:
     """Run one prepared notebook; return the worker's result (None if it had to be killed) and the seconds.
@@ -164,22 +135,31 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
         os.chown(ipc_dir, uid, uid)
     os.chmod(home, 0o700)
     write_notebook(prep.notebook, job_dir / "run.ipynb")
-    cgroup = Cgroup.create(f"t5grade-{job_dir.name}", limits.memory_mb * 2 ** 20, limits.max_processes)
-    config = _launch_config(limits, home, job_dir, ipc_dir, cgroup, uid, walls, zygote)
+    memory, pid_file = limits.memory_mb * 2 ** 20, job_dir / "kernel.pid"
+    cgroup = Cgroup.create(f"t5grade-{job_dir.name}", memory, limits.max_processes)
+    plan = walls and walls.plan(uid=uid, home=str(home), disk_bytes=limits.disk_mb * 2 ** 20, ipc_dir=str(ipc_dir))
+    config = LaunchConfig(  # what the kernel's launcher applies to itself: the limits, the cgroup, the walls
+        home=str(home), pid_file=str(pid_file), ipc_dir=str(ipc_dir), memory_bytes=memory,
+        cpu_seconds=limits.cpu_seconds(), file_bytes=limits.max_file_mb * 2 ** 20, max_processes=limits.max_processes,
+        cgroup=tuple(str(p) for p in cgroup.paths) if cgroup else (), watch_memory=None if cgroup else memory,
+        zygote=zygote or "", isolation=plan)
     Job(notebook=str(job_dir / "run.ipynb"), result=str(job_dir / "result.json"), private_dir=str(job_dir),
         limits=limits, sandbox=config).write(job_dir / "job.json")
     start = time.monotonic()
-    over_memory = False
     try:
         result = _execute(job_dir, limits, pool)
     finally:
-        _kill_kernel(Path(config.pid_file))
+        # the kernel's supervisor's group: with isolation, its whole PID namespace goes with it
+        with suppress(ValueError, OSError):
+            kernel = int(pid_file.read_text())
+            if os.getpgid(kernel) == kernel:
+                kill_group(kernel)
+        over_memory = cgroup is not None and cgroup.went_over_memory()
         if cgroup is not None:
-            over_memory = cgroup.went_over_memory()
             cgroup.remove()
     seconds = time.monotonic() - start
     if result is not None and over_memory:
-        result = dataclasses.replace(result, memory_exceeded=True)
+        result.memory_exceeded = True
     _remove(job_dir, home, ipc_dir)
     return result, seconds
 

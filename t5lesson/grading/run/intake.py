@@ -15,6 +15,7 @@ import re
 import stat
 import unicodedata
 from dataclasses import dataclass
+from itertools import chain, count
 from pathlib import Path
 
 from ..verdict import Skipped
@@ -43,15 +44,13 @@ class Entry:
     identities: tuple[Identity, ...] = ()
 
 
-def _invisible(char: str) -> bool:
-    return unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp")
-
-
 def _text(name: str) -> str:
     """A file name as printable text: undecodable bytes as \\xNN; control characters, and format
     characters (zero-width spaces, direction overrides, ...), as ?."""
     text = _CONTROL.sub("?", os.fsencode(name).decode("utf-8", "backslashreplace"))
-    return text if text.isascii() else "".join("?" if _invisible(c) else c for c in text)
+    if text.isascii():
+        return text
+    return "".join("?" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in text)
 
 
 def _identity(info: os.stat_result) -> Identity:
@@ -69,8 +68,10 @@ def student_id(relative: str) -> str:
 
 def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
     """(submissions, skipped entries) of the folder, both sorted by path (see module doc)."""
-    entries: list[tuple[str, Path, tuple[str, ...], tuple[Identity, ...]]] = []
+    found: list[Entry] = []
     skipped: list[Skipped] = []
+    taken: set[str] = set()
+    top = Path(os.path.abspath(folder))
 
     def walk(directory: Path, prefix: str, parts: tuple[str, ...] = (), seen: tuple[Identity, ...] = ()) -> None:
         try:
@@ -100,24 +101,17 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
             elif not child.name.endswith(SUFFIX):
                 skipped.append(Skipped(shown, f"not a notebook (the name does not end in {SUFFIX})"))
             else:
-                entries.append((relative, Path(child.path), (*parts, child.name), (*seen, _identity(info))))
+                base = student_id(relative)  # two names that read the same once made safe: ~2, ~3, ...
+                student = next(s for s in chain([base], (f"{base}~{n}" for n in count(2))) if s not in taken)
+                taken.add(student)
+                found.append(Entry(Path(child.path), shown, student, top, (*parts, child.name),
+                                   (*seen, _identity(info))))
 
     try:
         root = (_identity(os.stat(folder)),)
     except OSError:
         root = ()
     walk(folder, "", (), root)
-    found: list[Entry] = []
-    taken: set[str] = set()
-    for relative, path, parts, identities in entries:
-        student = student_id(relative)
-        if student in taken:  # two names that read the same once made safe
-            n = 2
-            while f"{student}~{n}" in taken:
-                n += 1
-            student = f"{student}~{n}"
-        taken.add(student)
-        found.append(Entry(path, _text(relative), student, Path(os.path.abspath(folder)), parts, identities))
     return found, skipped
 
 
@@ -130,8 +124,6 @@ class Unreadable:
 
 
 TOO_LARGE = Unreadable("larger than the limit", too_large=True)
-
-
 CHANGED = Unreadable("the file or a folder on its path was replaced after the submissions folder was "
                      "surveyed (for example by a link); it was not read")
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -181,17 +173,12 @@ def read(entry: Entry, max_bytes: int) -> bytes | Unreadable:
             return Unreadable("it is not a regular file")
         if info.st_size > max_bytes:
             return TOO_LARGE
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            size += len(chunk)
-            if size > max_bytes:
+        data = bytearray()
+        while chunk := os.read(fd, 1 << 20):
+            data += chunk
+            if len(data) > max_bytes:
                 return TOO_LARGE
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return bytes(data)
     except OSError as exc:
         return Unreadable(f"the file could not be read ({exc.strerror or exc})")
     finally:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 from ..protocol import RUNNER_MODULE
@@ -57,10 +58,8 @@ class _Worker:
     def close(self) -> None:
         """Stop the worker and everything in its process group."""
         for fd in (self._jobs, self._done):
-            try:
+            with suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         kill_group(self.process.pid)
         self.process.wait()
 

@@ -41,7 +41,6 @@ from ..protocol import (  # noqa: E402
     CellResult,
     CellStatus,
     Job,
-    Limits,
     RunEnd,
     RunResult,
     harvest_question,
@@ -75,12 +74,20 @@ def _content_size(content: Mapping[str, object]) -> int:
 
 
 class CappedClient(NotebookClient):
-    """nbclient with an output cap: output beyond the cap is counted, then dropped."""
+    """nbclient within the run's limits: output beyond the caps is counted, then dropped (a record has a
+    cap of its own), and one budget bounds everything done in the kernel, counted from its start: the
+    student's cells, then the reading of the answers, which keeps a reserve at the end (`harvest_reserve`)."""
 
-    def __init__(self, nb: Notebook, km: AsyncKernelManager, *, cell_cap: int, total_cap: int, harvest_cap: int,
-                 **kwargs: Any):
-        super().__init__(cast(NotebookNode, nb), km, **kwargs)
-        self.cell_cap, self.total_cap, self.harvest_cap = cell_cap, total_cap, harvest_cap  # a record has its own
+    def __init__(self, nb: Notebook, km: AsyncKernelManager, job: Job):
+        limits = job.limits
+        super().__init__(
+            cast(NotebookNode, nb), km, kernel_name=KERNEL_NAME, timeout_func=self.timeout_for,
+            interrupt_on_timeout=True, allow_errors=True, iopub_timeout=2, record_timing=False,
+            error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
+            startup_timeout=int(limits.startup_timeout), shutdown_kernel="immediate",
+            resources={"metadata": {"path": job.sandbox.home}})
+        self.limits = limits
+        self.deadline = self.student_end = float("inf")
         self.bytes_seen: dict[int, int] = {}
         self.truncated: set[int] = set()
         self.student_total = 0
@@ -98,15 +105,26 @@ class CappedClient(NotebookClient):
                 if msg["msg_type"] != "display_data" or HARVEST_MIME not in data:
                     return None
             size = _content_size(msg["content"])
-            seen = self.bytes_seen.get(cell_index, 0) + size
-            self.bytes_seen[cell_index] = seen
+            self.bytes_seen[cell_index] = seen = self.bytes_seen.get(cell_index, 0) + size
             if not harvest:
                 self.student_total += size
-            if seen > (self.harvest_cap if harvest else self.cell_cap) or (
-                    not harvest and self.student_total > self.total_cap):
+            if seen > (self.limits.harvest_limit if harvest else self.limits.output_limit) or (
+                    not harvest and self.student_total > self.limits.total_output_limit):
                 self.truncated.add(cell_index)
                 return None
         return super().process_message(msg, cell, cell_index)
+
+    def start_clock(self) -> None:
+        self.deadline = time.monotonic() + self.limits.notebook_timeout
+        self.student_end = self.deadline - harvest_reserve(self.limits)
+
+    def end_for(self, harvest: str | None) -> float:
+        return self.student_end if harvest is None else self.deadline
+
+    def timeout_for(self, cell: NotebookNode) -> int:
+        harvest = harvest_question(cast("Cell", cell))
+        per = self.limits.cell_timeout if harvest is None else self.limits.harvest_timeout
+        return max(1, int(min(per, self.end_for(harvest) - time.monotonic()) + 0.999))
 
 
 def _where(traceback: object) -> tuple[str, str]:
@@ -116,10 +134,7 @@ def _where(traceback: object) -> tuple[str, str]:
     # bounded: the traceback is the kernel's, as long as it likes; the innermost frames are at the end
     text = ANSI.sub("", "\n".join(t[-5000:] for t in cast(list[object], traceback)[-50:] if isinstance(t, str)))
     found = WHERE.findall(text)
-    if not found:
-        return "", ""
-    line, function = found[-1]
-    return line, function
+    return found[-1] if found else ("", "")
 
 
 def _cell_result(client: CappedClient, index: int, seconds: float) -> CellResult:
@@ -147,17 +162,6 @@ async def _responsive(client: CappedClient, seconds: float) -> bool:
         return False
 
 
-def _kernelspec(folder: Path, config_path: Path) -> KernelSpecManager:
-    spec = folder / KERNEL_NAME
-    spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", SANDBOX_MODULE, str(config_path), "{connection_file}"]
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": argv, "display_name": "t5lesson grading sandbox", "language": "python",
-        "interrupt_mode": "signal",
-    }))
-    return KernelSpecManager(kernel_dirs=[str(folder)])
-
-
 class SandboxProvisioner(LocalProvisioner):
     """Start the kernelspec's launcher with the run's log as its stdout and stderr, as a new process
     or, given the batch's zygote (`t5lesson.grading.sandbox.zygote`), as a child of the zygote.
@@ -170,86 +174,59 @@ class SandboxProvisioner(LocalProvisioner):
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         self.cwd = kwargs.get("cwd") or os.getcwd()
-        if not self.zygote:
-            return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
-        # A forked launcher keeps in its memory what it was sent (an exec'd one does not): only the
-        # variables that the launcher would keep anyway are sent.
-        env: dict[str, str] = kept_environment(kwargs.get("env") or os.environ)
-        read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: a pipe nobody writes to
-        try:
-            self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
-        except (ConnectionRefusedError, FileNotFoundError):  # no zygote to ask (it died): a new launcher, then
-            os.close(write_end)
-            self.zygote = ""
-            return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
-        except BaseException:
-            os.close(write_end)
-            raise
-        finally:
-            os.close(read_end)
-        self.process._keep.append(write_end)  # pyright: ignore[reportPrivateUsage] (closed when the kernel ends)
-        self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
-        return self.connection_info
+        if self.zygote:
+            # A forked launcher keeps in its memory what it was sent (an exec'd one does not): only the
+            # variables that the launcher would keep anyway are sent.
+            env: dict[str, str] = kept_environment(kwargs.get("env") or os.environ)
+            read_end, write_end = os.pipe()  # the kernel's stdin, as jupyter_client gives it: nobody writes to it
+            try:
+                self.process = spawn(self.zygote, cmd[-2:], env, self.cwd, (read_end, self.log_fd, self.log_fd))
+            except (ConnectionRefusedError, FileNotFoundError):  # no zygote to ask (it died): a new launcher, then
+                os.close(write_end)
+                self.zygote = ""
+            except BaseException:
+                os.close(write_end)
+                raise
+            else:
+                self.process._keep.append(write_end)  # pyright: ignore[reportPrivateUsage] (closed with the kernel)
+                self.pid = self.pgid = self.process.pid  # the launcher starts a session of its own
+                return self.connection_info
+            finally:
+                os.close(read_end)
+        return await super().launch_kernel(cmd, **kwargs, stdout=self.log_fd, stderr=self.log_fd)
 
 
 def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
     """The kernel manager of one run: its own kernelspec, sockets and connection file, all private."""
     private = Path(job.private_dir)
-    config_path = private / "sandbox.json"
+    config_path, spec = private / "sandbox.json", private / "kernels" / KERNEL_NAME
     job.sandbox.write(config_path)
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", SANDBOX_MODULE, str(config_path), "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "t5lesson grading sandbox",
+                                                  "language": "python", "interrupt_mode": "signal"}))
     # The kernel's channels are Unix sockets in a folder only the grader and this kernel can open
     # (ZeroMQ's ipc transport), and its connection file (with the signing key) stays in the private
     # run folder, which the grader deletes: nothing is left in /tmp, no port is open to other kernels.
     ipc_dir = Path(job.sandbox.ipc_dir or private / "ipc")
     ipc_dir.mkdir(mode=0o700, exist_ok=True)
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(private / "kernels", config_path),
-                            transport="ipc", ip=str(ipc_dir / "k"), connection_file=str(private / "connection.json"))
+    specs = KernelSpecManager(kernel_dirs=[str(spec.parent)])
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc", ip=str(ipc_dir / "k"),
+                            connection_file=str(private / "connection.json"))
     km.kernel_id = str(uuid.uuid4())
     km.provisioner = SandboxProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
     km.provisioner.zygote, km.provisioner.log_fd = job.sandbox.zygote, log_fd
     return km
 
 
-class _Clock:
-    """One budget for everything done in the kernel, counted from its start: the student's cells,
-    then the reading of the answers, which keeps a reserve at the end (see `harvest_reserve`)."""
-
-    def __init__(self, limits: Limits):
-        self.limits = limits
-        self.deadline = self.student_end = float("inf")
-
-    def start(self) -> None:
-        self.deadline = time.monotonic() + self.limits.notebook_timeout
-        self.student_end = self.deadline - harvest_reserve(self.limits)
-
-    def end_for(self, harvest: str | None) -> float:
-        return self.student_end if harvest is None else self.deadline
-
-    def timeout_for(self, cell: NotebookNode) -> int:
-        harvest = harvest_question(cast("Cell", cell))
-        per = self.limits.cell_timeout if harvest is None else self.limits.harvest_timeout
-        return max(1, int(min(per, self.end_for(harvest) - time.monotonic()) + 0.999))
-
-
-def _client(nb: Notebook, km: AsyncKernelManager, job: Job, clock: _Clock) -> CappedClient:
-    limits = job.limits
-    return CappedClient(
-        nb, km=km, kernel_name=KERNEL_NAME, timeout_func=clock.timeout_for, interrupt_on_timeout=True,
-        error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
-        allow_errors=True, iopub_timeout=2, record_timing=False, startup_timeout=int(limits.startup_timeout),
-        shutdown_kernel="immediate", cell_cap=limits.output_limit, total_cap=limits.total_output_limit,
-        harvest_cap=limits.harvest_limit, resources={"metadata": {"path": job.sandbox.home}})
-
-
-async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits, result: RunResult) -> bool:
+async def _run_cell(client: CappedClient, index: int, cell: Cell, result: RunResult) -> bool:
     """Run one cell and record how it ended; False when nothing more can run in this kernel."""
-    harvest = harvest_question(cell)
+    harvest, limits = harvest_question(cell), client.limits
     start = time.monotonic()
     try:
         await client.async_execute_cell(cast(NotebookNode, cell), index)
     except DeadKernelError:
-        seconds = round(time.monotonic() - start, 3)
-        result.cells.append(CellResult(index, CellStatus.DIED, seconds))
+        result.cells.append(CellResult(index, CellStatus.DIED, round(time.monotonic() - start, 3)))
         result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
         return False
     cell_result = _cell_result(client, index, time.monotonic() - start)
@@ -263,26 +240,25 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, limits: Limits
             result.extra_records.append(harvest)
     if cell_result.status != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
         return True
-    if not await client.km.is_alive():  # pyright: ignore[reportGeneralTypeIssues, reportOptionalMemberAccess] (async km)
-        cell_result.status = CellStatus.DIED
-        result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
+    if await client.km.is_alive():  # pyright: ignore[reportGeneralTypeIssues, reportOptionalMemberAccess] (async km)
+        cell_result.status, result.ended = CellStatus.STUCK, RunEnd.STUCK
     else:
-        cell_result.status = CellStatus.STUCK
-        result.ended, result.detail = RunEnd.STUCK, str(index)
+        cell_result.status, result.ended = CellStatus.DIED, RunEnd.KERNEL_DIED
+    result.detail = str(index)
     return False
 
 
-async def _run_cells(client: CappedClient, nb: Notebook, clock: _Clock, result: RunResult, running: list[int]) -> None:
+async def _run_cells(client: CappedClient, nb: Notebook, result: RunResult, running: list[int]) -> None:
     """Run the code cells in turn, skipping those past their part of the budget."""
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        if time.monotonic() >= clock.end_for(harvest_question(cell)):
+        if time.monotonic() >= client.end_for(harvest_question(cell)):
             result.cells.append(CellResult(index, CellStatus.SKIPPED))
             result.ended = RunEnd.TIME_LIMIT
             continue
         running[:] = [index]
-        if not await _run_cell(client, index, cell, clock.limits, result):
+        if not await _run_cell(client, index, cell, result):
             return
 
 
@@ -304,19 +280,18 @@ async def run(job: Job, log_fd: int = 2) -> RunResult:
     `log_fd` is the kernel's stdout and stderr (what the student's code writes there outside IPython).
     """
     nb = cast("Notebook", nbformat.read(job.notebook, as_version=4))  # pyright: ignore[reportUnknownMemberType]
-    clock = _Clock(job.limits)
-    client = _client(nb, _kernel_manager(job, log_fd), job, clock)
+    client = CappedClient(nb, _kernel_manager(job, log_fd), job)
     result = RunResult()
     running: list[int] = []  # the index of the cell being run, once the kernel has started
     watcher = None
     try:
         async with client.async_setup_kernel():
             await _wait_sealed(client.km, job)
-            clock.start()
+            client.start_clock()
             if job.sandbox.watch_memory:  # no cgroup: the worker bounds the kernel's process tree
                 watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result,
                                                               job.sandbox.home))
-            await _run_cells(client, nb, clock, result, running)
+            await _run_cells(client, nb, result, running)
     except DeadKernelError:
         result.ended = RunEnd.KERNEL_DIED
     except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
@@ -365,14 +340,6 @@ async def _wait_sealed(km: object, job: Job, every: float = 0.005) -> None:
         await asyncio.sleep(every)
 
 
-def _own_tmpfs(pid: int, home: str) -> tuple[int, ...]:
-    """The device of the kernel's own size-limited tmpfs (its home, seen through its root), if it has one."""
-    try:
-        return (os.stat(f"/proc/{pid}/root{home}").st_dev,)
-    except OSError:
-        return ()
-
-
 async def _watch_memory(km: object, limit: int, result: RunResult, home: str = "", every: float = 0.25) -> None:
     """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes:
     their PSS and the memfd and tmpfs files they hold (but the kernel's own tmpfs, bounded by --disk-mb)."""
@@ -381,7 +348,11 @@ async def _watch_memory(km: object, limit: int, result: RunResult, home: str = "
         process = _process(km)
         if process is None or process.poll() is not None:
             continue
-        if tree_memory(process.pid, _own_tmpfs(process.pid, home) if home else ()) > limit:
+        try:  # the device of the kernel's own size-limited tmpfs (its home, seen through its root)
+            own: tuple[int, ...] = (os.stat(f"/proc/{process.pid}/root{home}").st_dev,) if home else ()
+        except OSError:
+            own = ()
+        if tree_memory(process.pid, own) > limit:
             result.memory_exceeded = True
             if not kill_group(process.pid):
                 process.kill()
