@@ -29,7 +29,6 @@ from .course import course_root
 from .errors import InputError, SettingsError
 from .exercise import VARIANTS, Catalogue, Exercise, find
 from .protocol import Limits, Walls
-from .questions import answers
 from .records import loads
 from .reports import store
 from .run import intake
@@ -139,8 +138,7 @@ def grade_one(batch: _Batch, index: int, entry: intake.Entry) -> Graded:
     mine = exercise.for_student(key, expected=True)
     records = harvested(mine, result, nonce, limits)
     status, outcomes, notes, flags = score(mine, prep, result, limits, records)
-    return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds,
-                  answers=answers.summarise(mine, records), flags=flags)
+    return Graded(entry.student, entry.relative, status, outcomes, notes, prep.free_text, seconds, flags=flags)
 
 
 def _grade_safely(batch: _Batch, index: int, entry: intake.Entry) -> Graded:

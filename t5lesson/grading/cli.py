@@ -73,8 +73,7 @@ def _grade(args: argparse.Namespace, catalogue: Catalogue) -> int:
     if not args.quiet:
         seconds = time.monotonic() - start
         rate = f" ({len(graded) * 60 / seconds:.1f} per minute)" if graded and seconds > 0 else ""
-        print(f"graded {len(graded)} submissions in {seconds:.1f} s{rate}; reports in {args.out} "
-              f"(report.html: the class at a glance)", file=sys.stderr)
+        print(f"graded {len(graded)} submissions in {seconds:.1f} s{rate}; reports in {args.out}", file=sys.stderr)
     return 0
 
 

@@ -75,7 +75,6 @@ class RunEnd(Words):
     KERNEL_DIED = "kernel died"
     KERNEL_BROKEN = "kernel broken"  # the notebook broke its kernel's messaging: the worker could not go on
     STARTUP_FAILED = "startup failed"
-    WORKER_ERROR = "worker error"  # nbclient or the worker failed after the kernel started
 
 
 class CellStatus(Words):
@@ -170,11 +169,6 @@ class Limits(_Wire):
     def harvest_nodes(self) -> int:
         """Values in one record: one per five characters of `harvest_limit` (a value takes at least that)."""
         return self.harvest_limit // 5
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Limits:
-        """The limits a dict names (autograder.json); unknown keys are ignored, missing ones default."""
-        return cls.from_json(data)
 
     def hard_limit(self) -> float:
         """When the grader kills a run from outside: the kernel's start, the notebook's budget (the

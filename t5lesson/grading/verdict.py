@@ -47,7 +47,7 @@ class Outcome:
     max_points: float
     message: str = ""
     # the blocked references the answer called ("module:function"), as the harvested records carry
-    # them: the only source of summary.md's and report.html's list, never parsed from `message`
+    # them: the only source of summary.md's list, never parsed from `message`
     blocked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -77,8 +77,7 @@ class Status(Words):
 
 _STATUS_OF_END = {RunEnd.COMPLETED: Status.GRADED, RunEnd.TIME_LIMIT: Status.TIME_LIMIT, RunEnd.STUCK: Status.STUCK,
                   RunEnd.KERNEL_DIED: Status.KERNEL_DIED, RunEnd.KERNEL_BROKEN: Status.KERNEL_BROKEN,
-                  RunEnd.STARTUP_FAILED: Status.GRADER_ERROR,
-                  RunEnd.WORKER_ERROR: Status.GRADER_ERROR}
+                  RunEnd.STARTUP_FAILED: Status.GRADER_ERROR}
 
 
 def status_of(ended: object) -> Status:
@@ -100,8 +99,6 @@ class Graded:
     free_text: dict[str, str] = field(default_factory=dict[str, str])
     seconds: float = 0.0
     error: str = ""  # a grader error's exception, for the summary (never shown to the student)
-    # what was answered (t5lesson.grading.questions.answers)
-    answers: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
     # question id -> what reached into the grader's reading of it, or ran from its edited check cell
     flags: dict[str, list[str]] = field(default_factory=dict[str, list[str]])
 

@@ -282,7 +282,7 @@ def test_expected_marks_padded_queries_as_not_compared():
 def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tmp_path):
     """Solution 06 with one mistake each, graded by the class grader: partial credit, named; a layer
     that hangs keeps q1-q3 (the step check is not run by the grader); a call of the blocked reference
-    is listed in summary.md and report.html."""
+    is listed in summary.md."""
     import nbformat
 
     from t5lesson.grade import Limits, grade_folder
@@ -324,7 +324,3 @@ def test_the_real_grader_runs_the_module_in_the_sandbox_and_names_the_mistake(tm
     summary = (tmp_path / "report" / "summary.md").read_text()
     assert "## The blocked reference was called" in summary
     assert "- `cheat`, q4: t5lesson.reference:reference_bucket" in summary and "no_padding" not in summary
-    html = (tmp_path / "report" / "report.html").read_text()
-    assert 'id="reference-hits"' in html and "t5lesson.reference:reference_bucket" in html
-    calls = (tmp_path / "report" / "class_report" / "code_cases.csv").read_text()
-    assert len(calls) < 5000 and "MyT5Attention, plan" in calls

@@ -28,8 +28,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 def test_the_command_line_writes_what_grade_folder_writes(sample_runs):
     whole, command_line = _files(sample_runs["whole"]), _files(sample_runs["command_line"])
-    assert {"gradebook.csv", "free_text.csv", "summary.md", "report.html", "grades.json",
-            "feedback/ada.md", "class_report/questions.csv"} <= set(whole)
+    assert {"gradebook.csv", "free_text.csv", "summary.md", "grades.json", "feedback/ada.md"} <= set(whole)
     assert sorted(whole) == sorted(command_line)
     assert [name for name in whole if whole[name] != command_line[name]] == []
     assert b"notes.txt" in whole["summary.md"]  # the folder's entries without a row are listed

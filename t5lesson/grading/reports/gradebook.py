@@ -63,7 +63,7 @@ def feedback_text(exercise: Exercise, g: Graded) -> str:
     return "\n".join(lines) + "\n"
 
 
-# The two lists an instructor must read, each with the sentence that introduces it (summary.md, report.html).
+# The two lists an instructor must read, each with the sentence that introduces it (summary.md).
 REFERENCE_HITS = ("The blocked reference was called", "These answers called an implementation that is switched off "
                   "while answers are graded; the cases that called it earned nothing.")
 FLAGGED = ("Notebooks that reached into the grader's cells", "Code of these notebooks ran around the grader's reading "

@@ -1,7 +1,7 @@
 """Everything one grading run writes into REPORT_DIR, and grades.json, which `read` reads back.
 
-`write_all` writes the gradebook files (`reports.gradebook`), the class report
-(`reports.class_page`) and grades.json (the verdicts, settings, entries without a row, titles).
+`write_all` writes the gradebook files (`reports.gradebook`) and grades.json (the verdicts,
+settings, entries without a row, titles).
 Each file is written atomically; no clock, no path of the machine, students sorted: the same
 bytes every time. See docs/grading.md.
 """
@@ -60,7 +60,7 @@ def _plain(g: Graded) -> dict[str, object]:
     outcomes = [{"question": o.question, "status": o.status, "points": o.points, "max_points": o.max_points,
                  "message": o.message, **({"blocked": list(o.blocked)} if o.blocked else {})} for o in g.outcomes]
     return {"student": g.student, "file": g.file, "status": str(g.status), "outcomes": outcomes, "notes": g.notes,
-            "free_text": g.free_text, "answers": g.answers, "error": g.error, **({"flags": g.flags} if g.flags else {})}
+            "free_text": g.free_text, "error": g.error, **({"flags": g.flags} if g.flags else {})}
 
 
 def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings,
@@ -77,8 +77,6 @@ def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: Run
               skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> list[str]:
     """Write the whole report folder; return what could not be written, in words. One file that cannot
     be written does not stop the others; the gradebook comes first, summary.md (listing the failures) last."""
-    from .class_page import class_report_files
-
     failed: list[str] = []
 
     def put(relative: str, text_of: Callable[[], str]) -> None:
@@ -93,13 +91,6 @@ def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: Run
     for name, g in zip(safe_names(g.student for g in students), students, strict=True):
         put(f"feedback/{name}.md", lambda g=g: feedback_text(exercise, g))
     put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, skipped, titles))
-    try:
-        files = class_report_files(exercise, graded, titles)
-    except Exception as exc:
-        failed.append(f"report.html: {type(exc).__name__}: {exc}")
-        files = {}
-    for relative, text in files.items():
-        put(relative, lambda text=text: text)
     put("summary.md", lambda: summary_text(exercise, graded, settings, skipped, list(failed)))
     return failed
 
@@ -142,7 +133,7 @@ def _run_of(doc: dict[str, Any], catalogue: Catalogue) -> Run:
         outcomes = [Outcome(o["question"], o["status"], float(o["points"]), float(o["max_points"]), o["message"],
                             _blocked(o)) for o in s["outcomes"]]
         graded.append(Graded(s["student"], s["file"], Status(s["status"]), outcomes, list(s["notes"]),
-                             dict(s["free_text"]), 0.0, error=s.get("error", ""), answers=dict(s.get("answers", {})),
+                             dict(s["free_text"]), 0.0, error=s.get("error", ""),
                              flags=dict(s.get("flags", {}))))
     skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
     return Run(exercise, graded, settings, skipped, dict(doc.get("titles") or {}))

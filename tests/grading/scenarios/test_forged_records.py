@@ -178,8 +178,6 @@ def _check(report: Path) -> None:
     listed = summary.split("## Notebooks that reached into the grader's cells")[1].split("\n## ")[0]
     named = {line.split("`")[1] for line in listed.splitlines() if line.startswith("- `")}
     assert named == {"first", "silenced", "rewritten", "packed", "undo"}, listed
-    page = (report / "report.html").read_text()
-    assert 'id="flagged"' in page and all(f"<td>{name}</td>" in page for name in named)
 
 
 def test_forged_and_replayed_records_are_held_by_root(tmp_path):
