@@ -227,8 +227,7 @@ def grade_folder(submissions: Path, out: Path, *, catalogue: Catalogue, exercise
                            _expected_in_background(exercise))
             graded = Verdicts(_grade_all(batch, files, jobs, progress), settings)
         # the reports before the work area goes: nothing a kernel left there can cost them
-        failed = store.write_all(out, exercise, graded, graded.settings, skipped=skipped,
-                                 titles=store.question_titles(exercise, template_nb))
+        failed = store.write_all(out, exercise, graded, graded.settings, skipped=skipped)
     if failed:
         raise store.ReportError(failed)
     return graded

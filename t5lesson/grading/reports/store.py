@@ -1,7 +1,7 @@
 """Everything one grading run writes into REPORT_DIR, and grades.json, which `read` reads back.
 
 `write_all` writes the gradebook files (`reports.gradebook`) and grades.json (the verdicts,
-settings, entries without a row, titles).
+settings and entries without a row).
 Each file is written atomically; no clock, no path of the machine, students sorted: the same
 bytes every time. See docs/grading.md.
 """
@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-from ..authoring.notebook_format import QUESTION_HEADING
 from ..errors import GradingError, InputError
 from ..exercise import Catalogue, Exercise
 from ..records import BLOCKED_TARGET
@@ -20,7 +19,7 @@ from ..verdict import Graded, Outcome, RunSettings, Skipped, Status
 from .files import atomic_write, safe_names
 from .gradebook import feedback_text, free_text_sheet, gradebook_text, summary_text
 
-__all__ = ["FORMAT", "GRADES_FILE", "Run", "ReportError", "write_all", "grades_text", "read", "question_titles"]
+__all__ = ["FORMAT", "GRADES_FILE", "Run", "ReportError", "write_all", "grades_text", "read"]
 
 FORMAT = "t5lesson-grades/1"
 GRADES_FILE = "grades.json"
@@ -34,16 +33,6 @@ class ReportError(GradingError, RuntimeError):
         self.failed = failed
 
 
-def question_titles(exercise: Exercise, notebook: Any) -> dict[str, str]:
-    """{question id: title} from the notebook's headings ("## Question 5 (1 point): a bucket ...")."""
-    try:
-        markdown = "\n".join(str(c.source) for c in notebook.cells if c.cell_type == "markdown")
-    except AttributeError:
-        return {}
-    by_number = {int(n): title.strip() for n, _, _, title in QUESTION_HEADING.findall(markdown)}
-    return {q.id: by_number[i] for i, q in enumerate(exercise.questions, 1) if i in by_number}
-
-
 class Run(NamedTuple):
     """What a report folder's grades.json holds."""
 
@@ -51,7 +40,6 @@ class Run(NamedTuple):
     graded: list[Graded]
     settings: RunSettings
     skipped: list[Skipped]
-    titles: dict[str, str]
 
 
 def _plain(g: Graded) -> dict[str, object]:
@@ -64,17 +52,17 @@ def _plain(g: Graded) -> dict[str, object]:
 
 
 def grades_text(exercise: Exercise, graded: list[Graded], settings: RunSettings,
-                skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> str:
+                skipped: Sequence[Skipped] = ()) -> str:
     """grades.json's text: the verdicts sorted by student, the settings, the entries of the folder
-    that have no row (`intake.Skipped`) and the questions' titles."""
-    doc = {"format": FORMAT, "exercise": exercise.id, "titles": dict(titles or {}),
+    that have no row (`intake.Skipped`)."""
+    doc = {"format": FORMAT, "exercise": exercise.id,
            "settings": settings.to_json(), "skipped": [{"relative": s.relative, "reason": s.reason} for s in skipped],
            "submissions": [_plain(g) for g in sorted(graded, key=lambda g: g.student)]}
     return json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: RunSettings,
-              skipped: Sequence[Skipped] = (), titles: dict[str, str] | None = None) -> list[str]:
+              skipped: Sequence[Skipped] = ()) -> list[str]:
     """Write the whole report folder; return what could not be written, in words. One file that cannot
     be written does not stop the others; the gradebook comes first, summary.md (listing the failures) last."""
     failed: list[str] = []
@@ -90,7 +78,7 @@ def write_all(out: Path, exercise: Exercise, graded: list[Graded], settings: Run
     students = sorted(graded, key=lambda g: g.student)
     for name, g in zip(safe_names(g.student for g in students), students, strict=True):
         put(f"feedback/{name}.md", lambda g=g: feedback_text(exercise, g))
-    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, skipped, titles))
+    put(GRADES_FILE, lambda: grades_text(exercise, graded, settings, skipped))
     put("summary.md", lambda: summary_text(exercise, graded, settings, skipped, list(failed)))
     return failed
 
@@ -136,4 +124,4 @@ def _run_of(doc: dict[str, Any], catalogue: Catalogue) -> Run:
                              dict(s["free_text"]), 0.0, error=s.get("error", ""),
                              flags=dict(s.get("flags", {}))))
     skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
-    return Run(exercise, graded, settings, skipped, dict(doc.get("titles") or {}))
+    return Run(exercise, graded, settings, skipped)
