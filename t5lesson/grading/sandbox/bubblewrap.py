@@ -11,8 +11,6 @@ import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["WRITABLE", "SCRATCH", "command", "holding", "system_paths", "inside"]
-
 WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian: each kernel's own
 SCRATCH = "/run/t5kernel"  # where each kernel mounts its own tmpfs before binding its folders out of it
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # programs and libraries

@@ -30,8 +30,6 @@ from . import bubblewrap, seccomp
 from .bubblewrap import inside
 from .resources import descendants
 
-__all__ = ["probe", "enter", "become", "sealed", "needed_paths", "load_libc"]
-
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x08000000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 0x4000, 1 << 18
 MNT_DETACH, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, CAPABILITY_VERSION_3 = 2, 1, 38, 0x20080522
@@ -104,9 +102,6 @@ def needed_paths() -> list[str]:
         holds_package = os.path.isfile(os.path.join(entry, "t5lesson", "__init__.py"))
         paths.append(os.path.join(entry, "t5lesson") if holds_package and not inside(entry, prefixes) else entry)
     return list(dict.fromkeys(os.path.realpath(p) for p in paths if os.path.exists(p)))
-
-
-# --------------------------------------------------------------------------- the kernel's own world
 
 
 def _lay_way(path: str, is_dir: bool = True) -> None:
@@ -263,10 +258,7 @@ def become(uid: int | None) -> None:
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
     nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits each
     check(libc.capset(header, nothing), "drop capabilities")
-    seccomp.install()
-
-
-# --------------------------------------------------------------------------- the probe
+    seccomp.build().load()  # for good, in every process it starts too; libseccomp sets no-new-privileges first
 
 
 def _unseen(plan: SandboxPlan) -> list[str]:
@@ -317,7 +309,11 @@ open("x", "w").write("x")
 
 
 def probe(uid: int | None = None) -> str | None:
-    """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap), else why and what to do."""
+    """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap; as root with user id
+    `uid`), else why and what to do."""
+    missing = seccomp.available()
+    if missing:
+        return missing
     if not sys.platform.startswith("linux"):
         return "kernel isolation needs Linux namespaces"
     if shutil.which("bwrap") is None:
@@ -327,7 +323,7 @@ def probe(uid: int | None = None) -> str | None:
         os.mkdir(secret)
         os.mkdir(home, 0o755)
         plan = SandboxPlan(home=home, disk_bytes=PROBE_DISK_BYTES, hide=(secret, tmp), keep=tuple(needed_paths()),
-                           uid=uid)
+                           uid=uid if os.geteuid() == 0 else None)
         source = _PROBE_CHECK.format(unseen=_unseen(plan), secret=secret, home=home,
                                      read_only=os.path.join(os.path.realpath(sys.prefix), "t5probe"))
         argv = bubblewrap.command(plan.keep, plan.hide, [tmp], [sys.executable, "-m", __name__,

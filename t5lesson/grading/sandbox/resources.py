@@ -24,9 +24,6 @@ import psutil
 
 from ..protocol import Limits
 
-__all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harvest_reserve", "kill_group",
-           "remove_tree", "remove_quietly"]
-
 ROOT = Path("/sys/fs/cgroup")
 
 

@@ -17,10 +17,8 @@ from pathlib import Path
 
 from ..course import HIDDEN
 from ..protocol import Walls
-from . import launcher, namespaces
+from . import namespaces
 from .bubblewrap import inside
-
-__all__ = ["UID_BASE", "uids", "reserve", "class_walls", "check_isolation", "IsolationUnavailable"]
 
 UID_BASE, BLOCK, BLOCKS = 2_100_000_000, 1_000, 20_000  # far above any real user's id: 20,000 blocks of 1,000
 LOCKS = "/run/t5grade-uids"  # the blocks' lock files (only root takes a block)
@@ -68,7 +66,7 @@ class IsolationUnavailable(RuntimeError):
 
 def check_isolation(isolation: str, uid: int) -> None:
     """Raise IsolationUnavailable unless kernels can be walled in here (or `isolation` is "none")."""
-    reason = launcher.probe(uid) if isolation != "none" else None
+    reason = namespaces.probe(uid) if isolation != "none" else None
     if reason:
         raise IsolationUnavailable(
             f"the kernels cannot be isolated here: {reason}. Without isolation a kernel can read the solutions and "

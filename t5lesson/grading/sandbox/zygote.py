@@ -34,8 +34,6 @@ from . import bubblewrap, launcher
 from .namespaces import PR_SET_PDEATHSIG, load_libc
 from .resources import kill_group
 
-__all__ = ["Zygote", "ForkedKernel", "spawn", "modules_imported", "serve"]
-
 BASE_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "IPython", KERNEL_MODULE,
                 SANDBOX_MODULE)
 NOT_PRELOADED = ("matplotlib",)  # reads its config folder (MPLCONFIGDIR, the kernel's home) on import
@@ -63,21 +61,6 @@ def modules_imported(sources: Iterable[str]) -> list[str]:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.append(node.module)
     return [m for m in dict.fromkeys(found) if m.split(".")[0] not in NOT_PRELOADED]
-
-
-# --------------------------------------------------------------------------- the zygote's side
-
-
-def _read_request(conn: socket.socket) -> tuple[Request, list[int]]:
-    data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
-    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST and (more := conn.recv(MAX_REQUEST)):
-        data += more
-    if len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("a request carries three file descriptors")
-    request: Request = json.loads(data)
-    return request, fds
 
 
 def _child(request: Request, fds: list[int], listener: socket.socket, conn: socket.socket) -> NoReturn:
@@ -124,8 +107,16 @@ def _quietly(action: Callable[[], object]) -> None:
 
 
 def _handle(listener: socket.socket, conn: socket.socket) -> None:
+    """Read one request (a line of JSON, with three file descriptors) and fork its launcher; answer its pid."""
     conn.settimeout(10)
-    request, fds = _read_request(conn)
+    data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
+    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST and (more := conn.recv(MAX_REQUEST)):
+        data += more
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a request carries three file descriptors")
+    request: Request = json.loads(data)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -167,9 +158,6 @@ def serve(path: str, modules: Iterable[str]) -> int:
         with conn, contextlib.suppress(OSError, ValueError):  # one broken request: the worker sees no pid and says so
             _handle(listener, conn)
     return 0
-
-
-# --------------------------------------------------------------------------- the grader's and worker's side
 
 
 class Zygote:
@@ -240,11 +228,8 @@ class ForkedKernel:
         if self._fd is not None:
             signal.pidfd_send_signal(self._fd, signum)
 
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
+    kill = functools.partialmethod(send_signal, signal.SIGKILL)
+    terminate = functools.partialmethod(send_signal, signal.SIGTERM)
 
 
 def spawn(path: str, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds: tuple[int, int, int]) -> ForkedKernel:

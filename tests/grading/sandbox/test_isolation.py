@@ -41,7 +41,6 @@ from t5lesson.grade import main as t5grade
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
 from t5lesson.grading.sandbox import bubblewrap, namespaces
-from t5lesson.grading.sandbox import launcher as sandbox
 from t5lesson.grading.sandbox.walls import IsolationUnavailable, uids
 
 from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
@@ -354,7 +353,7 @@ def test_the_probe_sees_a_wall_that_does_not_hold(monkeypatch):
 
 def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
     """Where kernels cannot be isolated the grader refuses and says why; --isolation none is explicit."""
-    monkeypatch.setattr(sandbox, "probe", lambda uid=None: "unprivileged user namespaces are not available here")
+    monkeypatch.setattr(namespaces, "probe", lambda uid=None: "unprivileged user namespaces are not available here")
     folder = tmp_path / "subs"
     folder.mkdir()
     write(full(), folder / "a.ipynb")
@@ -369,5 +368,5 @@ def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
 
 def test_without_bubblewrap_the_grader_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(namespaces.shutil, "which", lambda name: None)
-    why = sandbox.probe(uids(1)[0])
+    why = namespaces.probe(uids(1)[0])
     assert why is not None and "apt install bubblewrap" in why, why
