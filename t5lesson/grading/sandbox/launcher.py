@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
-from . import bubblewrap, namespaces, seccomp
+from . import namespaces, seccomp
 
 WALLED = "T5LESSON_WALLED"  # set for a launcher that bubblewrap started: the class's walls are up
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
@@ -119,9 +119,9 @@ if __name__ == "__main__":  # the kernelspec's command: CONFIG.json CONNECTION_F
     plan = config.isolation
     if plan and not os.environ.get(WALLED):  # start again inside the class's bubblewrap, seeing the run folders used
         _write_pid(config)
-        folders = bubblewrap.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
+        folders = namespaces.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
         keep = [p for p in plan.keep if p not in plan.writable_keep]
-        command = bubblewrap.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
+        command = namespaces.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the kernel's (it restores SIGINT), not bwrap's
         os.execvpe(command[0], command, {**os.environ, WALLED: "1"})
     launch(config, argv[1])

@@ -69,10 +69,9 @@ class Cgroup:
     def available(cls) -> bool:
         """Can a cgroup with a memory limit be made here (made and removed at once to find out)?"""
         group = cls.create(f"t5grade-probe-{os.getpid()}", 2 ** 30, 64)
-        if group is None:
-            return False
-        group.remove()
-        return True
+        if group is not None:
+            group.remove()
+        return group is not None
 
     def went_over_memory(self) -> bool:
         """Did the memory limit kill a process of the submission?"""

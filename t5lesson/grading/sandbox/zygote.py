@@ -30,7 +30,7 @@ from typing import IO, NoReturn, TypedDict
 import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig, Walls
-from . import bubblewrap, launcher
+from . import launcher, namespaces
 from .namespaces import PR_SET_PDEATHSIG, load_libc
 from .resources import kill_group
 
@@ -137,8 +137,7 @@ def serve(path: str, modules: Iterable[str]) -> int:
             importlib.import_module(name)
         except Exception:  # the kernel will meet the same error where the notebook imports it
             continue
-    threads = psutil.Process().num_threads()
-    if threads != 1:
+    if (threads := psutil.Process().num_threads()) != 1:
         print(f"unusable: {threads} threads after the imports", flush=True)
         return 1
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -175,7 +174,7 @@ class Zygote:
         path = str(self.folder / "zygote.sock")
         command = [sys.executable, "-m", __name__, path, *self.modules]
         if self.walls is not None:
-            command = bubblewrap.command(self.walls.keep, self.walls.hide, [self.folder, *self.writable], command)
+            command = namespaces.command(self.walls.keep, self.walls.hide, [self.folder, *self.writable], command)
         with open(self.folder / "zygote.log", "wb") as log:
             self.process = subprocess.Popen(command, cwd=self.folder, env=self.env, stdin=subprocess.DEVNULL,
                                             stdout=subprocess.PIPE, stderr=log, start_new_session=True)

@@ -40,7 +40,7 @@ from t5lesson.grade import grade_folder
 from t5lesson.grade import main as t5grade
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
-from t5lesson.grading.sandbox import bubblewrap, namespaces
+from t5lesson.grading.sandbox import namespaces
 from t5lesson.grading.sandbox.walls import IsolationUnavailable, uids
 
 from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
@@ -340,12 +340,12 @@ def test_the_probe_sees_a_wall_that_does_not_hold(monkeypatch):
     solutions, is caught by the probe. A checkout under /tmp is covered again by each kernel's own /tmp, so there
     a folder of the machine outside the allowlist stands in for it."""
     _need_isolation()
-    command = bubblewrap.command
+    command = namespaces.command
     checkout = str(PACKAGE_PARENT.resolve())
-    under_writable = any(checkout.startswith(os.path.realpath(w) + "/") for w in bubblewrap.WRITABLE)
+    under_writable = any(checkout.startswith(os.path.realpath(w) + "/") for w in namespaces.WRITABLE)
     machine = ["/opt", "/srv", "/mnt", "/media", "/home"]
     extra = next(p for p in ([] if under_writable else [checkout]) + machine if os.path.isdir(p))
-    monkeypatch.setattr(bubblewrap, "command",
+    monkeypatch.setattr(namespaces, "command",
                         lambda keep, hide, writable, argv: command([*keep, extra], hide, writable, argv))
     why = namespaces.probe(uids(1)[0] if os.geteuid() == 0 else None)
     assert why is not None and "sees paths outside its allowlist" in why, why
