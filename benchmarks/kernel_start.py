@@ -154,8 +154,8 @@ def bwrap_argv(slot: Slot, seccomp_fd: int) -> list[str]:
 
 def start_bwrap(slot: Slot) -> subprocess.Popen:
     read_end, write_end = os.pipe()
-    seccomp.export(write_end)
-    os.close(write_end)
+    with os.fdopen(write_end, "wb") as file:
+        seccomp.build().export_bpf(file)
     env = launcher.kernel_environment(worker_env(slot.folder), str(slot.home))
     with open(slot.folder / "log", "wb") as log:
         return subprocess.Popen(bwrap_argv(slot, read_end), env=env, stdin=subprocess.DEVNULL, stdout=log,

@@ -20,11 +20,10 @@ from pathlib import Path
 
 import psutil
 
-from t5lesson.grading.sandbox import launcher as sandbox
 from t5lesson.grading.sandbox import namespaces as ns
 from t5lesson.grading.sandbox.walls import uids
 
-WHY_NOT = sandbox.probe(uids(1)[0])
+WHY_NOT = ns.probe(uids(1)[0])
 ISOLATION = "auto" if WHY_NOT is None else "none"
 ISOLATION_ARGS = [] if WHY_NOT is None else ["--isolation", "none"]  # for the command line
 REQUIRED = os.environ.get("T5LESSON_REQUIRE_ISOLATION") == "1"

@@ -15,8 +15,6 @@ from traitlets import Bunch, Type, observe
 
 from ..protocol import EXIT_ENAME
 
-__all__ = ["ExitCalled", "GradingShell", "GradingKernel", "main"]
-
 
 class ExitCalled(SystemExit):
     """exit() or quit() was called in a cell: that cell stops here, the notebook goes on."""

@@ -20,9 +20,7 @@ from pathlib import Path
 import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig
-from . import bubblewrap, namespaces, seccomp
-
-__all__ = ["probe", "launch", "kept_environment", "kernel_environment"]
+from . import namespaces, seccomp
 
 WALLED = "T5LESSON_WALLED"  # set for a launcher that bubblewrap started: the class's walls are up
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
@@ -43,38 +41,6 @@ def _write_pid(config: LaunchConfig) -> None:
     """This process's id, the leader of the group the grader kills (bubblewrap's, where it started one)."""
     if config.pid_file:
         Path(config.pid_file).write_text(str(os.getpid()), encoding="utf-8")
-
-
-def _enter(config: LaunchConfig, connection_file: str) -> tuple[str, dict[str, str]]:
-    """Apply the sandbox described by `config` to this process; return the kernel's connection file and environment."""
-    home, plan = config.home, config.isolation
-    uid = plan.uid if plan else None
-    connection = Path(connection_file).read_text(encoding="utf-8")
-    seccomp.available()  # loads libseccomp while the installation is still ours to read
-    if not os.environ.get(WALLED):  # else bubblewrap's process wrote it
-        _write_pid(config)
-    for folder in config.cgroup:  # as root: this process and all it starts count against the submission's cgroup
-        Path(folder, "cgroup.procs").write_text(str(os.getpid()))
-    if plan:  # from here on: the kernel-to-be, process 1 of its PID namespace, in its own root
-        namespaces.enter(plan, sockets=_sockets(connection))
-    own = os.path.join(home, "connection.json")
-    with open(os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
-        f.write(connection)
-    if uid is not None:
-        os.chown(own, uid, uid)
-    _limit(resource.RLIMIT_CORE, 0)
-    _limit(resource.RLIMIT_AS, config.memory_bytes)
-    _limit(resource.RLIMIT_CPU, config.cpu_seconds)
-    _limit(resource.RLIMIT_FSIZE, config.file_bytes)
-    if uid is not None:
-        _limit(resource.RLIMIT_NPROC, config.max_processes)
-    elif plan and config.max_processes:  # the user's own processes count too: allow that many more
-        mine = sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == os.getuid())
-        _limit(resource.RLIMIT_NPROC, mine + config.max_processes)
-    if plan:
-        namespaces.become(uid)
-    os.chdir(home)
-    return own, kernel_environment(os.environ, home)
 
 
 def _sockets(connection: str) -> list[str]:
@@ -106,7 +72,34 @@ def launch(config: LaunchConfig, connection_file: str, forked: bool = False) -> 
     """Apply the sandbox described by `config` to this process, then exec the kernel; or, `forked` from the zygote
     (which has imported the kernel's modules), run it here until it stops, setting what exec would give (a fresh
     environment, the home first on sys.path, no bytecode)."""
-    own, env = _enter(config, connection_file)
+    home, plan = config.home, config.isolation
+    uid = plan.uid if plan else None
+    connection = Path(connection_file).read_text(encoding="utf-8")
+    seccomp.available()  # loads libseccomp while the installation is still ours to read
+    if not os.environ.get(WALLED):  # else bubblewrap's process wrote it
+        _write_pid(config)
+    for folder in config.cgroup:  # as root: this process and all it starts count against the submission's cgroup
+        Path(folder, "cgroup.procs").write_text(str(os.getpid()))
+    if plan:  # from here on: the kernel-to-be, process 1 of its PID namespace, in its own root
+        namespaces.enter(plan, sockets=_sockets(connection))
+    own = os.path.join(home, "connection.json")
+    with open(os.open(own, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as f:
+        f.write(connection)
+    if uid is not None:
+        os.chown(own, uid, uid)
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_AS, config.memory_bytes)
+    _limit(resource.RLIMIT_CPU, config.cpu_seconds)
+    _limit(resource.RLIMIT_FSIZE, config.file_bytes)
+    if uid is not None:
+        _limit(resource.RLIMIT_NPROC, config.max_processes)
+    elif plan and config.max_processes:  # the user's own processes count too: allow that many more
+        mine = sum(1 for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == os.getuid())
+        _limit(resource.RLIMIT_NPROC, mine + config.max_processes)
+    if plan:
+        namespaces.become(uid)
+    os.chdir(home)
+    env = kernel_environment(os.environ, home)
     argv = ["-f", own, "--HistoryManager.enabled=False"]
     if not forked:
         os.execve(sys.executable, [sys.executable, "-m", KERNEL_MODULE, *argv], env)
@@ -114,31 +107,21 @@ def launch(config: LaunchConfig, connection_file: str, forked: bool = False) -> 
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = True
-    sys.path[0] = env["HOME"]  # what `python -m` puts first: the working folder
+    sys.path[0] = home  # what `python -m` puts first: the working folder
     from . import kernel
 
     sys.argv = [kernel.__file__, *argv]
     kernel.main(argv)
 
 
-def probe(uid: int | None = None) -> str | None:
-    """None if kernels can be isolated here (as root: with user id `uid`), else why and what to do."""
-    return seccomp.available() or namespaces.probe(uid if os.geteuid() == 0 else None)
-
-
-def main() -> None:
-    """`python -m t5lesson.grading.sandbox.launcher CONFIG.json CONNECTION_FILE`: the kernelspec's command."""
+if __name__ == "__main__":  # the kernelspec's command: CONFIG.json CONNECTION_FILE
     argv, config = sys.argv[1:], LaunchConfig.read(sys.argv[1])
     plan = config.isolation
     if plan and not os.environ.get(WALLED):  # start again inside the class's bubblewrap, seeing the run folders used
         _write_pid(config)
-        folders = bubblewrap.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
+        folders = namespaces.holding(plan.hide, [config.home, config.pid_file, *plan.writable_keep, *argv])
         keep = [p for p in plan.keep if p not in plan.writable_keep]
-        command = bubblewrap.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
+        command = namespaces.command(keep, plan.hide, folders, [sys.executable, "-m", SANDBOX_MODULE, *argv])
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the kernel's (it restores SIGINT), not bwrap's
         os.execvpe(command[0], command, {**os.environ, WALLED: "1"})
     launch(config, argv[1])
-
-
-if __name__ == "__main__":
-    main()

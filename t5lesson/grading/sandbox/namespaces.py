@@ -1,11 +1,11 @@
-"""Each kernel's own namespaces, made inside the class's bubblewrap (`sandbox.bubblewrap`). Linux only.
+"""A kernel's two walls: the class's bubblewrap, and inside it the kernel's own namespaces. Linux only.
 
-bwrap gives every kernel of a class one read-only root; `enter(plan)`, in the kernel's launcher,
-gives each its own mount, IPC, network and PID namespaces, one tmpfs of the plan's size for /tmp,
-/var/tmp, /dev/shm, /run/lock and its home, the grader's run folders covered (but for its own
-home and socket folder) and a fresh /proc; `become(uid)` drops to its user id, no capability and
-the system-call filter. `probe()` says whether this works here, and if not, why. See
-docs/grading.md, "Isolation, honestly". (ctypes: os.unshare is Python 3.12+.)
+`command(keep, hide, writable, argv)` is `bwrap` with a read-only allowlisted root (the system, the Python
+installation, the course package), no network and the run folders bound in, around the zygote or one launcher.
+In it, `enter(plan)` gives each kernel its own mount, IPC, network and PID namespaces, one tmpfs of the plan's
+size for /tmp, /var/tmp, /dev/shm, /run/lock and its home, the run folders covered (but for its home and socket
+folder) and a fresh /proc; `become(uid)` drops to its user id, no capability and the system-call filter.
+`probe()` says whether all this works here, and if not, why. See docs/grading.md, "Isolation, honestly".
 """
 from __future__ import annotations
 
@@ -22,16 +22,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from ..course import PACKAGE_PARENT
 from ..protocol import SandboxPlan
-from . import bubblewrap, seccomp
-from .bubblewrap import inside
+from . import seccomp
 from .resources import descendants
 
-__all__ = ["probe", "enter", "become", "sealed", "needed_paths", "load_libc"]
-
+WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/var/lock")  # world-writable on Debian: each kernel's own
+SCRATCH = "/run/t5kernel"  # where each kernel mounts its own tmpfs before binding its folders out of it
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # programs and libraries
+ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/nsswitch.conf", "/etc/passwd",
+       "/etc/group", "/etc/localtime", "/etc/hosts", "/etc/alternatives", "/etc/fonts")
+CPU_INFO = ("/sys/devices/system/cpu",)  # online, possible, caches: what thread pools and BLAS may size themselves by
+CGROUPS = "/sys/fs/cgroup"  # as root: the launcher joins the submission's cgroup, then unmounts it
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWNET, CLONE_NEWPID = 0x00020000, 0x08000000, 0x40000000, 0x20000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 0x4000, 1 << 18
 MNT_DETACH, PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, CAPABILITY_VERSION_3 = 2, 1, 38, 0x20080522
@@ -40,10 +45,12 @@ _ST_TO_MS = {os.ST_NOSUID: MS_NOSUID, os.ST_NODEV: MS_NODEV, os.ST_NOEXEC: 8, os
              os.ST_NODIRATIME: 2048, os.ST_RELATIME: 1 << 21}
 COVER_SIZE, PROBE_DISK_BYTES = "64k", 1 << 20  # the grader's own tmpfs mounts, not limits of a submission
 SEAL_WAIT = 600.0  # seconds the supervisor waits for the kernel's sockets (the worker gives up sooner)
+_PARENT_PIPE: list[int] = []  # in the kernel-to-be: the read end of a pipe its supervisor holds open (`become`)
 
 
 @functools.cache
 def load_libc() -> ctypes.CDLL:
+    """libc, with the argument types of the calls made through it (os.unshare is Python 3.12+)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
@@ -78,6 +85,61 @@ def _bind(source: str, target: str, read_only: bool) -> None:
         _remount_read_only(target)
 
 
+def system_paths() -> list[str]:
+    """The machine's paths every kernel sees read-only (links as links), where they exist."""
+    return [p for p in (*SYSTEM, *ETC, *CPU_INFO) if os.path.lexists(p)]
+
+
+def inside(path: str, folders: Iterable[str]) -> bool:
+    """`path` is one of `folders` or lies in one."""
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def holding(folders: Iterable[str], paths: Iterable[str]) -> list[str]:
+    """The `folders` that hold one of `paths` (real paths compared): the run folders a launcher must see."""
+    reals = [os.path.realpath(p) for p in paths if p]
+    return [f for f in dict.fromkeys(os.path.realpath(f) for f in folders) if any(inside(r, [f]) for r in reals)]
+
+
+def _ways(targets: list[str]) -> list[str]:
+    """`--dir` for each folder on the way to the `targets` that no target holds, open to all (bwrap's own are 0700)."""
+    folders = dict.fromkeys(str(p) for target in targets for p in reversed(Path(target).parents[:-1]))
+    ways = [f for f in sorted(folders, key=lambda f: f.count("/")) if not inside(f, targets)]
+    return [arg for folder in ways for arg in ("--perms", "0755", "--dir", folder)]
+
+
+def command(keep: Iterable[str], hide: Iterable[str], writable: Iterable[str | os.PathLike[str]],
+            argv: Sequence[str]) -> list[str]:
+    """`bwrap` with the class's walls around `argv` (see module doc).
+
+    Every process in it keeps the capabilities of its namespaces (each kernel needs them to make
+    its own, and drops them all before any student code runs); as a normal user they are those
+    of an unprivileged user namespace. It dies with the grader.
+    """
+    args = ["bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-net", "--unshare-uts"]
+    if os.geteuid() != 0:
+        args.append("--unshare-user")
+    args += ["--cap-add", "ALL"]
+    args += ["--tmpfs", "/tmp", "--dir", "/var/tmp", "--dir", "/run/lock", "--symlink", "/run/lock", "/var/lock",
+             "--dir", SCRATCH]  # first: a kept or writable folder may lie in /tmp
+    shown = list(dict.fromkeys(os.path.realpath(p) for p in keep))
+    bound = [os.path.realpath(w) for w in writable]
+    args += _ways([p for p in system_paths() if not os.path.islink(p)] + shown + bound)
+    for path in system_paths():
+        args += ["--symlink", os.readlink(path), path] if os.path.islink(path) else ["--ro-bind", path, path]
+    for path in shown:
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if os.geteuid() == 0 and os.path.isdir(CGROUPS):
+        args += ["--bind", CGROUPS, CGROUPS]
+    for folder in dict.fromkeys(bound):
+        args += ["--bind", folder, folder]
+    for folder in dict.fromkeys(os.path.realpath(h) for h in hide):  # a hidden folder inside a shown one: covered
+        if os.path.isdir(folder) and folder not in shown and inside(folder, shown):
+            args += ["--tmpfs", folder, "--remount-ro", folder]
+    return [*args, "--remount-ro", "/", *argv]
+
+
 @functools.cache
 def _installation_path() -> tuple[str, ...]:
     """The interpreter's own sys.path, as it starts in isolated mode: the standard library and the site
@@ -106,9 +168,6 @@ def needed_paths() -> list[str]:
     return list(dict.fromkeys(os.path.realpath(p) for p in paths if os.path.exists(p)))
 
 
-# --------------------------------------------------------------------------- the kernel's own world
-
-
 def _lay_way(path: str, is_dir: bool = True) -> None:
     """Make the folders on the way to `path` (and `path` itself), where a fresh tmpfs covers the machine's."""
     umask = os.umask(0o022)  # whatever the umask: a dropped user id must get through
@@ -120,13 +179,13 @@ def _lay_way(path: str, is_dir: bool = True) -> None:
 
 def _scratch(plan: SandboxPlan, private: list[str]) -> str:
     """The kernel's one tmpfs of `disk_bytes`: a folder of it over each private place (1777); return its home."""
-    mount("tmpfs", bubblewrap.SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(plan.disk_bytes)},mode=0755")
+    mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(plan.disk_bytes)},mode=0755")
     for i, path in enumerate(private):
-        folder = os.path.join(bubblewrap.SCRATCH, f"w{i}")
+        folder = os.path.join(SCRATCH, f"w{i}")
         os.mkdir(folder)
         os.chmod(folder, 0o1777)
         _bind(folder, path, False)
-    home = os.path.join(bubblewrap.SCRATCH, "home")
+    home = os.path.join(SCRATCH, "home")
     os.mkdir(home, 0o700)
     if plan.uid is not None:
         os.chown(home, plan.uid, plan.uid)
@@ -148,7 +207,7 @@ def enter(plan: SandboxPlan, sockets: Sequence[str] = ()) -> None:
     """Make the kernel's own world and move into it (see module doc), inside bubblewrap, with the capabilities
     of its namespaces. Returns in the kernel-to-be, process 1 of its new PID namespace; this process stays
     outside as its supervisor (`_supervise`). Call `become` once the kernel's limits are set."""
-    private = list(dict.fromkeys(os.path.realpath(p) for p in bubblewrap.WRITABLE if os.path.isdir(p)))
+    private = list(dict.fromkeys(os.path.realpath(p) for p in WRITABLE if os.path.isdir(p)))
     sockets_folder = [os.path.realpath(p) for p in plan.writable_keep if os.path.isdir(p)]
     kept = [os.path.realpath(p) for p in plan.keep if p not in plan.writable_keep and os.path.exists(p)]
     check(load_libc().unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWPID), "unshare")
@@ -166,14 +225,11 @@ def enter(plan: SandboxPlan, sockets: Sequence[str] = ()) -> None:
     _bind(home, os.path.realpath(plan.home), False)
     for folder in covers:
         _remount_read_only(folder, bind=False)
-    for folder in (bubblewrap.SCRATCH, bubblewrap.CGROUPS):
+    for folder in (SCRATCH, CGROUPS):
         if os.path.ismount(folder):
             check(load_libc().umount2(os.fsencode(folder), MNT_DETACH), f"unmount {folder}")
     _supervise(sockets_folder if sockets else [], list(sockets))
     mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | 8)  # MS_NOEXEC
-
-
-_PARENT_PIPE: list[int] = []
 
 
 def _supervise(folders: list[str], sockets: list[str]) -> None:
@@ -263,19 +319,16 @@ def become(uid: int | None) -> None:
     header = (ctypes.c_uint32 * 2)(CAPABILITY_VERSION_3, 0)
     nothing = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits each
     check(libc.capset(header, nothing), "drop capabilities")
-    seccomp.install()
-
-
-# --------------------------------------------------------------------------- the probe
+    seccomp.build().load()  # for good, in every process it starts too; libseccomp sets no-new-privileges first
 
 
 def _unseen(plan: SandboxPlan) -> list[str]:
     """Each entry of / and of the course folder outside the allowlist: what a kernel must not see (one that leads
     to a shown path is seen; the writable folders are fresh in the kernel)."""
-    system = bubblewrap.system_paths()
-    shown = [os.path.realpath(p) for p in (*system, *plan.keep, "/proc", "/dev", "/sys", bubblewrap.SCRATCH)]
+    system = system_paths()
+    shown = [os.path.realpath(p) for p in (*system, *plan.keep, "/proc", "/dev", "/sys", SCRATCH)]
     shown += [p for p in system if os.path.islink(p)]
-    fresh = [os.path.realpath(p) for p in bubblewrap.WRITABLE] + [p for p in bubblewrap.WRITABLE if os.path.islink(p)]
+    fresh = [os.path.realpath(p) for p in WRITABLE] + [p for p in WRITABLE if os.path.islink(p)]
     candidates: list[str] = []
     for folder in ("/", str(PACKAGE_PARENT)):
         try:
@@ -317,7 +370,10 @@ open("x", "w").write("x")
 
 
 def probe(uid: int | None = None) -> str | None:
-    """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap), else why and what to do."""
+    """None if kernels can be walled in here (checked in a kernel-to-be inside bubblewrap; as root with user id
+    `uid`), else why and what to do."""
+    if missing := seccomp.available():
+        return missing
     if not sys.platform.startswith("linux"):
         return "kernel isolation needs Linux namespaces"
     if shutil.which("bwrap") is None:
@@ -327,11 +383,11 @@ def probe(uid: int | None = None) -> str | None:
         os.mkdir(secret)
         os.mkdir(home, 0o755)
         plan = SandboxPlan(home=home, disk_bytes=PROBE_DISK_BYTES, hide=(secret, tmp), keep=tuple(needed_paths()),
-                           uid=uid)
+                           uid=uid if os.geteuid() == 0 else None)
         source = _PROBE_CHECK.format(unseen=_unseen(plan), secret=secret, home=home,
                                      read_only=os.path.join(os.path.realpath(sys.prefix), "t5probe"))
-        argv = bubblewrap.command(plan.keep, plan.hide, [tmp], [sys.executable, "-m", __name__,
-                                                                json.dumps(plan.to_json()), source])
+        argv = command(plan.keep, plan.hide, [tmp], [sys.executable, "-m", __name__, json.dumps(plan.to_json()),
+                                                     source])
         done = subprocess.run(argv, env=dict(os.environ, PYTHONPATH=str(PACKAGE_PARENT)), capture_output=True,
                               timeout=120)
     why = (done.stdout or done.stderr).decode(errors="replace").strip()[:2000]

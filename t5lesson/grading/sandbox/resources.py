@@ -24,9 +24,6 @@ import psutil
 
 from ..protocol import Limits
 
-__all__ = ["Cgroup", "tree_memory", "held_shared_memory", "descendants", "harvest_reserve", "kill_group",
-           "remove_tree", "remove_quietly"]
-
 ROOT = Path("/sys/fs/cgroup")
 
 
@@ -72,10 +69,9 @@ class Cgroup:
     def available(cls) -> bool:
         """Can a cgroup with a memory limit be made here (made and removed at once to find out)?"""
         group = cls.create(f"t5grade-probe-{os.getpid()}", 2 ** 30, 64)
-        if group is None:
-            return False
-        group.remove()
-        return True
+        if group is not None:
+            group.remove()
+        return group is not None
 
     def went_over_memory(self) -> bool:
         """Did the memory limit kill a process of the submission?"""

@@ -2,19 +2,16 @@
 
 A call on the list (namespaces, mounts, ptrace, the keyring, bpf, perf_event_open, userfaultfd,
 io_uring, modules, kexec, swap, reboot, clocks, file handles, ...) fails with EPERM; the rest are
-allowed. `install()` loads it into this process for good; `export(fd)` writes it as BPF for
-`bwrap --seccomp FD`. What it refuses and why: docs/grading.md, "The system-call filter".
+allowed. `build().load()` loads it into a kernel-to-be for good. What it refuses and why: docs/grading.md,
+"The system-call filter".
 """
 from __future__ import annotations
 
 import errno
 import functools
 import importlib
-import os
 from types import ModuleType
 from typing import Any
-
-__all__ = ["DENIED", "available", "build", "install", "export"]
 
 DENIED = (
     "ptrace", "process_vm_readv", "process_vm_writev", "kcmp",
@@ -51,7 +48,7 @@ def available() -> str | None:
 
 
 def build() -> Any:
-    """The filter, as a pyseccomp.SyscallFilter (not loaded)."""
+    """The filter, as a pyseccomp.SyscallFilter (not loaded; `export_bpf(file)` writes it for `bwrap --seccomp FD`)."""
     seccomp = _library()
     assert seccomp is not None, available()
     refuse = seccomp.ERRNO(errno.EPERM)
@@ -65,14 +62,3 @@ def build() -> Any:
         for flag in flags:
             found.add_rule(refuse, call, seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     return found
-
-
-def install() -> None:
-    """Load the filter into this process and every process it starts from now on (it cannot be lifted)."""
-    build().load()  # libseccomp sets no-new-privileges first
-
-
-def export(fd: int) -> None:
-    """Write the filter as BPF to the file descriptor `fd` (for `bwrap --seccomp FD`)."""
-    with os.fdopen(os.dup(fd), "wb", closefd=True) as file:
-        build().export_bpf(file)

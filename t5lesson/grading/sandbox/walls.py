@@ -17,10 +17,7 @@ from pathlib import Path
 
 from ..course import HIDDEN
 from ..protocol import Walls
-from . import launcher, namespaces
-from .bubblewrap import inside
-
-__all__ = ["UID_BASE", "uids", "reserve", "class_walls", "check_isolation", "IsolationUnavailable"]
+from . import namespaces
 
 UID_BASE, BLOCK, BLOCKS = 2_100_000_000, 1_000, 20_000  # far above any real user's id: 20,000 blocks of 1,000
 LOCKS = "/run/t5grade-uids"  # the blocks' lock files (only root takes a block)
@@ -68,8 +65,7 @@ class IsolationUnavailable(RuntimeError):
 
 def check_isolation(isolation: str, uid: int) -> None:
     """Raise IsolationUnavailable unless kernels can be walled in here (or `isolation` is "none")."""
-    reason = launcher.probe(uid) if isolation != "none" else None
-    if reason:
+    if isolation != "none" and (reason := namespaces.probe(uid)):
         raise IsolationUnavailable(
             f"the kernels cannot be isolated here: {reason}. Without isolation a kernel can read the solutions and "
             "the other submissions and write the reports. Grade as root, or where unprivileged user namespaces "
@@ -81,7 +77,7 @@ def class_walls(shown: list[str], root: Path, hide: Iterable[str | os.PathLike[s
     folders it must never show (`hide`: covered where one lies inside a kept path, a second line of defence)."""
     hidden = shown + [str(root / name) for name in HIDDEN] + [str(Path(h).resolve()) for h in hide]
     hidden = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h != "/"]
-    keep = [p for p in namespaces.needed_paths() if not inside(os.path.realpath(p), hidden)]
+    keep = [p for p in namespaces.needed_paths() if not namespaces.inside(os.path.realpath(p), hidden)]
     if not as_root:  # the kernel keeps the grader's user id: that user's own files are hidden too (Python kept)
         hidden.append(os.path.realpath(os.path.expanduser("~")))
     return Walls(hide=tuple(hidden), keep=tuple(keep))

@@ -30,11 +30,9 @@ from typing import IO, NoReturn, TypedDict
 import psutil
 
 from ..protocol import KERNEL_MODULE, SANDBOX_MODULE, LaunchConfig, Walls
-from . import bubblewrap, launcher
+from . import launcher, namespaces
 from .namespaces import PR_SET_PDEATHSIG, load_libc
 from .resources import kill_group
-
-__all__ = ["Zygote", "ForkedKernel", "spawn", "modules_imported", "serve"]
 
 BASE_MODULES = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "IPython", KERNEL_MODULE,
                 SANDBOX_MODULE)
@@ -63,21 +61,6 @@ def modules_imported(sources: Iterable[str]) -> list[str]:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 found.append(node.module)
     return [m for m in dict.fromkeys(found) if m.split(".")[0] not in NOT_PRELOADED]
-
-
-# --------------------------------------------------------------------------- the zygote's side
-
-
-def _read_request(conn: socket.socket) -> tuple[Request, list[int]]:
-    data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
-    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST and (more := conn.recv(MAX_REQUEST)):
-        data += more
-    if len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("a request carries three file descriptors")
-    request: Request = json.loads(data)
-    return request, fds
 
 
 def _child(request: Request, fds: list[int], listener: socket.socket, conn: socket.socket) -> NoReturn:
@@ -124,8 +107,16 @@ def _quietly(action: Callable[[], object]) -> None:
 
 
 def _handle(listener: socket.socket, conn: socket.socket) -> None:
+    """Read one request (a line of JSON, with three file descriptors) and fork its launcher; answer its pid."""
     conn.settimeout(10)
-    request, fds = _read_request(conn)
+    data, fds, _, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
+    while data and not data.endswith(b"\n") and len(data) < MAX_REQUEST and (more := conn.recv(MAX_REQUEST)):
+        data += more
+    if len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a request carries three file descriptors")
+    request: Request = json.loads(data)
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -146,8 +137,7 @@ def serve(path: str, modules: Iterable[str]) -> int:
             importlib.import_module(name)
         except Exception:  # the kernel will meet the same error where the notebook imports it
             continue
-    threads = psutil.Process().num_threads()
-    if threads != 1:
+    if (threads := psutil.Process().num_threads()) != 1:
         print(f"unusable: {threads} threads after the imports", flush=True)
         return 1
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -169,9 +159,6 @@ def serve(path: str, modules: Iterable[str]) -> int:
     return 0
 
 
-# --------------------------------------------------------------------------- the grader's and worker's side
-
-
 class Zygote:
     """The zygote process of one batch: `with Zygote(folder, modules, env) as z:` then `z.socket` (None: unusable)."""
 
@@ -187,7 +174,7 @@ class Zygote:
         path = str(self.folder / "zygote.sock")
         command = [sys.executable, "-m", __name__, path, *self.modules]
         if self.walls is not None:
-            command = bubblewrap.command(self.walls.keep, self.walls.hide, [self.folder, *self.writable], command)
+            command = namespaces.command(self.walls.keep, self.walls.hide, [self.folder, *self.writable], command)
         with open(self.folder / "zygote.log", "wb") as log:
             self.process = subprocess.Popen(command, cwd=self.folder, env=self.env, stdin=subprocess.DEVNULL,
                                             stdout=subprocess.PIPE, stderr=log, start_new_session=True)
@@ -240,11 +227,8 @@ class ForkedKernel:
         if self._fd is not None:
             signal.pidfd_send_signal(self._fd, signum)
 
-    def kill(self) -> None:
-        self.send_signal(signal.SIGKILL)
-
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
+    kill = functools.partialmethod(send_signal, signal.SIGKILL)
+    terminate = functools.partialmethod(send_signal, signal.SIGTERM)
 
 
 def spawn(path: str, argv: Sequence[str], env: Mapping[str, str], cwd: str, fds: tuple[int, int, int]) -> ForkedKernel:

@@ -40,8 +40,7 @@ from t5lesson.grade import grade_folder
 from t5lesson.grade import main as t5grade
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
-from t5lesson.grading.sandbox import bubblewrap, namespaces
-from t5lesson.grading.sandbox import launcher as sandbox
+from t5lesson.grading.sandbox import namespaces
 from t5lesson.grading.sandbox.walls import IsolationUnavailable, uids
 
 from synthetic_class import FULL_MARKS, THIEF, VANDAL, add_after, blank, full, write
@@ -341,12 +340,12 @@ def test_the_probe_sees_a_wall_that_does_not_hold(monkeypatch):
     solutions, is caught by the probe. A checkout under /tmp is covered again by each kernel's own /tmp, so there
     a folder of the machine outside the allowlist stands in for it."""
     _need_isolation()
-    command = bubblewrap.command
+    command = namespaces.command
     checkout = str(PACKAGE_PARENT.resolve())
-    under_writable = any(checkout.startswith(os.path.realpath(w) + "/") for w in bubblewrap.WRITABLE)
+    under_writable = any(checkout.startswith(os.path.realpath(w) + "/") for w in namespaces.WRITABLE)
     machine = ["/opt", "/srv", "/mnt", "/media", "/home"]
     extra = next(p for p in ([] if under_writable else [checkout]) + machine if os.path.isdir(p))
-    monkeypatch.setattr(bubblewrap, "command",
+    monkeypatch.setattr(namespaces, "command",
                         lambda keep, hide, writable, argv: command([*keep, extra], hide, writable, argv))
     why = namespaces.probe(uids(1)[0] if os.geteuid() == 0 else None)
     assert why is not None and "sees paths outside its allowlist" in why, why
@@ -354,7 +353,7 @@ def test_the_probe_sees_a_wall_that_does_not_hold(monkeypatch):
 
 def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
     """Where kernels cannot be isolated the grader refuses and says why; --isolation none is explicit."""
-    monkeypatch.setattr(sandbox, "probe", lambda uid=None: "unprivileged user namespaces are not available here")
+    monkeypatch.setattr(namespaces, "probe", lambda uid=None: "unprivileged user namespaces are not available here")
     folder = tmp_path / "subs"
     folder.mkdir()
     write(full(), folder / "a.ipynb")
@@ -369,5 +368,5 @@ def test_no_silent_fallback_without_isolation(tmp_path, monkeypatch, capsys):
 
 def test_without_bubblewrap_the_grader_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(namespaces.shutil, "which", lambda name: None)
-    why = sandbox.probe(uids(1)[0])
+    why = namespaces.probe(uids(1)[0])
     assert why is not None and "apt install bubblewrap" in why, why

@@ -8,7 +8,7 @@ bwrap's own `--cap-drop ALL` (docs/grading.md, "Isolation, honestly").
 import pytest
 from isolation_helpers import REQUIRED, WHY_NOT
 
-from t5lesson.grading.sandbox import bubblewrap, namespaces
+from t5lesson.grading.sandbox import namespaces
 
 
 def _without_capabilities(command):
@@ -24,7 +24,7 @@ def test_no_capability_inside_bubblewrap_is_refused_with_its_cause(monkeypatch):
         if REQUIRED:
             pytest.fail(f"T5LESSON_REQUIRE_ISOLATION=1 but kernels cannot be isolated here: {WHY_NOT}")
         pytest.skip(f"kernels cannot be isolated here: {WHY_NOT}")
-    monkeypatch.setattr(bubblewrap, "command", _without_capabilities(bubblewrap.command))
+    monkeypatch.setattr(namespaces, "command", _without_capabilities(namespaces.command))
     why = namespaces.probe()
     assert why is not None and "cannot make the kernels' namespaces" in why
     assert "AppArmor on Ubuntu" in why and "Operation not permitted" in why

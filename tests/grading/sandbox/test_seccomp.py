@@ -26,7 +26,7 @@ from isolation_helpers import REQUIRED, WHY_NOT, grade_as, normal_user_for_test
 from t5lesson.grade import grade_folder
 from t5lesson.grading.course import PACKAGE_PARENT
 from t5lesson.grading.protocol import Limits
-from t5lesson.grading.sandbox import launcher, seccomp
+from t5lesson.grading.sandbox import namespaces, seccomp
 
 from synthetic_class import FULL_MARKS, add_after, full, write
 
@@ -82,19 +82,19 @@ def test_the_filter_lists_dockers_default_denials():
 
 def test_without_the_filter_the_grader_says_what_to_install(monkeypatch):
     monkeypatch.setattr(seccomp, "_library", lambda: None)
-    why = launcher.probe()
+    why = namespaces.probe()
     assert why is not None and "apt install libseccomp2; pip install pyseccomp" in why, why
 
 
 def test_bubblewrap_loads_the_exported_filter():
-    """`export` writes the filter for `bwrap --seccomp FD`: a process started that way is refused unshare."""
+    """The filter, written as BPF, is loaded by `bwrap --seccomp FD`: a process started that way is refused unshare."""
     if shutil.which("bwrap") is None:
         if REQUIRED:
             pytest.fail("bubblewrap is missing (apt install bubblewrap)")
         pytest.skip("bubblewrap is missing (apt install bubblewrap)")
     read_end, write_end = os.pipe()
-    seccomp.export(write_end)
-    os.close(write_end)
+    with os.fdopen(write_end, "wb") as file:
+        seccomp.build().export_bpf(file)
     probe = "import ctypes; libc = ctypes.CDLL(None, use_errno=True); print(libc.unshare(0), ctypes.get_errno())"
     argv = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--die-with-parent",
             "--seccomp", str(read_end), sys.executable, "-c", probe]

@@ -17,13 +17,13 @@ import pytest
 from isolation_helpers import processes_running
 
 from t5lesson.grade import Limits, grade_folder
-from t5lesson.grading.sandbox import launcher as sandbox
+from t5lesson.grading.sandbox.namespaces import probe
 from t5lesson.grading.sandbox.walls import uids
 
 from synthetic_class import FULL_POINTS, build_class
 
 LIMITS = Limits(cell_timeout=4, notebook_timeout=25, harvest_timeout=10, stuck_grace=3, startup_timeout=30)
-WHY_NOT = sandbox.probe(uids(1)[0])
+WHY_NOT = probe(uids(1)[0])
 FULL_ISOLATION = WHY_NOT is None
 ISOLATION = "auto" if FULL_ISOLATION else "none"
 SLEEP_MARKER = "987"
