@@ -252,19 +252,15 @@ class Code(Question):
             parameters = set[str]()
         return frozenset(parameters | {self.name})
 
-    def reference_results(self) -> list[Any]:
-        """The reference's result for every case, as it returns them, computed in this process."""
-        function = resolve(self.reference)
-        return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
-
     def expect(self, result: Any) -> Any:
         """One reference result in the form `problem` compares with (here: as the reference returns it)."""
         return result
 
     @cached_property
     def expected(self) -> tuple[Any, ...]:
-        """What every case should give, computed once in this process."""
-        return tuple(self.expect(result) for result in self.reference_results())
+        """What every case should give: the reference's results, computed once in this process."""
+        function = resolve(self.reference)
+        return tuple(self.expect(function(*c.args, **dict(c.kwargs))) for c in self.cases)
 
     def problem(self, want: Any, got: Record) -> str | None:  # pragma: no cover - every kind overrides it
         """The per-case check: None if the case's result is right, else what is wrong with it."""

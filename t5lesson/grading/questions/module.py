@@ -68,15 +68,6 @@ def closeness(expected: Expected, got: Array) -> str | None:
 
 
 @dataclass(frozen=True)
-class LayerCase(Case):
-    """A case of a module question: in reports it reads as its topic (its weights are data, not text)."""
-
-    def call_text(self, function: str) -> str:
-        plan = dict(self.kwargs).get("plan", "?")
-        return f"{function}, plan {plan}: {self.topic}" if self.topic else f"{function}, plan {plan}"
-
-
-@dataclass(frozen=True)
 class ModuleCode(Code):
     """A class the learner writes, built and run on hidden cases in their kernel; compared here.
 
