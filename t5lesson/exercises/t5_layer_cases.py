@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ..grading.questions.kinds import Case
-from ..grading.questions.module import Expected, LayerCase, closeness, compare
+from ..grading.questions.module import Expected, closeness, compare
 from . import one_torch_thread
 
 __all__ = ["cases", "hidden_cases", "reference_case", "simulate", "diagnose", "shows", "MISTAKES", "projection_stds"]
@@ -102,11 +102,11 @@ def _case(seed, plan, topic, *, causal, pads=None, scale=1.0, two_layers=False, 
         kwargs["config1"] = _config(causal, has_relative_bias=False)
         kwargs["weights1"] = _weights(rng, kwargs["config1"], table=False)
         kwargs["hidden1"] = _nested(np.round(rng.normal(size=(2, length, SMALL["d_model"])), 3))
-    return LayerCase((), tuple(kwargs.items()), topic)
+    return Case((), tuple(kwargs.items()), topic)
 
 
-_INIT = LayerCase((), (("plan", "init"), ("config", _config(False, base=INIT))),
-                  "T5's initialisation of the projections")
+_INIT = Case((), (("plan", "init"), ("config", _config(False, base=INIT))),
+             "T5's initialisation of the projections")
 
 # (check()'s seed, plan, topic, the options of `_case`, weight) of every case but the initialisation (`_INIT`,
 # worth 2, first). The weights say what each case is worth. The layer of objective 7 comes first: self-attention
@@ -178,7 +178,7 @@ LARGE_LOGITS, ORDINARY_LOGITS = 300.0, 40.0  # a large-logit case's largest |sco
 _NUMBERS = ("weights", "hidden", "encoder", "weights1", "hidden1")  # a case's float inputs
 
 
-def _well_posed(case: LayerCase, large: bool) -> bool:
+def _well_posed(case: Case, large: bool) -> bool:
     """Whether a drawn case tests what its kind is for, with no verdict on a knife's edge.
 
     Large-logit cases must reach scores where a softmax without the maximum subtracted overflows, and

@@ -12,19 +12,16 @@ import hashlib
 import inspect
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 from ..harvest import BLOCKED_MESSAGE
 from ..protocol import resolve
 from ..records import BLOCKED_TARGET, Plain, Record, as_dict, describe, missing, value_of
 from ..verdict import CORRECT, ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, SUBMITTED, Outcome, Verdict, format_points
-from .substance import copied_share, lacks_substance
-
-__all__ = ["Question", "MultipleChoice", "Numeric", "Code", "Case", "FreeText", "answer_hash"]
 
 SALT = "t5lesson/exercises/v1"
 
@@ -85,11 +82,6 @@ class MultipleChoice(Question):
         """The form a key hashes: each chosen letter once, in order ("CA", ["A", "C", "A"] -> "AC")."""
         return "".join(sorted(set(letters)))
 
-    def not_attempted(self) -> Outcome:
-        what = ("a list of the letters of every right option" if self.multiple
-                else "the letter of your choice, as a string")
-        return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
-
     def letters(self, value: Plain) -> list[str] | str:
         """The chosen letters, or a friendly message saying why the answer cannot be read."""
         kind, v = value.get("t"), value.get("v")  # JSON: each use checks it
@@ -118,7 +110,9 @@ class MultipleChoice(Question):
 
     def score(self, record: object) -> Outcome:
         if missing(record) or value_of(record).get("t") == "none":
-            return self.not_attempted()
+            what = ("a list of the letters of every right option" if self.multiple
+                    else "the letter of your choice, as a string")
+            return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
         letters = self.letters(value_of(record))
         if isinstance(letters, str):
             return self.outcome(INCORRECT, 0, letters)
@@ -150,10 +144,6 @@ class Numeric(Question):
     def float_key(cls, question_id: str, value: float, tolerance: float, exercise: str) -> str:
         return answer_hash(question_id, str(round(value / (tolerance / cls.GRID))), exercise)
 
-    def not_attempted(self) -> Outcome:
-        what = "a whole number" if self.tolerance is None else "a number"
-        return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
-
     def number(self, value: Plain) -> int | float | str:
         """The number answered, or a message saying why the answer is none."""
         kind, v = value.get("t"), value.get("v")
@@ -169,7 +159,8 @@ class Numeric(Question):
 
     def score(self, record: object) -> Outcome:
         if missing(record) or value_of(record).get("t") == "none":
-            return self.not_attempted()
+            what = "a whole number" if self.tolerance is None else "a number"
+            return self.outcome(NOT_ATTEMPTED, 0, f"set {self.name} to {what}.")
         number = self.number(value_of(record))
         if isinstance(number, str):
             return self.outcome(INCORRECT, 0, number)
@@ -222,15 +213,14 @@ class Code(Question):
 
     The comparison is on plain values only: `reference` ("module:function") is called here, in the
     grader, and each kind judges a case with `expect` and `problem`. A function that raises
-    NotImplementedError on every case (the stub) is Not attempted. While the cases run, the
-    functions named in `blocked` raise (see `harvest.blocking`). `cases` ship with the package and
+    NotImplementedError on every case (the stub) is Not attempted. `cases` ship with the package and
     are what `check()` runs; the grader runs `hidden`'s recipe's cases instead (`drawn`).
     """
 
     reference: str = ""
     cases: tuple[Case, ...] = ()
     case_timeout: float = 1.0
-    blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs
+    blocked: tuple[str, ...] = ()  # "module:attribute" made to raise while the learner's code runs (harvest.blocking)
     hidden: str = ""  # "module:function"(rng) -> the grading cases: `cases`' recipe, its numbers drawn
     # of `blocked`, what stays usable until this answer is read, because other questions of the
     # exercise are answered with it (every other target is blocked from the run's first cell on)
@@ -250,9 +240,7 @@ class Code(Question):
     def drawn(self, rng: object) -> Code:
         """This question with the grader's cases: `hidden`'s recipe run on `rng` (a NumPy Generator
         seeded from the instructor's secret, see `Exercise.drawn`)."""
-        if not self.hidden:
-            return self
-        return replace(self, cases=tuple(resolve(self.hidden)(rng)), drawn_cases=True)
+        return replace(self, cases=tuple(resolve(self.hidden)(rng)), drawn_cases=True) if self.hidden else self
 
     @property
     def known_words(self) -> frozenset[str]:
@@ -264,49 +252,35 @@ class Code(Question):
             parameters = set[str]()
         return frozenset(parameters | {self.name})
 
-    def reference_results(self) -> list[Any]:
-        """The reference's result for every case, as it returns them, computed in this process."""
-        function = resolve(self.reference)
-        return [function(*c.args, **dict(c.kwargs)) for c in self.cases]
-
     def expect(self, result: Any) -> Any:
         """One reference result in the form `problem` compares with (here: as the reference returns it)."""
         return result
 
     @cached_property
     def expected(self) -> tuple[Any, ...]:
-        """What every case should give, computed once in this process."""
-        return tuple(self.expect(result) for result in self.reference_results())
+        """What every case should give: the reference's results, computed once in this process."""
+        function = resolve(self.reference)
+        return tuple(self.expect(function(*c.args, **dict(c.kwargs))) for c in self.cases)
 
     def problem(self, want: Any, got: Record) -> str | None:  # pragma: no cover - every kind overrides it
         """The per-case check: None if the case's result is right, else what is wrong with it."""
         raise NotImplementedError
 
-    def right(self, want: Any, got: object) -> bool:
-        """The grader's per-case rule: the case returned a value, and `problem` finds nothing wrong."""
-        found = as_dict(got)
-        return found is not None and "ok" in found and self.problem(want, found) is None
-
-    def ran(self, record: object) -> list[Any] | None:
-        """The case results of a record of a function that ran for real, else None."""
-        found = as_dict(record) or {}
-        results = found.get("cases")
-        if found.get("status") != "ran" or not isinstance(results, list):
-            return None
-        return cast("list[Any]", results) if len(cast("list[Any]", results)) == len(self.cases) else None
-
     def score(self, record: object) -> Outcome:
         if missing(record):
             return self.not_attempted()
-        if (as_dict(record) or {}).get("status") == "not_callable":
+        found = as_dict(record) or {}
+        if found.get("status") == "not_callable":
             what = describe(value_of(record))
             return self.outcome(INCORRECT, 0, f"{self.name} should be {self.answer_kind}, but it is {what}.")
-        results = self.ran(record)
-        if results is None:
+        results: list[Any] | None = found.get("cases") if found.get("status") == "ran" else None
+        if not isinstance(results, list) or len(results) != len(self.cases):
             return self.outcome(ERROR, 0, f"the results of {self.name} could not be read back.")
         if all((as_dict(r) or {}).get("not_implemented") for r in results):
             return self.not_attempted()
-        failed = [(c, w, g) for c, w, g in zip(self.cases, self.expected, results, strict=True) if not self.right(w, g)]
+        # a case is right when it returned a value and `problem` finds nothing wrong with it
+        failed = [(c, w, g) for c, w, g in zip(self.cases, self.expected, results, strict=True)
+                  if "ok" not in (got := as_dict(g) or {}) or self.problem(w, got) is not None]
         total = len(self.cases)
         if not failed:
             return self.outcome(CORRECT, 1, f"all {total} cases right.")
@@ -402,6 +376,51 @@ def _error_shown(error: object, hidden: bool, known_words: frozenset[str] = froz
     return name if isinstance(known, type) and issubclass(known, BaseException) else "an exception of its own class"
 
 
+# When a free-text answer counts as an attempt: enough words of its own, not filler, not a paste. "Submitted"
+# (and the self-check questions it unlocks) should mean the learner tried; the numbers below are deliberately
+# low, so one honest sentence passes. docs/grading.md ("FreeText") says what is counted and why.
+MIN_WORDS = 8
+MIN_DISTINCT = 6
+SHINGLE = 5
+COPIED_SHARE = 0.5
+FILLER = frozenset("""todo tbd tba fixme xxx idk dunno n/a na none nothing answer here later see above below
+lorem ipsum dolor sit amet asdf qwerty test testing placeholder write your something blah etc""".split())
+_WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
+_MARKUP = re.compile(r"`[^`]*`|\$[^$]*\$|<[^>]+>|[*_#>|~\[\]()]")
+
+
+def words(text: str) -> list[str]:
+    """The words of a Markdown text, lower case, code spans and formulas left out."""
+    return [w.lower() for w in _WORD.findall(_MARKUP.sub(" ", text))]
+
+
+def _shingles(tokens: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(tokens[k:k + SHINGLE]) for k in range(len(tokens) - SHINGLE + 1)}
+
+
+def copied_share(text: str, sources: Iterable[str]) -> float:
+    """The share of the answer's runs of SHINGLE words that appear word for word in `sources`."""
+    own = _shingles(words(text))
+    if not own:
+        return 0.0
+    seen = set[tuple[str, ...]]().union(*(_shingles(words(source)) for source in sources))
+    return len(own & seen) / len(own)
+
+
+def lacks_substance(text: str, placeholder: str = "", visible: Iterable[str] = ()) -> str | None:
+    """None for an attempt with substance; else a sentence telling the learner what is missing."""
+    tokens = words(text.replace(placeholder, " ") if placeholder else text)
+    meaningful = [w for w in tokens if w not in FILLER]
+    if len(meaningful) < MIN_WORDS or len(set(meaningful)) < MIN_DISTINCT:
+        return ("this does not read as an answer yet (a few words or a placeholder). Write what you would say "
+                "in a sentence or two, in your own words; then save and run check again.")
+    share = copied_share(text, visible)
+    if share > COPIED_SHARE:
+        return (f"{share:.0%} of this repeats, word for word, text the course shows beside the question (its "
+                "rubric, checklist or hints). Say it in your own words; your instructor marks your reasoning.")
+    return None
+
+
 @dataclass(frozen=True)
 class FreeText(Question):
     """Prose for the instructor, collected and never auto-scored.
@@ -439,9 +458,6 @@ class FreeText(Question):
                  for element, (_, points) in zip(elements, self.rubric, strict=True)]
         return self.outcome(SUBMITTED, 0, f"your instructor marks this answer ({format_points(self.points)} "
                             "points); check() does not. Hold your answer against these questions:\n" + "\n".join(lines))
-
-    def harvest_spec(self) -> dict[str, Any]:
-        return {}
 
     def rubric_text(self) -> str:
         """The rubric on one line: "1 pt: names both changes; 1 pt: ..."."""

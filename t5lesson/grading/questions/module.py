@@ -1,10 +1,6 @@
-"""A code question whose answer is a class: the learner's nn.Module, graded case by case.
-
-`ModuleCode` grades a class as `Code` grades a function. In the kernel a driver (its source in the
-harvest spec) builds the class per case and runs the case's plan; only arrays come out. Here
-`reference` computes what the real thing gives (an `Expected`: values, NaN where nothing is
-compared, tolerances) and `diagnose` may name the mistake. See docs/grading.md, "The questions
-live in the package" (ModuleCode).
+"""A code question whose answer is a class: the learner's nn.Module, graded case by case as `Code` grades
+a function (`ModuleCode`). Only arrays come out of the kernel; they are compared here with what the real
+thing gives (an `Expected`). See docs/grading.md, "The questions live in the package" (ModuleCode).
 """
 from __future__ import annotations
 
@@ -24,8 +20,6 @@ from ..records import Record, as_dict, describe
 from ..verdict import ERROR, INCORRECT, NOT_ATTEMPTED, PARTIAL, Outcome
 from .kinds import Case, Code, Failure
 from .structured import plain_numbers
-
-__all__ = ["Expected", "LayerCase", "ModuleCode", "compare", "closeness"]
 
 NONFINITE = "the result holds nan or inf where the reference is finite (no mistake we know gives that here)."
 Array = np.ndarray[Any, np.dtype[Any]]
@@ -74,15 +68,6 @@ def closeness(expected: Expected, got: Array) -> str | None:
 
 
 @dataclass(frozen=True)
-class LayerCase(Case):
-    """A case of a module question: in reports it reads as its topic (its weights are data, not text)."""
-
-    def call_text(self, function: str) -> str:
-        plan = dict(self.kwargs).get("plan", "?")
-        return f"{function}, plan {plan}: {self.topic}" if self.topic else f"{function}, plan {plan}"
-
-
-@dataclass(frozen=True)
 class ModuleCode(Code):
     """A class the learner writes, built and run on hidden cases in their kernel; compared here.
 
@@ -92,15 +77,13 @@ class ModuleCode(Code):
     diagnose: "module:function"(kwargs, got, expected) -> the mistakes that reproduce a wrong
       result, [(key, sentence), ...], best first; shows: "module:function"(kwargs, key, expected)
       -> whether mistake `key` changes that case's result (see `_pick`).
-    case_weights: the credit of each case; supporting: cases that count only beside some other
-      right case, so that a layer that computes nothing useful earns 0 however well initialised.
-    Every failed case gets its sentence (cases with the same one named together), and the message
-    ends with the cases that passed.
     """
 
     driver: str = ""
     case_weights: tuple[float, ...] = ()  # what each case is worth (empty: all alike)
-    supporting: tuple[int, ...] = ()  # cases (0-based) that earn their weight only beside another right case
+    # cases (0-based) that earn their weight only beside another right case, so that a layer that computes
+    # nothing useful earns 0 however well initialised
+    supporting: tuple[int, ...] = ()
     diagnose: str = ""
     shows: str = ""
     what: str = "the reference"  # how messages name the real thing the answer is compared with
@@ -134,12 +117,12 @@ class ModuleCode(Code):
         return Fraction(self.case_weights[index]).limit_denominator(1000) if self.case_weights else Fraction(1)
 
     def _verdict(self, right: int, total: int, failed: list[Failure]) -> Outcome:
+        """Every failed case's sentence (cases with the same one named together), then the cases that passed."""
         problems = {id(case): self._sentence(case, want, got) for case, want, got in failed}
         grouped: dict[str, list[str]] = {}
         passed: list[int] = []
         for number, case in enumerate(self.cases, 1):
-            if id(case) in problems:
-                problem = problems[id(case)]
+            if (problem := problems.get(id(case))) is not None:
                 sentence = problem if isinstance(problem, str) else self._pick(problem, problems)
                 grouped.setdefault(sentence, []).append(f"{number} ({case.topic})" if case.topic else str(number))
             else:

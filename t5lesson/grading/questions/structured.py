@@ -1,9 +1,7 @@
 """Code questions whose answers are structures or floats: `PlainCode` and `FloatCode`.
 
-Both keep `Code`'s harvesting, blocking, timeouts, scoring loop and partial credit, and give only
-the per-case check (`expect`, `problem`). `PlainCode` compares the harvested value with the
-reference's structure for structure (`differences`); `FloatCode` words its findings for arrays.
-The rules: docs/grading.md, "Comparing structured answers".
+Both keep `Code`'s harvesting, blocking, timeouts, scoring and partial credit, and give only the
+per-case check (`expect`, `problem`). The rules: docs/grading.md, "Comparing structured answers".
 """
 from __future__ import annotations
 
@@ -16,8 +14,6 @@ import numpy as np
 
 from ..records import MAX_ITEMS, Record, as_dict, describe, shape_ok
 from .kinds import Code
-
-__all__ = ["PlainCode", "FloatCode", "differences", "from_plain", "plain_numbers", "to_python"]
 
 _BAD: Any = object()  # a harvested value that is not plain data
 Nested = Any  # nested lists of int, float and None (a laid-out answer or reference result)
@@ -153,12 +149,9 @@ def plain_numbers(value: object) -> np.ndarray[Any, np.dtype[np.float64]] | None
 
 @dataclass(frozen=True)
 class FloatCode(PlainCode):
-    """A function returning a number or an array of numbers, compared within `tolerance`.
-
-    `PlainCode` with answers that must be numbers in the reference's shape, and messages about arrays
-    (shape, nan, how many values are wrong, the first one with what was expected). With
-    `masked_below`, T5's most negative float, Mesh TF's -1e9 and -inf all count as masked.
-    """
+    """A function returning a number or an array of numbers, compared within `tolerance`: `PlainCode`
+    with answers that must be numbers in the reference's shape, and messages about arrays. With
+    `masked_below`, T5's most negative float, Mesh TF's -1e9 and -inf all count as masked."""
 
     calls_named_up_to: ClassVar[int] = 0  # by number: the inputs are long lists
 

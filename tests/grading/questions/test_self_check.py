@@ -197,7 +197,7 @@ def test_a_placeholder_or_a_paste_is_not_submitted(exercise, question):
 @pytest.mark.parametrize("exercise, question", FREE_TEXT, ids=IDS)
 def test_the_self_check_asks_questions_that_give_nothing_away(exercise, question):
     """The learner sees questions to hold an answer against, none of which restates a rubric element."""
-    from t5lesson.grading.questions.substance import SHINGLE, words
+    from t5lesson.grading.questions.kinds import SHINGLE, words
 
     assert question.checklist, f"{question.id}: no checklist, so the self-check would show the rubric"
     for item, (element, _) in zip(question.checklist, question.rubric, strict=True):
