@@ -18,7 +18,7 @@ RETIRED = ("t5lesson.scaling", "t5lesson.folding", "t5lesson.costs", "t5lesson.q
            # cut with the features they served (docs/grading.md, "Why not otter-grader, nbgrader or Gradescope alone")
            "t5lesson.grading.integrations.shards", "t5lesson.grading.integrations.gradescope",
            "t5lesson.grading.reports.class_page", "t5lesson.grading.questions.answers",
-           "t5lesson.grading.sandbox.bubblewrap")  # merged into sandbox.namespaces
+           "t5lesson.grading.sandbox.bubblewrap", "t5lesson.grading.questions.substance")  # merged
 
 
 def test_learner_import():

@@ -3,9 +3,9 @@ of what comes after grading.
 
 Each student's answers are Python values (the solution's, a tempting wrong one, or none); they
 go through the very code the grader uses after a run: `harvest.collect` makes the plain record
-(running the student's function on every case), the question scores it, `answers.summarise`
-keeps what was answered. Only starting a kernel is skipped, so a class of 40 takes a second or
-two instead of minutes. A few submissions get the statuses of runs that went wrong.
+(running the student's function on every case) and the question scores it. Only starting a
+kernel is skipped, so a class of 40 takes a second or two instead of minutes. A few submissions
+get the statuses of runs that went wrong.
 
 The values below are this exercise's: `fake_class` checks that every right answer gets full marks
 and every wrong one none, so a re-cut of the exercise fails here, saying which answer, rather than
@@ -22,7 +22,6 @@ import numpy as np
 import t5lesson
 from t5lesson import exercises as bank
 from t5lesson.grading import harvest
-from t5lesson.grading.questions import answers
 from t5lesson.grading.verdict import ERROR, Graded, Status
 
 from synthetic_class import BUGGY_BUCKET, EXERCISE_ID, SOLUTION
@@ -78,16 +77,14 @@ def _check_values(exercise) -> None:
 
 def verdict(exercise, student: str, values: dict, free_text: str = "") -> Graded:
     """The verdict the grader would give a notebook that ended with these values."""
-    outcomes, records = [], {}
+    outcomes = []
     for q in exercise.questions:
         if not q.auto_scored:
             outcomes.append(q.score({"text": free_text}))
             continue
-        records[q.id] = harvest.collect(q.harvest_spec(), values)
-        outcomes.append(q.score(records[q.id]))
+        outcomes.append(q.score(harvest.collect(q.harvest_spec(), values)))
     free = {q.id: free_text for q in exercise.questions if not q.auto_scored}
-    return Graded(student, f"{student}.ipynb", Status.GRADED, outcomes, [], free, 1.0,
-                  answers=answers.summarise(exercise, records))
+    return Graded(student, f"{student}.ipynb", Status.GRADED, outcomes, [], free, 1.0)
 
 
 def broken(exercise, student: str, status: Status, why: str) -> Graded:
