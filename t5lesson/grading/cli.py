@@ -110,7 +110,7 @@ def _hash(args: argparse.Namespace, catalogue: Catalogue) -> int:
 def _generate(args: argparse.Namespace, catalogue: Catalogue) -> int:
     from .authoring.generate import generate
 
-    return generate(catalogue, course=args.course, check=args.check, execute_first=args.execute)
+    return generate(catalogue, course=args.course, check=args.check)
 
 
 def _grade_arguments(p: argparse.ArgumentParser) -> None:
@@ -167,7 +167,6 @@ def parser(catalogue: Catalogue, objectives: Callable[[bool], str] | None = None
     p = command("generate", "make exercises/ from solutions/", _generate)
     p.add_argument("--course", type=Path, help="the folder with exercises/ and solutions/ (default: this checkout)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 if exercises/ is stale")
-    p.add_argument("--execute", action="store_true", help="re-run the solution notebooks in place first")
     return top
 
 

@@ -1,17 +1,13 @@
-"""Make exercises/ from solutions/: `t5grade generate [--check] [--execute]`.
+"""Make exercises/ from solutions/: `t5grade generate [--check]`.
 
 Every file in exercises/ is a function of one file in solutions/ (`authoring.notebook_format`);
-`--check` writes nothing and fails on a stale or orphan file (CI runs it), `--execute` first
-re-runs every solution notebook in place, so the stored outputs are fresh. See docs/grading.md,
+`--check` writes nothing and fails on a stale or orphan file (CI runs it). See docs/grading.md,
 "Adding an exercise notebook".
 """
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
-
-import nbformat
 
 from ..course import course_root
 from ..exercise import Catalogue
@@ -29,34 +25,7 @@ def build(solution: Path, catalogue: Catalogue) -> str:
     return writes(make_exercise(nb, catalogue.get(exercise_id), where=solution.name))
 
 
-def execute(path: Path, timeout: int = 300, *, cwd: Path | None = None, write: bool = True) -> float:
-    """Run a notebook top to bottom in a fresh kernel (in `cwd`, default its folder); store it with
-    its outputs unless write=False; return the wall time in seconds. The one way this course runs a
-    stored notebook: solutions here, lessons through tools/run_notebook.py.
-
-    Every cell gets a timeout (nbclient can miss the kernel's reply on cells that display widgets).
-    Widget state is not stored: every widget output also carries a static picture or a plain-text
-    line for a reader without a kernel, and the state would copy every picture into the metadata.
-    """
-    from nbclient import NotebookClient
-
-    nb = read(path)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, iopub_timeout=10,
-                            shutdown_kernel="immediate", resources={"metadata": {"path": str(cwd or path.parent)}},
-                            store_widget_state=False)
-    start = time.perf_counter()
-    client.execute()  # pyright: ignore[reportUnknownMemberType] (nbclient is untyped)
-    seconds = time.perf_counter() - start
-    for cell in nb.cells:
-        cell.metadata.pop("execution", None)
-    nb.metadata.pop("widgets", None)  # state stored by an earlier run
-    if write:
-        nbformat.write(nb, path)  # pyright: ignore[reportUnknownMemberType] (untyped library)
-    return seconds
-
-
-def generate(catalogue: Catalogue, *, course: Path | None = None, check: bool = False,
-             execute_first: bool = False) -> int:
+def generate(catalogue: Catalogue, *, course: Path | None = None, check: bool = False) -> int:
     """Write exercises/ from solutions/ (or, with check, only say what is stale); 0 when all agree."""
     root = course_root(course)  # a CourseError says what to pass
     solutions, exercises = root / "solutions", root / "exercises"
@@ -66,9 +35,6 @@ def generate(catalogue: Catalogue, *, course: Path | None = None, check: bool = 
         return 1
     problems: list[str] = []
     for solution in sources:
-        if execute_first and not check:
-            print(f"executing {solution.name}")
-            execute(solution)
         target = exercises / solution.name
         try:
             text = build(solution, catalogue)
