@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 import stat
 import unicodedata
 from dataclasses import dataclass
@@ -20,13 +19,8 @@ from pathlib import Path
 
 from ..verdict import Skipped
 
-__all__ = ["Entry", "Unreadable", "survey", "read", "student_id", "MAX_ID"]
-
 MAX_ID = 100  # characters of a student id; longer ones are cut and given a hash suffix
 SUFFIX = ".ipynb"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
 Identity = tuple[int, int]  # (st_dev, st_ino) of a file or folder, as the survey saw it
 
 
@@ -47,9 +41,7 @@ class Entry:
 def _text(name: str) -> str:
     """A file name as printable text: undecodable bytes as \\xNN; control characters, and format
     characters (zero-width spaces, direction overrides, ...), as ?."""
-    text = _CONTROL.sub("?", os.fsencode(name).decode("utf-8", "backslashreplace"))
-    if text.isascii():
-        return text
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
     return "".join("?" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in text)
 
 

@@ -20,8 +20,6 @@ from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, PARTIAL, Outcome, Status, status_of
 from .compose import Prepared
 
-__all__ = ["score", "harvested", "read_record", "tampering", "Record", "Records"]
-
 Record = dict[str, Any]  # a cleaned record (`records.clean_record`): plain values only
 Records = dict[str, "Record | None"]  # question id -> its record, None when it could not be read
 
@@ -62,21 +60,6 @@ def _tampering(payload: dict[str, object]) -> list[str]:
     found = [f"around the grader's reading cell ran {ran}"] if hooks else []
     if isinstance(record, dict) and cast(dict[str, object], record).get("unblocked") is True:
         found.append("the blocking of the reference was undone while the answer was read")
-    return found
-
-
-def tampering(exercise: Exercise, result: RunResult | None, records: Records) -> dict[str, list[str]]:
-    """{question id: what reached into the grader's reading of it}, for the questions where anything
-    did: a second record printed in its reading cell, or what its record's audit found."""
-    extra = set(result.extra_records) if result is not None else set[str]()
-    found: dict[str, list[str]] = {}
-    for q in exercise.questions:
-        record = records.get(q.id)
-        flags = [str(f) for f in record.get("tampering", [])] if record is not None else []
-        if q.id in extra:
-            flags.insert(0, "its reading cell printed more than one record")
-        if flags:
-            found[q.id] = flags
     return found
 
 
@@ -134,9 +117,8 @@ def _cell_notes(prep: Prepared, cells: dict[int, CellResult], limits: Limits) ->
             notes.append(note)
         skipped += cell.status == CellStatus.SKIPPED
         if cell.truncated:
-            kept = limits.output_limit // 1000
             notes.append(f"{origin.capitalize()} printed {cell.output_bytes:,} characters; output beyond "
-                         f"{kept} kB per cell (or 1 MB in all) was dropped.")
+                         f"{limits.output_limit // 1000} kB per cell (or 1 MB in all) was dropped.")
     if skipped:
         notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s "
                      f"(the last {harvest_reserve(limits):g} s of which are kept for reading the answers).")
@@ -200,20 +182,25 @@ def score(exercise: Exercise, prep: Prepared, result: RunResult | None, limits: 
           records: Records) -> tuple[Status, list[Outcome], list[str], dict[str, list[str]]]:
     """(status, one Outcome per question, notes, findings for the instructor) for one run, computed in
     the grader's process from its records as `harvested` decodes them. The findings: what reached into
-    the reading of each answer that counted (`tampering`), and edited check cells."""
+    the reading of each answer that counted (a second record printed in its reading cell, what its
+    record's audit found), which caps its points, and edited check cells."""
     notes = list(prep.notes)
     status, cells, harvest = _run_status(prep, result, limits, notes)
     why = _stopped(limits) if result is None else _WHY_UNREAD.get(status, "")
+    extra = set(result.extra_records) if result is not None else set[str]()
     outcomes: list[Outcome] = []
+    flags: dict[str, list[str]] = {}
     for q in exercise.questions:
-        if not q.auto_scored:
-            outcomes.append(q.score({"text": prep.free_text.get(q.id, "")}))
-            continue
         record = records.get(q.id) if q.id in harvest else None
-        outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
-    flagged = tampering(exercise, result, {q: r for q, r in records.items() if q in harvest})
-    outcomes = [_capped(o, flagged[o.question]) if o.question in flagged else o for o in outcomes]
-    flags = {q: list(found) for q, found in flagged.items()}
+        if q.auto_scored:
+            outcome = _unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record)
+        else:
+            outcome = q.score({"text": prep.free_text.get(q.id, "")})
+        found = ["its reading cell printed more than one record"] if q.id in extra else []
+        found += [str(f) for f in record.get("tampering", [])] if record is not None else []
+        if found:
+            flags[q.id], outcome = found, _capped(outcome, found)
+        outcomes.append(outcome)
     for question in prep.edited_checks:
         flags.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     # error texts, answers and names in them came from the kernel: inert, one line each, from here on
