@@ -126,7 +126,6 @@ class Limits(_Wire):
     """Every limit of one run, in seconds, bytes and megabytes."""
 
     cell_timeout: float = _limit(30.0, "seconds one cell may run")
-    # everything in the kernel: the student's cells and reading the answers
     notebook_timeout: float = _limit(150.0, "seconds for the whole notebook, the reading of the answers included")
     harvest_timeout: float = _limit(30.0, "seconds per reading cell, kept at the end of the notebook's budget")
     startup_timeout: float = _limit(60.0, "seconds for a kernel to start")
@@ -208,7 +207,7 @@ class LaunchConfig(_Wire):
 
     home: str  # the kernel's home and working folder
     pid_file: str = ""  # where the launcher writes its process id (the grader kills its group)
-    ipc_dir: str = ""  # the kernel's socket folder ("": one in the worker's private folder)
+    ipc_dir: str = ""  # the kernel's socket folder (made by the grader)
     memory_bytes: int | None = None  # RLIMIT_AS of every process
     cpu_seconds: int | None = None  # RLIMIT_CPU
     file_bytes: int | None = None  # RLIMIT_FSIZE

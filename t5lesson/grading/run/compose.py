@@ -21,7 +21,7 @@ from .. import harvest, protocol
 from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
 from ..exercise import Exercise
 from ..protocol import Limits, mark_harvest
-from ..questions.kinds import FreeText, Question
+from ..questions.kinds import FreeText
 from ..records import BoundsError, loads
 
 
@@ -95,21 +95,15 @@ class TooLarge(str):
     """A refusal that gives the submission the status "too large", not "unreadable"."""
 
 
-def _text(source: object) -> str | None:
-    if isinstance(source, str):
-        return source
-    if isinstance(source, list) and all(isinstance(s, str) for s in cast(list[object], source)):
-        return "".join(cast(list[str], source))
-    return None
-
-
 def _cell(raw: object) -> Cell | None:
     """A cell of the submission built anew from its type, text, metadata and id; None when it is damaged."""
     if not isinstance(raw, dict):
         return None
     cell = cast(dict[str, object], raw)
-    source, kind, metadata, key = _text(cell.get("source")), cell.get("cell_type"), cell.get("metadata"), cell.get("id")
-    if source is None or kind not in ("code", "markdown", "raw"):
+    source, kind, metadata, key = cell.get("source"), cell.get("cell_type"), cell.get("metadata"), cell.get("id")
+    if isinstance(source, list) and all(isinstance(s, str) for s in cast(list[object], source)):
+        source = "".join(cast(list[str], source))
+    if not isinstance(source, str) or kind not in ("code", "markdown", "raw"):
         return None
     return cast(Cell, nbformat.from_dict({  # pyright: ignore[reportUnknownMemberType] (untyped)
         "cell_type": kind, "source": source, "metadata": metadata if isinstance(metadata, dict) else {},
@@ -136,13 +130,10 @@ def parse(data: bytes, limits: Limits = Limits()) -> tuple[list[Cell] | None, st
         return None, "the file is JSON but not a notebook (it has no list of cells)", None
     if len(raw) > limits.max_cells:  # before any cell is built: composing costs time per cell
         return None, TooLarge(TOO_MANY_CELLS.format(cells=len(raw), limit=limits.max_cells)), None
-    cells: list[Cell] = []
-    for number, item in enumerate(raw, 1):
-        cell = _cell(item)
-        if cell is None:
-            return None, f"cell {number} of the notebook is damaged (no type or no text)", None
-        cells.append(cell)
-    return cells, None, exercise_id_of(top)
+    cells = [_cell(item) for item in raw]
+    if None in cells:
+        return None, f"cell {cells.index(None) + 1} of the notebook is damaged (no type or no text)", None
+    return cast(list[Cell], cells), None, exercise_id_of(top)
 
 
 def _match(cells: list[Cell], known: set[str],
@@ -164,43 +155,39 @@ def _match(cells: list[Cell], known: set[str],
     return by_key, extras
 
 
-def _answer(out: Prepared, template_cell: Cell, found: Found | None, q: Question) -> None:
-    """An answer cell: free text is read from the file; code runs as submitted, or blank if it is missing."""
-    if isinstance(q, FreeText):
-        out.free_text[q.id] = found[1].source if found and found[1].cell_type == "markdown" else ""
-        if not found:
-            out.notes.append(f"The answer cell of {q.id} was missing.")
-    elif found and found[1].cell_type == "code":
-        out.answer_cell[q.id] = out.add(found[1].source, f"cell {found[0]} (the answer cell of {q.id})")
-    else:
-        out.notes.append(f"The answer cell of {q.id} was missing (or not a code cell); it counts as not attempted.")
-        out.answer_cell[q.id] = out.add(template_cell.source, f"the blank answer cell of {q.id}")
-
-
 def _compose(out: Prepared, template_cell: Cell, key: str, found: Found | None, exercise: Exercise) -> None:
-    """The run notebook's cells for one template cell, by its role. A provided cell always runs as the
-    template has it; a check() cell is skipped, unless the student wrote something else into it: then
-    it runs, and the feedback and the instructor's summary say so."""
+    """The run notebook's cells for one template cell, by its role. An answer cell's free text is read
+    from the file; its code runs as submitted, or blank if it is missing. A provided cell always runs as
+    the template has it; a check() cell is skipped, unless the student wrote something else into it:
+    then it runs, and the feedback and the instructor's summary say so."""
     info = cell_info(template_cell)
     role, question = info.get("role", "given"), str(info.get("question"))
     if role == "answer":
-        _answer(out, template_cell, found, exercise[question])
+        if isinstance(exercise[question], FreeText):
+            out.free_text[question] = found[1].source if found and found[1].cell_type == "markdown" else ""
+            if not found:
+                out.notes.append(f"The answer cell of {question} was missing.")
+        elif found and found[1].cell_type == "code":
+            out.answer_cell[question] = out.add(found[1].source, f"cell {found[0]} (the answer cell of {question})")
+        else:
+            out.notes.append(f"The answer cell of {question} was missing (or not a code cell); it counts as not "
+                             "attempted.")
+            out.answer_cell[question] = out.add(template_cell.source, f"the blank answer cell of {question}")
         return
     if template_cell.cell_type != "code":
         return
     edited = found is not None and found[1].source.strip() != template_cell.source.strip()
-    notes = out.notes
     if role == "check":
         if found is not None and edited:
             out.add(found[1].source, f"cell {found[0]} (the check cell of {question}, edited)")
             out.edited_checks.append(question)
-            notes.append(f"The check cell of {question} (cell {found[0]}) held code of your own, which ran; "
-                         "your instructor sees this.")
+            out.notes.append(f"The check cell of {question} (cell {found[0]}) held code of your own, which ran; "
+                             "your instructor sees this.")
         return
     if found is None:
-        notes.append(f"The provided cell '{key}' was missing; the original was run.")
+        out.notes.append(f"The provided cell '{key}' was missing; the original was run.")
     elif edited:
-        notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
+        out.notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
     out.add(template_cell.source, f"the provided cell '{key}'")
 
 
@@ -233,7 +220,6 @@ def prepare(data: bytes, template: Notebook, exercise: Exercise, nonce: str, lim
     by_key, extras = _match(cells, set(template_keys), out.notes)
     if list(by_key) != [k for k in template_keys if k in by_key]:
         out.notes.append("Some cells were moved; the notebook was run in the original order of the exercise.")
-
     blocked = run_blocked(exercise)
     if blocked:
         out.add(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked, load_first=list(exercise.load_first)),

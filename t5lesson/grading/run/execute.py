@@ -192,9 +192,8 @@ def _execute(job_dir: Path, limits: Limits, pool: WorkerPool | None) -> RunResul
         proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job)], cwd=job_dir, env=worker_env(job_dir),
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         try:
-            proc.wait(timeout=limits.hard_limit())
-        except subprocess.TimeoutExpired:
-            pass
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=limits.hard_limit())
         finally:
             kill_group(proc.pid)
             proc.wait()

@@ -78,17 +78,16 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
             shown = _text(relative)
             try:
                 info = child.stat(follow_symlinks=False)
-                mode = info.st_mode
             except OSError as exc:
                 skipped.append(Skipped(shown, f"could not be examined ({exc.strerror or exc})"))
                 continue
             if child.name.startswith("."):
                 skipped.append(Skipped(shown, "hidden (its name starts with a dot)"))
-            elif stat.S_ISLNK(mode):
+            elif stat.S_ISLNK(info.st_mode):
                 skipped.append(Skipped(shown, "a symbolic link: links are not followed"))
-            elif stat.S_ISDIR(mode):
+            elif stat.S_ISDIR(info.st_mode):
                 walk(Path(child.path), relative + "/", (*parts, child.name), (*seen, _identity(info)))
-            elif not stat.S_ISREG(mode):
+            elif not stat.S_ISREG(info.st_mode):
                 skipped.append(Skipped(shown, "not a regular file (a FIFO, socket or device)"))
             elif not child.name.endswith(SUFFIX):
                 skipped.append(Skipped(shown, f"not a notebook (the name does not end in {SUFFIX})"))
@@ -133,9 +132,8 @@ def _open_surveyed(entry: Entry) -> int | Unreadable:
         for depth, name in enumerate(entry.parts):
             if _identity(os.fstat(fd)) != entry.identities[depth]:
                 return CHANGED
-            last = depth == len(entry.parts) - 1
             try:
-                child = os.open(name, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=fd)
+                child = os.open(name, _DIR_FLAGS if depth < len(entry.parts) - 1 else _FILE_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                     return CHANGED

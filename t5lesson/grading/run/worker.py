@@ -80,14 +80,13 @@ class CappedClient(NotebookClient):
     student's cells, then the reading of the answers, which keeps a reserve at the end (`harvest_reserve`)."""
 
     def __init__(self, nb: Notebook, km: AsyncKernelManager, job: Job):
-        limits = job.limits
         super().__init__(
             cast(NotebookNode, nb), km, kernel_name=KERNEL_NAME, timeout_func=self.timeout_for,
             interrupt_on_timeout=True, allow_errors=True, iopub_timeout=2, record_timing=False,
             error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
-            startup_timeout=int(limits.startup_timeout), shutdown_kernel="immediate",
+            startup_timeout=int(job.limits.startup_timeout), shutdown_kernel="immediate",
             resources={"metadata": {"path": job.sandbox.home}}, on_cell_executed=self._remember_reply)
-        self.limits = limits
+        self.limits = job.limits
         self.deadline = self.student_end = float("inf")
         self.bytes_seen: dict[int, int] = {}
         self.truncated: set[int] = set()
@@ -100,10 +99,8 @@ class CappedClient(NotebookClient):
     def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> NotebookNode | None:
         if msg["msg_type"] in OUTPUT_TYPES:
             harvest = harvest_question(cast("Cell", cell)) is not None
-            if harvest:  # harvesting cells keep only their own records
-                data = msg["content"].get("data", {})
-                if msg["msg_type"] != "display_data" or HARVEST_MIME not in data:
-                    return None
+            if harvest and (msg["msg_type"] != "display_data" or HARVEST_MIME not in msg["content"].get("data", {})):
+                return None  # harvesting cells keep only their own records
             size = _content_size(msg["content"])
             self.bytes_seen[cell_index] = seen = self.bytes_seen.get(cell_index, 0) + size
             if not harvest:
@@ -198,11 +195,9 @@ def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
     # The kernel's channels are Unix sockets in a folder only the grader and this kernel can open
     # (ZeroMQ's ipc transport), and its connection file (with the signing key) stays in the private
     # run folder, which the grader deletes: nothing is left in /tmp, no port is open to other kernels.
-    ipc_dir = Path(job.sandbox.ipc_dir or private / "ipc")
-    ipc_dir.mkdir(mode=0o700, exist_ok=True)
     specs = KernelSpecManager(kernel_dirs=[str(spec.parent)])
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc", ip=str(ipc_dir / "k"),
-                            connection_file=str(private / "connection.json"))
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc",
+                            ip=str(Path(job.sandbox.ipc_dir) / "k"), connection_file=str(private / "connection.json"))
     km.kernel_id = str(uuid.uuid4())
     km.provisioner = SandboxProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
     km.provisioner.zygote, km.provisioner.log_fd = job.sandbox.zygote, log_fd
@@ -353,7 +348,7 @@ def run_job(path: Path) -> None:
     os.replace(partial, job.result)
 
 
-def serve(jobs_fd: int, done_fd: int) -> int:
+def serve(jobs_fd: int, done_fd: int) -> None:
     """Run the jobs whose paths come, one a line, on `jobs_fd`; write a line to `done_fd` after each."""
     for fd in (jobs_fd, done_fd):  # no kernel this worker starts may inherit them
         os.set_inheritable(fd, False)
@@ -366,14 +361,14 @@ def serve(jobs_fd: int, done_fd: int) -> int:
                 print(f"worker: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 answer = b"failed\n"
             done.write(answer)
-    return 0
 
 
 def main() -> int:
     """`worker JOB.json` runs one job; `worker --serve JOBS DONE` runs many (`run.execute.WorkerPool`)."""
     if sys.argv[1] == "--serve":
-        return serve(int(sys.argv[2]), int(sys.argv[3]))
-    run_job(Path(sys.argv[1]))
+        serve(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        run_job(Path(sys.argv[1]))
     return 0
 
 
