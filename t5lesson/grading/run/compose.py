@@ -76,8 +76,7 @@ class Prepared:
     edited_checks: list[str] = field(default_factory=list[str])  # questions whose check cell held the student's code
 
     def add(self, source: str, origin: str, harvest: str | None = None) -> int:
-        """Append a code cell (the reading cell of question `harvest`, if given) and the words that say where it
-        came from; return its index."""
+        """Append a code cell (the reading cell of question `harvest`, if given) and where it came from; its index."""
         cell = cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
         if harvest is not None:
             mark_harvest(cell, harvest)

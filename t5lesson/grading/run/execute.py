@@ -148,22 +148,22 @@ class WorkerPool:
         self._all: list[_Worker] = []
         self._lock = threading.Lock()
 
-    def run(self, job: Path, timeout: float, keep: Callable[[], bool]) -> bool:
-        """Run `job` in this thread's worker; True if it answered within `timeout` seconds.
-        `keep()` says, after the answer, whether the worker may run another job."""
+    def run(self, job_dir: Path, limits: Limits) -> RunResult | None:
+        """Run the job in `job_dir` in this thread's worker (replaced as the class says); its result, or None."""
         worker: _Worker | None = getattr(self._local, "worker", None)
         if worker is None or worker.process.poll() is not None:
             with self._lock:
                 worker = _Worker(self.env, self.folder / f"worker-{len(self._all)}.log")
                 self._all.append(worker)
             self._local.worker = worker
-        answered = worker.run(job, timeout)
-        if not answered or not keep() or worker.jobs_run >= MAX_JOBS:
+        answered = worker.run(job_dir / "job.json", limits.hard_limit())
+        result = _read_result(job_dir / "result.json", limits) if answered else None
+        if result is None or result.ended not in (RunEnd.COMPLETED, RunEnd.TIME_LIMIT) or worker.jobs_run >= MAX_JOBS:
             worker.close()
             self._local.worker = None
             with self._lock:
                 self._all.remove(worker)
-        return answered
+        return result
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -178,26 +178,19 @@ class WorkerPool:
 def _execute(job_dir: Path, limits: Limits, pool: WorkerPool | None) -> RunResult | None:
     """Run the job in `job_dir` in one of `pool`'s workers, else a new process, killed with its process
     group if it outlives the run's hard limit; its result, or None."""
-    job, target = job_dir / "job.json", job_dir / "result.json"
     if pool is not None:
-        found: list[RunResult | None] = [None]
-
-        def keep() -> bool:  # only a worker whose run ended as runs should may run another notebook
-            found[0] = _read_result(target, limits)
-            return found[0] is not None and found[0].ended in (RunEnd.COMPLETED, RunEnd.TIME_LIMIT)
-
-        pool.run(job, limits.hard_limit(), keep)
-        return found[0]
+        return pool.run(job_dir, limits)
     with open(job_dir / "worker.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job)], cwd=job_dir, env=worker_env(job_dir),
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job_dir / "job.json")], cwd=job_dir,
+                                env=worker_env(job_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)
         try:
             with suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=limits.hard_limit())
         finally:
             kill_group(proc.pid)
             proc.wait()
-    return _read_result(target, limits)
+    return _read_result(job_dir / "result.json", limits)
 
 
 def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: Walls | None,

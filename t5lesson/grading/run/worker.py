@@ -134,21 +134,6 @@ def _where(traceback: object) -> tuple[str, str]:
     return found[-1] if found else ("", "")
 
 
-def _cell_result(client: CappedClient, index: int, seconds: float) -> CellResult:
-    reply = client.replies.get(index, {})
-    result = CellResult(index, CellStatus.OK, round(seconds, 3), client.bytes_seen.get(index, 0),
-                        index in client.truncated)
-    if reply.get("status") == "error":
-        result.status = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
-        result.ename = str(reply.get("ename", ""))[:100]
-        result.evalue = str(reply.get("evalue", ""))[:300]
-        result.line, result.function = _where(reply.get("traceback", []))
-    elif reply.get("status") == "aborted":
-        result.status = CellStatus.ERROR
-        result.ename, result.evalue = "Aborted", "the kernel aborted this cell"
-    return result
-
-
 class SandboxProvisioner(LocalProvisioner):
     """Start the kernelspec's launcher with the run's log as its stdout and stderr, as a new process
     or, given the batch's zygote (`t5lesson.grading.sandbox.zygote`), as a child of the zygote.
@@ -214,7 +199,17 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, result: RunRes
         result.cells.append(CellResult(index, CellStatus.DIED, round(time.monotonic() - start, 3)))
         result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
         return False
-    cell_result = _cell_result(client, index, time.monotonic() - start)
+    reply = client.replies.get(index, {})
+    cell_result = CellResult(index, CellStatus.OK, round(time.monotonic() - start, 3), client.bytes_seen.get(index, 0),
+                             index in client.truncated)
+    if reply.get("status") == "error":
+        cell_result.status = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
+        cell_result.ename = str(reply.get("ename", ""))[:100]
+        cell_result.evalue = str(reply.get("evalue", ""))[:300]
+        cell_result.line, cell_result.function = _where(reply.get("traceback", []))
+    elif reply.get("status") == "aborted":
+        cell_result.status = CellStatus.ERROR
+        cell_result.ename, cell_result.evalue = "Aborted", "the kernel aborted this cell"
     result.cells.append(cell_result)
     if harvest:  # a reading cell prints one record; a second one came from something else in the kernel
         outputs = cast(list[dict[str, Any]], getattr(cell, "outputs", []))
@@ -238,10 +233,8 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, result: RunRes
 
 
 async def run(job: Job, log_fd: int = 2) -> RunResult:
-    """Execute the job's notebook; return the result record (see module doc).
-
-    `log_fd` is the kernel's stdout and stderr (what the student's code writes there outside IPython).
-    """
+    """Execute the job's notebook; return the result record (see module doc). `log_fd` is the kernel's
+    stdout and stderr (what the student's code writes there outside IPython)."""
     nb = cast("Notebook", nbformat.read(job.notebook, as_version=4))  # pyright: ignore[reportUnknownMemberType]
     client = CappedClient(nb, _kernel_manager(job, log_fd), job)
     result = RunResult()
