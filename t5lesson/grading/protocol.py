@@ -19,10 +19,6 @@ from typing import Any, ClassVar, Protocol, TypeVar, cast
 
 from . import harvest
 
-__all__ = ["RUNNER_MODULE", "SANDBOX_MODULE", "KERNEL_MODULE", "EXIT_ENAME", "HARVEST_MIME", "GRADER_KEY",
-           "resolve", "mark_harvest", "harvest_question", "Words", "RunEnd", "CellStatus", "FAILED_CELL",
-           "Limits", "SandboxPlan", "Walls", "LaunchConfig", "Job", "CellResult", "RunResult"]
-
 _PACKAGE = __name__.rpartition(".")[0]
 RUNNER_MODULE = f"{_PACKAGE}.run.worker"  # python -m RUNNER_MODULE JOB.json (one job), or --serve (many in turn)
 SANDBOX_MODULE = f"{_PACKAGE}.sandbox.launcher"  # python -m SANDBOX_MODULE CONFIG CONNECTION_FILE: the kernel launcher
@@ -106,8 +102,11 @@ class _Wire:
 
     @classmethod
     def from_json(cls: type[_W], data: Mapping[str, Any]) -> _W:
-        """What `to_json` wrote; unknown keys are ignored, missing optional ones (and an empty `NESTED` one) default."""
-        return cls(**_known(cls, data))
+        """What `to_json` wrote; unknown keys are ignored, missing optional ones (and an empty `NESTED` one) default,
+        JSON lists are read as tuples and a `NESTED` field by its class."""
+        known, nested = {f.name for f in fields(cast(Any, cls))}, cls.NESTED
+        return cls(**{k: nested[k].from_json(v) if k in nested else tuple(cast(list[Any], v)) if isinstance(v, list)
+                      else v for k, v in data.items() if k in known and (v or k not in nested)})
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(self.to_json()), encoding="utf-8")
@@ -115,13 +114,6 @@ class _Wire:
     @classmethod
     def read(cls: type[_W], path: str | Path) -> _W:
         return cls.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
-
-
-def _known(cls: type[_Wire], data: Mapping[str, Any]) -> JSON:
-    """The fields of dataclass `cls` that `data` names: JSON lists as tuples, a `NESTED` field read by its class."""
-    known, nested = {f.name for f in fields(cast(Any, cls))}, cls.NESTED
-    return {k: nested[k].from_json(v) if k in nested else tuple(cast(list[Any], v)) if isinstance(v, list) else v
-            for k, v in data.items() if k in known and (v or k not in nested)}
 
 
 def _limit(default: _T, help: str) -> _T:
@@ -134,7 +126,6 @@ class Limits(_Wire):
     """Every limit of one run, in seconds, bytes and megabytes."""
 
     cell_timeout: float = _limit(30.0, "seconds one cell may run")
-    # everything in the kernel: the student's cells and reading the answers
     notebook_timeout: float = _limit(150.0, "seconds for the whole notebook, the reading of the answers included")
     harvest_timeout: float = _limit(30.0, "seconds per reading cell, kept at the end of the notebook's budget")
     startup_timeout: float = _limit(60.0, "seconds for a kernel to start")
@@ -216,7 +207,7 @@ class LaunchConfig(_Wire):
 
     home: str  # the kernel's home and working folder
     pid_file: str = ""  # where the launcher writes its process id (the grader kills its group)
-    ipc_dir: str = ""  # the kernel's socket folder ("": one in the worker's private folder)
+    ipc_dir: str = ""  # the kernel's socket folder (made by the grader)
     memory_bytes: int | None = None  # RLIMIT_AS of every process
     cpu_seconds: int | None = None  # RLIMIT_CPU
     file_bytes: int | None = None  # RLIMIT_FSIZE

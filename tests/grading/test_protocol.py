@@ -94,7 +94,7 @@ def test_every_protocol_type_round_trips_through_json(value):
 
 def test_limits_and_walls_round_trip_through_json():
     limits = Limits(cell_timeout=3.0, memory_mb=512, harvest_limit=5_000_000)
-    assert Limits.from_dict(_through_json(asdict(limits))) == limits
+    assert Limits.from_json(_through_json(asdict(limits))) == limits
     walls = Walls(hide=("/w/sub",), keep=("/usr",))
     assert Walls(**{k: tuple(v) for k, v in _through_json(asdict(walls)).items()}) == walls
     plan = walls.plan(uid=None, home="/h", disk_bytes=1, ipc_dir="/w/ipc")

@@ -18,13 +18,11 @@ from typing import Any, Protocol, cast
 import nbformat
 
 from .. import harvest, protocol
-from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of, writes
+from ..authoring.notebook_format import cell_info, cell_key, exercise_id_of
 from ..exercise import Exercise
 from ..protocol import Limits, mark_harvest
-from ..questions.kinds import FreeText, Question
+from ..questions.kinds import FreeText
 from ..records import BoundsError, loads
-
-__all__ = ["Cell", "Notebook", "Prepared", "parse", "prepare", "read_notebook", "write_notebook", "run_blocked"]
 
 
 class Cell(protocol.Cell, Protocol):
@@ -39,10 +37,6 @@ class Notebook(Protocol):
 
 def read_notebook(path: Path) -> Notebook:
     return cast(Notebook, nbformat.read(path, as_version=4))  # pyright: ignore[reportUnknownMemberType] (untyped)
-
-
-def write_notebook(nb: Notebook, path: Path) -> None:
-    path.write_text(writes(nb), encoding="utf-8")
 
 
 _HARVEST_CODE = inspect.getsource(harvest)  # run from its text in the kernel, in a fresh namespace
@@ -71,7 +65,7 @@ Found = tuple[int, Cell]  # a cell of the submission and its number (from 1)
 class Prepared:
     """A submission ready to run, or the reason it cannot be (`problem`)."""
 
-    notebook: Notebook = cast(Notebook, None)  # set unless there is a problem
+    notebook: Notebook = cast(Notebook, None)  # set unless there is a problem; its cells come from `add`
     problem: str | None = None
     too_large: bool = False  # the problem is the notebook's size (its status is "too large")
     notes: list[str] = field(default_factory=list[str])
@@ -81,17 +75,23 @@ class Prepared:
     origin: dict[int, str] = field(default_factory=dict[int, str])  # index in the run notebook -> words for feedback
     edited_checks: list[str] = field(default_factory=list[str])  # questions whose check cell held the student's code
 
+    def add(self, source: str, origin: str, harvest: str | None = None) -> int:
+        """Append a code cell (the reading cell of question `harvest`, if given) and where it came from; its index."""
+        cell = cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
+        if harvest is not None:
+            mark_harvest(cell, harvest)
+        self.origin[len(self.notebook.cells)] = origin
+        self.notebook.cells.append(cell)
+        return len(self.notebook.cells) - 1
+
+    def add_extras(self, extras: Iterable[Found]) -> None:
+        """The code cells the student added here, as they wrote them."""
+        for number, cell in extras:
+            self.add(cell.source, f"cell {number} (a cell you added)")
+
 
 class TooLarge(str):
     """A refusal that gives the submission the status "too large", not "unreadable"."""
-
-
-def _text(source: object) -> str | None:
-    if isinstance(source, str):
-        return source
-    if isinstance(source, list) and all(isinstance(s, str) for s in cast(list[object], source)):
-        return "".join(cast(list[str], source))
-    return None
 
 
 def _cell(raw: object) -> Cell | None:
@@ -99,8 +99,10 @@ def _cell(raw: object) -> Cell | None:
     if not isinstance(raw, dict):
         return None
     cell = cast(dict[str, object], raw)
-    source, kind, metadata, key = _text(cell.get("source")), cell.get("cell_type"), cell.get("metadata"), cell.get("id")
-    if source is None or kind not in ("code", "markdown", "raw"):
+    source, kind, metadata, key = cell.get("source"), cell.get("cell_type"), cell.get("metadata"), cell.get("id")
+    if isinstance(source, list) and all(isinstance(s, str) for s in cast(list[object], source)):
+        source = "".join(cast(list[str], source))
+    if not isinstance(source, str) or kind not in ("code", "markdown", "raw"):
         return None
     return cast(Cell, nbformat.from_dict({  # pyright: ignore[reportUnknownMemberType] (untyped)
         "cell_type": kind, "source": source, "metadata": metadata if isinstance(metadata, dict) else {},
@@ -127,13 +129,10 @@ def parse(data: bytes, limits: Limits = Limits()) -> tuple[list[Cell] | None, st
         return None, "the file is JSON but not a notebook (it has no list of cells)", None
     if len(raw) > limits.max_cells:  # before any cell is built: composing costs time per cell
         return None, TooLarge(TOO_MANY_CELLS.format(cells=len(raw), limit=limits.max_cells)), None
-    cells: list[Cell] = []
-    for number, item in enumerate(raw, 1):
-        cell = _cell(item)
-        if cell is None:
-            return None, f"cell {number} of the notebook is damaged (no type or no text)", None
-        cells.append(cell)
-    return cells, None, exercise_id_of(top)
+    cells = [_cell(item) for item in raw]
+    if None in cells:
+        return None, f"cell {cells.index(None) + 1} of the notebook is damaged (no type or no text)", None
+    return cast(list[Cell], cells), None, exercise_id_of(top)
 
 
 def _match(cells: list[Cell], known: set[str],
@@ -155,66 +154,40 @@ def _match(cells: list[Cell], known: set[str],
     return by_key, extras
 
 
-class _RunCells:
-    """The run notebook's cells as they are added, each with the words that say where it came from."""
-
-    def __init__(self, out: Prepared):
-        self.out, self.cells = out, list[Cell]()
-
-    def add(self, source: str, origin: str, harvest: str | None = None) -> int:
-        """Append a code cell (the reading cell of question `harvest`, if given); return its index."""
-        cell = cast(Cell, nbformat.v4.new_code_cell(source))  # pyright: ignore[reportUnknownMemberType] (untyped)
-        if harvest is not None:
-            mark_harvest(cell, harvest)
-        self.out.origin[len(self.cells)] = origin
-        self.cells.append(cell)
-        return len(self.cells) - 1
-
-    def add_extras(self, extras: Iterable[Found]) -> None:
-        """The code cells the student added here, as they wrote them."""
-        for number, cell in extras:
-            self.add(cell.source, f"cell {number} (a cell you added)")
-
-
-def _answer(run: _RunCells, template_cell: Cell, found: Found | None, q: Question) -> None:
-    """An answer cell: free text is read from the file; code runs as submitted, or blank if it is missing."""
-    out = run.out
-    if isinstance(q, FreeText):
-        out.free_text[q.id] = found[1].source if found and found[1].cell_type == "markdown" else ""
-        if not found:
-            out.notes.append(f"The answer cell of {q.id} was missing.")
-    elif found and found[1].cell_type == "code":
-        out.answer_cell[q.id] = run.add(found[1].source, f"cell {found[0]} (the answer cell of {q.id})")
-    else:
-        out.notes.append(f"The answer cell of {q.id} was missing (or not a code cell); it counts as not attempted.")
-        out.answer_cell[q.id] = run.add(template_cell.source, f"the blank answer cell of {q.id}")
-
-
-def _compose(run: _RunCells, template_cell: Cell, key: str, found: Found | None, exercise: Exercise) -> None:
-    """The run notebook's cells for one template cell, by its role. A provided cell always runs as the
-    template has it; a check() cell is skipped, unless the student wrote something else into it: then
-    it runs, and the feedback and the instructor's summary say so."""
+def _compose(out: Prepared, template_cell: Cell, key: str, found: Found | None, exercise: Exercise) -> None:
+    """The run notebook's cells for one template cell, by its role. An answer cell's free text is read
+    from the file; its code runs as submitted, or blank if it is missing. A provided cell always runs as
+    the template has it; a check() cell is skipped, unless the student wrote something else into it:
+    then it runs, and the feedback and the instructor's summary say so."""
     info = cell_info(template_cell)
     role, question = info.get("role", "given"), str(info.get("question"))
     if role == "answer":
-        _answer(run, template_cell, found, exercise[question])
+        if isinstance(exercise[question], FreeText):
+            out.free_text[question] = found[1].source if found and found[1].cell_type == "markdown" else ""
+            if not found:
+                out.notes.append(f"The answer cell of {question} was missing.")
+        elif found and found[1].cell_type == "code":
+            out.answer_cell[question] = out.add(found[1].source, f"cell {found[0]} (the answer cell of {question})")
+        else:
+            out.notes.append(f"The answer cell of {question} was missing (or not a code cell); it counts as not "
+                             "attempted.")
+            out.answer_cell[question] = out.add(template_cell.source, f"the blank answer cell of {question}")
         return
     if template_cell.cell_type != "code":
         return
     edited = found is not None and found[1].source.strip() != template_cell.source.strip()
-    notes = run.out.notes
     if role == "check":
         if found is not None and edited:
-            run.add(found[1].source, f"cell {found[0]} (the check cell of {question}, edited)")
-            run.out.edited_checks.append(question)
-            notes.append(f"The check cell of {question} (cell {found[0]}) held code of your own, which ran; "
-                         "your instructor sees this.")
+            out.add(found[1].source, f"cell {found[0]} (the check cell of {question}, edited)")
+            out.edited_checks.append(question)
+            out.notes.append(f"The check cell of {question} (cell {found[0]}) held code of your own, which ran; "
+                             "your instructor sees this.")
         return
     if found is None:
-        notes.append(f"The provided cell '{key}' was missing; the original was run.")
+        out.notes.append(f"The provided cell '{key}' was missing; the original was run.")
     elif edited:
-        notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
-    run.add(template_cell.source, f"the provided cell '{key}'")
+        out.notes.append(f"You changed the provided cell '{key}' (cell {found[0]}); the original was run.")
+    out.add(template_cell.source, f"the provided cell '{key}'")
 
 
 def run_blocked(exercise: Exercise) -> list[str]:
@@ -237,31 +210,28 @@ def prepare(data: bytes, template: Notebook, exercise: Exercise, nonce: str, lim
     cells, problem, claimed = parse(data, limits)
     if cells is None:
         return Prepared(problem=str(problem), too_large=isinstance(problem, TooLarge))
-    out = Prepared()
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    out = Prepared(cast(Notebook, nbformat.v4.new_notebook(  # pyright: ignore[reportUnknownMemberType] (untyped)
+        metadata={"kernelspec": kernelspec})))
     if claimed is not None and claimed != exercise.id:
         out.notes.append(f"This notebook says it is exercise {claimed[:60]!r}; it was graded as {exercise.id!r}.")
     template_keys = [_template_key(c) for c in template.cells]
     by_key, extras = _match(cells, set(template_keys), out.notes)
     if list(by_key) != [k for k in template_keys if k in by_key]:
         out.notes.append("Some cells were moved; the notebook was run in the original order of the exercise.")
-
-    run = _RunCells(out)
     blocked = run_blocked(exercise)
     if blocked:
-        run.add(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked, load_first=list(exercise.load_first)),
+        out.add(_BLOCKING_CELL.format(code=_HARVEST_CODE, targets=blocked, load_first=list(exercise.load_first)),
                 "the grader's first cell", harvest="")
-    run.add_extras(extras.get(None, []))
+    out.add_extras(extras.get(None, []))
     for template_cell, key in zip(template.cells, template_keys, strict=True):
-        _compose(run, template_cell, key, by_key.get(key), exercise)
-        run.add_extras(extras.get(key, []))
+        _compose(out, template_cell, key, by_key.get(key), exercise)
+        out.add_extras(extras.get(key, []))
     for q in exercise.questions:
         if q.auto_scored:
             spec: dict[str, object] = q.harvest_spec()
             if spec.get("kind") == "code":  # with how many slow cases a code question may have
                 spec = {**spec, "slow_cases": limits.slow_cases}
             source = _HARVEST_CELL.format(code=_HARVEST_CODE, nonce=nonce, spec=spec)  # harvest.py, in a namespace
-            out.harvest_cell[q.id] = run.add(source, f"the grader's reading of {q.id}", harvest=q.id)
-    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    out.notebook = cast(Notebook, nbformat.v4.new_notebook(  # pyright: ignore[reportUnknownMemberType] (untyped)
-        cells=run.cells, metadata={"kernelspec": kernelspec}))
+            out.harvest_cell[q.id] = out.add(source, f"the grader's reading of {q.id}", harvest=q.id)
     return out

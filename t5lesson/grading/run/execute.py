@@ -1,31 +1,31 @@
 """Run one composed notebook in a worker process (`run_worker`), and clean up after it whatever happened.
 
-The batch's private folders (`work_area`) and its run step (`run_step`: pooled workers, their kernels
-forked from one zygote) are here too. See docs/grading.md, "How a submission is run".
+The batch's private folders (`work_area`) and its run step (`run_step`: pooled workers, `WorkerPool`,
+their kernels forked from one zygote) are here too. See docs/grading.md, "How a submission is run".
 """
 from __future__ import annotations
 
 import functools
 import os
+import select
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Generator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, cast
 
+from ..authoring.notebook_format import writes
 from ..course import PACKAGE_PARENT
 from ..errors import GradingError
 from ..protocol import RUNNER_MODULE, Job, LaunchConfig, Limits, RunEnd, RunResult, Walls
 from ..records import loads
 from ..sandbox import launcher, zygote
 from ..sandbox.resources import Cgroup, kill_group, remove_quietly
-from .compose import Notebook, Prepared, write_notebook
-from .pool import WorkerPool
-
-__all__ = ["run_worker", "run_step", "worker_env", "work_area", "RunStep", "SOCKET_PATH_MAX"]
+from .compose import Notebook, Prepared
 
 SOCKET_PATH_MAX = 107 - len("/tmpXXXXXXXX/k-65535")  # a Unix socket's path is at most 107 bytes
 # (prepared notebook, limits, work folder, the kernel's uid, the class's walls) -> (result or None, seconds)
@@ -93,30 +93,104 @@ def _read_result(target: Path, limits: Limits) -> RunResult | None:
     return RunResult.from_json(cast(dict[str, Any], data)) if isinstance(data, dict) else None
 
 
+MAX_JOBS = 200  # jobs one pooled worker runs before it is replaced
+
+
+class _Worker:
+    def __init__(self, env: dict[str, str], log: Path):
+        jobs_read, self._jobs = os.pipe()
+        self._done, done_write = os.pipe()
+        with open(log, "ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", RUNNER_MODULE, "--serve", str(jobs_read), str(done_write)],
+                cwd=log.parent, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                pass_fds=(jobs_read, done_write), start_new_session=True)
+        os.close(jobs_read)
+        os.close(done_write)
+        self.jobs_run = 0
+
+    def run(self, job: Path, timeout: float) -> bool:
+        """True when the worker said it finished `job` within `timeout` seconds (once more at most)."""
+        self.jobs_run += 1
+        try:
+            os.write(self._jobs, os.fsencode(str(job)) + b"\n")
+        except OSError:
+            return False
+        answer = b""
+        while not answer.endswith(b"\n"):
+            if not select.select([self._done], [], [], timeout)[0]:
+                return False
+            more = os.read(self._done, 256)
+            if not more:
+                return False
+            answer += more
+        return True
+
+    def close(self) -> None:
+        """Stop the worker and everything in its process group."""
+        for fd in (self._jobs, self._done):
+            with suppress(OSError):
+                os.close(fd)
+        kill_group(self.process.pid)
+        self.process.wait()
+
+
+class WorkerPool:
+    """One long-lived worker per grading thread (`python -m ...run.worker --serve JOBS DONE`), which keeps its
+    imported modules between jobs; every job still gets a fresh kernel. A worker is replaced when a job outlives
+    its hard limit, when a run ends in any other way than completed (or out of time), or after `MAX_JOBS` jobs,
+    so that a notebook that broke the worker cannot touch the next one (docs/grading.md, "Speed").
+    `with WorkerPool(env, folder) as pool: pool.run(job, ...)`."""
+
+    def __init__(self, env: dict[str, str], folder: Path):
+        self.env, self.folder = env, Path(folder)
+        self._local = threading.local()
+        self._all: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def run(self, job_dir: Path, limits: Limits) -> RunResult | None:
+        """Run the job in `job_dir` in this thread's worker (replaced as the class says); its result, or None."""
+        worker: _Worker | None = getattr(self._local, "worker", None)
+        if worker is None or worker.process.poll() is not None:
+            with self._lock:
+                worker = _Worker(self.env, self.folder / f"worker-{len(self._all)}.log")
+                self._all.append(worker)
+            self._local.worker = worker
+        answered = worker.run(job_dir / "job.json", limits.hard_limit())
+        result = _read_result(job_dir / "result.json", limits) if answered else None
+        if result is None or result.ended not in (RunEnd.COMPLETED, RunEnd.TIME_LIMIT) or worker.jobs_run >= MAX_JOBS:
+            worker.close()
+            self._local.worker = None
+            with self._lock:
+                self._all.remove(worker)
+        return result
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+        for worker in workers:
+            worker.close()
+
+
 def _execute(job_dir: Path, limits: Limits, pool: WorkerPool | None) -> RunResult | None:
     """Run the job in `job_dir` in one of `pool`'s workers, else a new process, killed with its process
     group if it outlives the run's hard limit; its result, or None."""
-    job, target = job_dir / "job.json", job_dir / "result.json"
     if pool is not None:
-        found: list[RunResult | None] = [None]
-
-        def keep() -> bool:  # only a worker whose run ended as runs should may run another notebook
-            found[0] = _read_result(target, limits)
-            return found[0] is not None and found[0].ended in (RunEnd.COMPLETED, RunEnd.TIME_LIMIT)
-
-        pool.run(job, limits.hard_limit(), keep)
-        return found[0]
+        return pool.run(job_dir, limits)
     with open(job_dir / "worker.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job)], cwd=job_dir, env=worker_env(job_dir),
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", RUNNER_MODULE, str(job_dir / "job.json")], cwd=job_dir,
+                                env=worker_env(job_dir), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)
         try:
-            proc.wait(timeout=limits.hard_limit())
-        except subprocess.TimeoutExpired:
-            pass
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=limits.hard_limit())
         finally:
             kill_group(proc.pid)
             proc.wait()
-    return _read_result(target, limits)
+    return _read_result(job_dir / "result.json", limits)
 
 
 def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, walls: Walls | None,
@@ -134,7 +208,7 @@ def run_worker(prep: Prepared, limits: Limits, work: Path, uid: int | None, wall
         os.chown(home, uid, uid)
         os.chown(ipc_dir, uid, uid)
     os.chmod(home, 0o700)
-    write_notebook(prep.notebook, job_dir / "run.ipynb")
+    (job_dir / "run.ipynb").write_text(writes(prep.notebook), encoding="utf-8")
     memory, pid_file = limits.memory_mb * 2 ** 20, job_dir / "kernel.pid"
     cgroup = Cgroup.create(f"t5grade-{job_dir.name}", memory, limits.max_processes)
     plan = walls and walls.plan(uid=uid, home=str(home), disk_bytes=limits.disk_mb * 2 ** 20, ipc_dir=str(ipc_dir))

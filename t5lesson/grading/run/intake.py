@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
-import re
 import stat
 import unicodedata
 from dataclasses import dataclass
@@ -20,13 +19,8 @@ from pathlib import Path
 
 from ..verdict import Skipped
 
-__all__ = ["Entry", "Unreadable", "survey", "read", "student_id", "MAX_ID"]
-
 MAX_ID = 100  # characters of a student id; longer ones are cut and given a hash suffix
 SUFFIX = ".ipynb"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
 Identity = tuple[int, int]  # (st_dev, st_ino) of a file or folder, as the survey saw it
 
 
@@ -47,9 +41,7 @@ class Entry:
 def _text(name: str) -> str:
     """A file name as printable text: undecodable bytes as \\xNN; control characters, and format
     characters (zero-width spaces, direction overrides, ...), as ?."""
-    text = _CONTROL.sub("?", os.fsencode(name).decode("utf-8", "backslashreplace"))
-    if text.isascii():
-        return text
+    text = os.fsencode(name).decode("utf-8", "backslashreplace")
     return "".join("?" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c for c in text)
 
 
@@ -86,17 +78,16 @@ def survey(folder: Path) -> tuple[list[Entry], list[Skipped]]:
             shown = _text(relative)
             try:
                 info = child.stat(follow_symlinks=False)
-                mode = info.st_mode
             except OSError as exc:
                 skipped.append(Skipped(shown, f"could not be examined ({exc.strerror or exc})"))
                 continue
             if child.name.startswith("."):
                 skipped.append(Skipped(shown, "hidden (its name starts with a dot)"))
-            elif stat.S_ISLNK(mode):
+            elif stat.S_ISLNK(info.st_mode):
                 skipped.append(Skipped(shown, "a symbolic link: links are not followed"))
-            elif stat.S_ISDIR(mode):
+            elif stat.S_ISDIR(info.st_mode):
                 walk(Path(child.path), relative + "/", (*parts, child.name), (*seen, _identity(info)))
-            elif not stat.S_ISREG(mode):
+            elif not stat.S_ISREG(info.st_mode):
                 skipped.append(Skipped(shown, "not a regular file (a FIFO, socket or device)"))
             elif not child.name.endswith(SUFFIX):
                 skipped.append(Skipped(shown, f"not a notebook (the name does not end in {SUFFIX})"))
@@ -141,9 +132,8 @@ def _open_surveyed(entry: Entry) -> int | Unreadable:
         for depth, name in enumerate(entry.parts):
             if _identity(os.fstat(fd)) != entry.identities[depth]:
                 return CHANGED
-            last = depth == len(entry.parts) - 1
             try:
-                child = os.open(name, _FILE_FLAGS if last else _DIR_FLAGS, dir_fd=fd)
+                child = os.open(name, _DIR_FLAGS if depth < len(entry.parts) - 1 else _FILE_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.ENOENT):
                     return CHANGED

@@ -20,8 +20,6 @@ from ..sandbox.resources import harvest_reserve
 from ..verdict import ERROR, NOT_ATTEMPTED, PARTIAL, Outcome, Status, status_of
 from .compose import Prepared
 
-__all__ = ["score", "harvested", "read_record", "tampering", "Record", "Records"]
-
 Record = dict[str, Any]  # a cleaned record (`records.clean_record`): plain values only
 Records = dict[str, "Record | None"]  # question id -> its record, None when it could not be read
 
@@ -65,21 +63,6 @@ def _tampering(payload: dict[str, object]) -> list[str]:
     return found
 
 
-def tampering(exercise: Exercise, result: RunResult | None, records: Records) -> dict[str, list[str]]:
-    """{question id: what reached into the grader's reading of it}, for the questions where anything
-    did: a second record printed in its reading cell, or what its record's audit found."""
-    extra = set(result.extra_records) if result is not None else set[str]()
-    found: dict[str, list[str]] = {}
-    for q in exercise.questions:
-        record = records.get(q.id)
-        flags = [str(f) for f in record.get("tampering", [])] if record is not None else []
-        if q.id in extra:
-            flags.insert(0, "its reading cell printed more than one record")
-        if flags:
-            found[q.id] = flags
-    return found
-
-
 def _capped(outcome: Outcome, flags: list[str]) -> Outcome:
     """At most a third of the question's points when something reached into its reading."""
     points = min(outcome.points, round(outcome.max_points / 3, 2))
@@ -97,31 +80,9 @@ def _cell_error(cell: CellResult, origin: str) -> str:
     return f"{'Error' if cell.ename is None else cell.ename}{evalue} in {origin}{line}"
 
 
-def _failure_note(cell: CellResult, origin: str, limits: Limits) -> str | None:
-    """The note for a cell that did not end as cells should, else None."""
-    status = cell.status
-    if status == CellStatus.ERROR and cell.ename == EXIT_ENAME:
-        return (f"{origin.capitalize()} called exit() or quit(): the rest of that cell did not run; "
-                "the cells after it ran as usual.")
-    if status == CellStatus.ERROR and cell.ename == KERNEL_BROKEN_ENAME:
-        return (f"After {origin}, the grader could no longer talk to the kernel ({cell.evalue}): "
-                "the notebook broke the kernel's messaging (its session, sockets or output). "
-                "Nothing after it could run.")
-    if status == CellStatus.ERROR:
-        return f"Error: {_cell_error(cell, origin)}."
-    if status == CellStatus.TIMEOUT:
-        return (f"{origin.capitalize()} ran past the limit of {limits.cell_timeout:g} s per cell "
-                "and was interrupted.")
-    if status == CellStatus.STUCK:
-        return (f"{origin.capitalize()} ran past its time limit and did not stop when interrupted; "
-                "nothing after it could run.")
-    if status == CellStatus.DIED:
-        return (f"The kernel died while running {origin} (os._exit, a crash, or too much memory); "
-                "nothing after it could run.")
-    return None
-
-
 def _cell_notes(prep: Prepared, cells: dict[int, CellResult], limits: Limits) -> list[str]:
+    """A note for each of the student's cells that did not end as cells should or printed too much, and
+    one for the cells skipped."""
     notes: list[str] = []
     skipped = 0
     harvesting = set(prep.harvest_cell.values())
@@ -129,14 +90,28 @@ def _cell_notes(prep: Prepared, cells: dict[int, CellResult], limits: Limits) ->
         cell, origin = cells[index], prep.origin.get(index, f"cell {index + 1}")
         if index in harvesting:
             continue
-        note = _failure_note(cell, origin, limits)
-        if note is not None:
-            notes.append(note)
+        if cell.status == CellStatus.ERROR and cell.ename == EXIT_ENAME:
+            notes.append(f"{origin.capitalize()} called exit() or quit(): the rest of that cell did not run; "
+                         "the cells after it ran as usual.")
+        elif cell.status == CellStatus.ERROR and cell.ename == KERNEL_BROKEN_ENAME:
+            notes.append(f"After {origin}, the grader could no longer talk to the kernel ({cell.evalue}): "
+                         "the notebook broke the kernel's messaging (its session, sockets or output). "
+                         "Nothing after it could run.")
+        elif cell.status == CellStatus.ERROR:
+            notes.append(f"Error: {_cell_error(cell, origin)}.")
+        elif cell.status == CellStatus.TIMEOUT:
+            notes.append(f"{origin.capitalize()} ran past the limit of {limits.cell_timeout:g} s per cell "
+                         "and was interrupted.")
+        elif cell.status == CellStatus.STUCK:
+            notes.append(f"{origin.capitalize()} ran past its time limit and did not stop when interrupted; "
+                         "nothing after it could run.")
+        elif cell.status == CellStatus.DIED:
+            notes.append(f"The kernel died while running {origin} (os._exit, a crash, or too much memory); "
+                         "nothing after it could run.")
         skipped += cell.status == CellStatus.SKIPPED
         if cell.truncated:
-            kept = limits.output_limit // 1000
             notes.append(f"{origin.capitalize()} printed {cell.output_bytes:,} characters; output beyond "
-                         f"{kept} kB per cell (or 1 MB in all) was dropped.")
+                         f"{limits.output_limit // 1000} kB per cell (or 1 MB in all) was dropped.")
     if skipped:
         notes.append(f"{skipped} cell(s) were not run: the notebook used up its {limits.notebook_timeout:g} s "
                      f"(the last {harvest_reserve(limits):g} s of which are kept for reading the answers).")
@@ -153,11 +128,9 @@ def _run_status(prep: Prepared, result: RunResult | None, limits: Limits,
     if result is None:
         notes.append(f"The run was stopped from outside: {_stopped(limits)}.")
         return Status.TIME_LIMIT, {}, {}
-    cells = {c.index: c for c in result.cells}
-    harvest = result.harvest
-    status = status_of(result.ended)
-    if status in (Status.KERNEL_DIED, Status.KERNEL_BROKEN):
-        harvest = {}  # what was read before the end depends on timing: none of it counts
+    cells, status = {c.index: c for c in result.cells}, status_of(result.ended)
+    # after a kernel died or broke, what was read before the end depends on timing: none of it counts
+    harvest = {} if status in (Status.KERNEL_DIED, Status.KERNEL_BROKEN) else result.harvest
     reading = [cells[i].status if i in cells else None for i in prep.harvest_cell.values()]
     if status == Status.GRADED and reading and not harvest and all(r == CellStatus.OK for r in reading):
         status = Status.KERNEL_BROKEN  # every reading cell ran, and not one answer came out
@@ -173,20 +146,18 @@ def _run_status(prep: Prepared, result: RunResult | None, limits: Limits,
     return status, cells, harvest
 
 
-def _unread(q: Question, prep: Prepared, cells: dict[int, CellResult], why: str) -> Outcome:
-    """The outcome of a question whose record could not be read back."""
-    reading = cells.get(prep.harvest_cell.get(q.id, -1))
-    reason = why or "your answer could not be read back"
-    if reading is not None and reading.status in (CellStatus.ERROR, CellStatus.TIMEOUT):
-        # the error's name only: its text may come from the learner's code, called on a hidden case
-        shown = replace(reading, evalue="")
-        reason = (f"your answer could not be read back ({_cell_error(shown, 'the grader')}); "
-                  "did the notebook replace a built-in?")
-    return q.outcome(ERROR, 0, reason + ".")
-
-
-def _scored(q: Question, prep: Prepared, cells: dict[int, CellResult], record: Record) -> Outcome:
-    """The outcome of a question from its record; an unattempted answer whose cell failed says why."""
+def _outcome(q: Question, prep: Prepared, cells: dict[int, CellResult], record: Record | None, why: str) -> Outcome:
+    """The outcome of an auto-scored question from its record, else why the record could not be read back;
+    an unattempted answer whose cell failed says why."""
+    if record is None:
+        reading = cells.get(prep.harvest_cell.get(q.id, -1))
+        reason = why or "your answer could not be read back"
+        if reading is not None and reading.status in (CellStatus.ERROR, CellStatus.TIMEOUT):
+            # the error's name only: its text may come from the learner's code, called on a hidden case
+            shown = replace(reading, evalue="")
+            reason = (f"your answer could not be read back ({_cell_error(shown, 'the grader')}); "
+                      "did the notebook replace a built-in?")
+        return q.outcome(ERROR, 0, reason + ".")
     outcome = q.score(record)
     answer = cells.get(prep.answer_cell.get(q.id, -1))
     if outcome.status != NOT_ATTEMPTED or answer is None or answer.status not in FAILED_CELL:
@@ -200,20 +171,25 @@ def score(exercise: Exercise, prep: Prepared, result: RunResult | None, limits: 
           records: Records) -> tuple[Status, list[Outcome], list[str], dict[str, list[str]]]:
     """(status, one Outcome per question, notes, findings for the instructor) for one run, computed in
     the grader's process from its records as `harvested` decodes them. The findings: what reached into
-    the reading of each answer that counted (`tampering`), and edited check cells."""
+    the reading of each answer that counted (a second record printed in its reading cell, what its
+    record's audit found), which caps its points, and edited check cells."""
     notes = list(prep.notes)
     status, cells, harvest = _run_status(prep, result, limits, notes)
     why = _stopped(limits) if result is None else _WHY_UNREAD.get(status, "")
+    extra = set(result.extra_records) if result is not None else set[str]()
     outcomes: list[Outcome] = []
+    flags: dict[str, list[str]] = {}
     for q in exercise.questions:
-        if not q.auto_scored:
-            outcomes.append(q.score({"text": prep.free_text.get(q.id, "")}))
-            continue
         record = records.get(q.id) if q.id in harvest else None
-        outcomes.append(_unread(q, prep, cells, why) if record is None else _scored(q, prep, cells, record))
-    flagged = tampering(exercise, result, {q: r for q, r in records.items() if q in harvest})
-    outcomes = [_capped(o, flagged[o.question]) if o.question in flagged else o for o in outcomes]
-    flags = {q: list(found) for q, found in flagged.items()}
+        if q.auto_scored:
+            outcome = _outcome(q, prep, cells, record, why)
+        else:
+            outcome = q.score({"text": prep.free_text.get(q.id, "")})
+        found = ["its reading cell printed more than one record"] if q.id in extra else []
+        found += [str(f) for f in record.get("tampering", [])] if record is not None else []
+        if found:
+            flags[q.id], outcome = found, _capped(outcome, found)
+        outcomes.append(outcome)
     for question in prep.edited_checks:
         flags.setdefault(question, []).append("its check cell was edited and ran code of the student's")
     # error texts, answers and names in them came from the kernel: inert, one line each, from here on

@@ -3,7 +3,7 @@
 The worker executes the notebook the grader composed, cell by cell with nbclient, in a kernel
 started through `sandbox.launcher` (or forked from the batch's zygote), and writes a
 `RunResult`: how each cell ended and the harvested records as text. It never scores anything.
-`--serve JOBS DONE` runs many jobs in turn (`run.pool`). Its limits, from the inside out, and
+`--serve JOBS DONE` runs many jobs in turn (`run.execute.WorkerPool`). Its limits, from the inside out, and
 nbclient's known pitfall with widgets: docs/grading.md, "The worker's limits".
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -79,20 +80,18 @@ class CappedClient(NotebookClient):
     student's cells, then the reading of the answers, which keeps a reserve at the end (`harvest_reserve`)."""
 
     def __init__(self, nb: Notebook, km: AsyncKernelManager, job: Job):
-        limits = job.limits
         super().__init__(
             cast(NotebookNode, nb), km, kernel_name=KERNEL_NAME, timeout_func=self.timeout_for,
             interrupt_on_timeout=True, allow_errors=True, iopub_timeout=2, record_timing=False,
             error_on_timeout={"ename": TIMEOUT_ENAME, "evalue": "the cell ran past its time limit", "traceback": []},
-            startup_timeout=int(limits.startup_timeout), shutdown_kernel="immediate",
-            resources={"metadata": {"path": job.sandbox.home}})
-        self.limits = limits
+            startup_timeout=int(job.limits.startup_timeout), shutdown_kernel="immediate",
+            resources={"metadata": {"path": job.sandbox.home}}, on_cell_executed=self._remember_reply)
+        self.limits = job.limits
         self.deadline = self.student_end = float("inf")
         self.bytes_seen: dict[int, int] = {}
         self.truncated: set[int] = set()
         self.student_total = 0
         self.replies: dict[int, dict[str, Any]] = {}
-        self.on_cell_executed = self._remember_reply
 
     def _remember_reply(self, cell: NotebookNode, cell_index: int, execute_reply: dict[str, Any] | None) -> None:
         self.replies[cell_index] = execute_reply.get("content", {}) if execute_reply else {}
@@ -100,10 +99,8 @@ class CappedClient(NotebookClient):
     def process_message(self, msg: dict[str, Any], cell: NotebookNode, cell_index: int) -> NotebookNode | None:
         if msg["msg_type"] in OUTPUT_TYPES:
             harvest = harvest_question(cast("Cell", cell)) is not None
-            if harvest:  # harvesting cells keep only their own records
-                data = msg["content"].get("data", {})
-                if msg["msg_type"] != "display_data" or HARVEST_MIME not in data:
-                    return None
+            if harvest and (msg["msg_type"] != "display_data" or HARVEST_MIME not in msg["content"].get("data", {})):
+                return None  # harvesting cells keep only their own records
             size = _content_size(msg["content"])
             self.bytes_seen[cell_index] = seen = self.bytes_seen.get(cell_index, 0) + size
             if not harvest:
@@ -135,31 +132,6 @@ def _where(traceback: object) -> tuple[str, str]:
     text = ANSI.sub("", "\n".join(t[-5000:] for t in cast(list[object], traceback)[-50:] if isinstance(t, str)))
     found = WHERE.findall(text)
     return found[-1] if found else ("", "")
-
-
-def _cell_result(client: CappedClient, index: int, seconds: float) -> CellResult:
-    reply = client.replies.get(index, {})
-    result = CellResult(index, CellStatus.OK, round(seconds, 3), client.bytes_seen.get(index, 0),
-                        index in client.truncated)
-    if reply.get("status") == "error":
-        result.status = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
-        result.ename = str(reply.get("ename", ""))[:100]
-        result.evalue = str(reply.get("evalue", ""))[:300]
-        result.line, result.function = _where(reply.get("traceback", []))
-    elif reply.get("status") == "aborted":
-        result.status = CellStatus.ERROR
-        result.ename, result.evalue = "Aborted", "the kernel aborted this cell"
-    return result
-
-
-async def _responsive(client: CappedClient, seconds: float) -> bool:
-    """Does the kernel answer a kernel_info request (queued behind any running cell) in time?"""
-    try:
-        # nbclient's kc is jupyter_client's async client, whose kernel_info the stubs type as the blocking one's
-        await client.kc.kernel_info(reply=True, timeout=seconds)  # pyright: ignore[reportOptionalMemberAccess, reportCallIssue]
-        return True
-    except Exception:
-        return False
 
 
 class SandboxProvisioner(LocalProvisioner):
@@ -208,11 +180,9 @@ def _kernel_manager(job: Job, log_fd: int) -> AsyncKernelManager:
     # The kernel's channels are Unix sockets in a folder only the grader and this kernel can open
     # (ZeroMQ's ipc transport), and its connection file (with the signing key) stays in the private
     # run folder, which the grader deletes: nothing is left in /tmp, no port is open to other kernels.
-    ipc_dir = Path(job.sandbox.ipc_dir or private / "ipc")
-    ipc_dir.mkdir(mode=0o700, exist_ok=True)
     specs = KernelSpecManager(kernel_dirs=[str(spec.parent)])
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc", ip=str(ipc_dir / "k"),
-                            connection_file=str(private / "connection.json"))
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc",
+                            ip=str(Path(job.sandbox.ipc_dir) / "k"), connection_file=str(private / "connection.json"))
     km.kernel_id = str(uuid.uuid4())
     km.provisioner = SandboxProvisioner(kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km)
     km.provisioner.zygote, km.provisioner.log_fd = job.sandbox.zygote, log_fd
@@ -229,7 +199,17 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, result: RunRes
         result.cells.append(CellResult(index, CellStatus.DIED, round(time.monotonic() - start, 3)))
         result.ended, result.detail = RunEnd.KERNEL_DIED, str(index)
         return False
-    cell_result = _cell_result(client, index, time.monotonic() - start)
+    reply = client.replies.get(index, {})
+    cell_result = CellResult(index, CellStatus.OK, round(time.monotonic() - start, 3), client.bytes_seen.get(index, 0),
+                             index in client.truncated)
+    if reply.get("status") == "error":
+        cell_result.status = CellStatus.TIMEOUT if reply.get("ename") == TIMEOUT_ENAME else CellStatus.ERROR
+        cell_result.ename = str(reply.get("ename", ""))[:100]
+        cell_result.evalue = str(reply.get("evalue", ""))[:300]
+        cell_result.line, cell_result.function = _where(reply.get("traceback", []))
+    elif reply.get("status") == "aborted":
+        cell_result.status = CellStatus.ERROR
+        cell_result.ename, cell_result.evalue = "Aborted", "the kernel aborted this cell"
     result.cells.append(cell_result)
     if harvest:  # a reading cell prints one record; a second one came from something else in the kernel
         outputs = cast(list[dict[str, Any]], getattr(cell, "outputs", []))
@@ -238,7 +218,11 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, result: RunRes
             result.harvest[harvest] = texts[0][: limits.harvest_limit]
         if len(texts) > 1 and harvest not in result.extra_records:
             result.extra_records.append(harvest)
-    if cell_result.status != CellStatus.TIMEOUT or await _responsive(client, limits.stuck_grace):
+    if cell_result.status != CellStatus.TIMEOUT:
+        return True
+    with suppress(Exception):  # a kernel that answers kernel_info (queued behind the cell) within the grace goes on
+        # nbclient's kc is jupyter_client's async client, whose kernel_info the stubs type as the blocking one's
+        await client.kc.kernel_info(reply=True, timeout=limits.stuck_grace)  # pyright: ignore[reportOptionalMemberAccess, reportCallIssue]
         return True
     if await client.km.is_alive():  # pyright: ignore[reportGeneralTypeIssues, reportOptionalMemberAccess] (async km)
         cell_result.status, result.ended = CellStatus.STUCK, RunEnd.STUCK
@@ -248,54 +232,39 @@ async def _run_cell(client: CappedClient, index: int, cell: Cell, result: RunRes
     return False
 
 
-async def _run_cells(client: CappedClient, nb: Notebook, result: RunResult, running: list[int]) -> None:
-    """Run the code cells in turn, skipping those past their part of the budget."""
-    for index, cell in enumerate(nb.cells):
-        if cell.cell_type != "code":
-            continue
-        if time.monotonic() >= client.end_for(harvest_question(cell)):
-            result.cells.append(CellResult(index, CellStatus.SKIPPED))
-            result.ended = RunEnd.TIME_LIMIT
-            continue
-        running[:] = [index]
-        if not await _run_cell(client, index, cell, result):
-            return
-
-
-def _broken(result: RunResult, running: list[int], exc: Exception) -> None:
-    """The kernel would not start, or its messages broke nbclient: say so in the result."""
-    if running:  # nbclient failed on what the kernel sent while the notebook ran
-        result.ended = RunEnd.KERNEL_BROKEN
-        result.cells = [c for c in result.cells if c.index != running[0]]
-        result.cells.append(CellResult(running[0], CellStatus.ERROR, ename=KERNEL_BROKEN_ENAME,
-                                       evalue=f"{type(exc).__name__}: {str(exc)[:200]}"))
-    else:
-        result.ended = RunEnd.STARTUP_FAILED
-    result.detail = f"{type(exc).__name__}: {str(exc)[:300]}"
-
-
 async def run(job: Job, log_fd: int = 2) -> RunResult:
-    """Execute the job's notebook; return the result record (see module doc).
-
-    `log_fd` is the kernel's stdout and stderr (what the student's code writes there outside IPython).
-    """
+    """Execute the job's notebook; return the result record (see module doc). `log_fd` is the kernel's
+    stdout and stderr (what the student's code writes there outside IPython)."""
     nb = cast("Notebook", nbformat.read(job.notebook, as_version=4))  # pyright: ignore[reportUnknownMemberType]
     client = CappedClient(nb, _kernel_manager(job, log_fd), job)
     result = RunResult()
-    running: list[int] = []  # the index of the cell being run, once the kernel has started
+    running = None  # the index of the cell being run, once the kernel has started
     watcher = None
     try:
         async with client.async_setup_kernel():
             await _wait_sealed(client.km, job)
             client.start_clock()
             if job.sandbox.watch_memory:  # no cgroup: the worker bounds the kernel's process tree
-                watcher = asyncio.ensure_future(_watch_memory(client.km, int(job.sandbox.watch_memory), result,
-                                                              job.sandbox.home))
-            await _run_cells(client, nb, result, running)
+                watcher = asyncio.ensure_future(_watch_memory(client.km, job, result))
+            for index, cell in enumerate(nb.cells):  # the code cells in turn, but those past their part of the budget
+                if cell.cell_type != "code":
+                    continue
+                if time.monotonic() >= client.end_for(harvest_question(cell)):
+                    result.cells.append(CellResult(index, CellStatus.SKIPPED))
+                    result.ended = RunEnd.TIME_LIMIT
+                    continue
+                running = index
+                if not await _run_cell(client, index, cell, result):
+                    break
     except DeadKernelError:
         result.ended = RunEnd.KERNEL_DIED
     except Exception as exc:  # the kernel would not start, or its messages broke: report, never hang
-        _broken(result, running, exc)
+        result.ended, result.detail = RunEnd.STARTUP_FAILED, f"{type(exc).__name__}: {str(exc)[:300]}"
+        if running is not None:  # nbclient failed on what the kernel sent while the notebook ran
+            result.ended = RunEnd.KERNEL_BROKEN
+            result.cells = [c for c in result.cells if c.index != running]
+            result.cells.append(CellResult(running, CellStatus.ERROR, ename=KERNEL_BROKEN_ENAME,
+                                           evalue=f"{type(exc).__name__}: {str(exc)[:200]}"))
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -321,7 +290,7 @@ def _process(km: object) -> _Process | None:
     return cast("_Process | None", getattr(getattr(km, "provisioner", None), "process", None))
 
 
-async def _wait_sealed(km: object, job: Job, every: float = 0.005) -> None:
+async def _wait_sealed(km: object, job: Job) -> None:
     """With isolation, run no cell before the kernel's supervisor has made its socket folder read-only.
 
     The folder is bound from the machine's disk, and nothing else bounds what is written there:
@@ -337,14 +306,15 @@ async def _wait_sealed(km: object, job: Job, every: float = 0.005) -> None:
     while process is None or not sealed(process.pid, folder):
         if process is None or process.poll() is not None or time.monotonic() > deadline:
             raise SocketFolderOpen("the kernel's socket folder was not made read-only, so no cell was run")
-        await asyncio.sleep(every)
+        await asyncio.sleep(0.005)
 
 
-async def _watch_memory(km: object, limit: int, result: RunResult, home: str = "", every: float = 0.25) -> None:
-    """Stop the kernel (its supervisor's process group) when its process tree uses more than `limit` bytes:
+async def _watch_memory(km: object, job: Job, result: RunResult) -> None:
+    """Stop the kernel (its supervisor's process group) when its process tree uses more than `watch_memory` bytes:
     their PSS and the memfd and tmpfs files they hold (but the kernel's own tmpfs, bounded by --disk-mb)."""
+    home, limit = job.sandbox.home, job.sandbox.watch_memory or 0
     while True:
-        await asyncio.sleep(every)
+        await asyncio.sleep(0.25)
         process = _process(km)
         if process is None or process.poll() is not None:
             continue
@@ -366,13 +336,12 @@ def run_job(path: Path) -> None:
     os.chdir(job.private_dir)
     with open(Path(job.private_dir) / "kernel.log", "ab") as log:
         result = asyncio.run(run(job, log.fileno()))
-    target = Path(job.result)
-    partial = target.with_suffix(".partial")
-    partial.write_text(json.dumps(result.to_json()))
-    os.replace(partial, target)
+    partial = Path(job.result).with_suffix(".partial")
+    result.write(partial)
+    os.replace(partial, job.result)
 
 
-def serve(jobs_fd: int, done_fd: int) -> int:
+def serve(jobs_fd: int, done_fd: int) -> None:
     """Run the jobs whose paths come, one a line, on `jobs_fd`; write a line to `done_fd` after each."""
     for fd in (jobs_fd, done_fd):  # no kernel this worker starts may inherit them
         os.set_inheritable(fd, False)
@@ -385,15 +354,14 @@ def serve(jobs_fd: int, done_fd: int) -> int:
                 print(f"worker: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 answer = b"failed\n"
             done.write(answer)
-    return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`worker JOB.json` runs one job; `worker --serve JOBS DONE` runs many (`t5lesson.grading.run.pool`)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--serve"]:
-        return serve(int(argv[1]), int(argv[2]))
-    run_job(Path(argv[0]))
+def main() -> int:
+    """`worker JOB.json` runs one job; `worker --serve JOBS DONE` runs many (`run.execute.WorkerPool`)."""
+    if sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        run_job(Path(sys.argv[1]))
     return 0
 
 
