@@ -22,8 +22,6 @@ from .errors import GradingError, SettingsError
 from .exercise import Catalogue
 from .protocol import Limits
 
-__all__ = ["main", "parser", "add_limits", "limits_of"]
-
 PROG = "t5grade"
 BUG_LOG = "t5grade-error.log"  # where `main` writes the traceback of a bug in the grader
 ISOLATION = ("auto", "full", "none")

@@ -22,9 +22,6 @@ from ..errors import GradingError
 from ..exercise import Exercise
 from ..questions.kinds import FreeText
 
-__all__ = ["SourceError", "CellInfo", "cell_info", "cell_key", "exercise_id_of", "read", "writes", "strip_solutions",
-           "validate", "make_exercise", "QUESTION_HEADING"]
-
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 ANSWER_STUB = "None  # YOUR ANSWER HERE"

@@ -21,8 +21,6 @@ from ..reports.files import atomic_write, csv_cell, csv_text, inert, safe_names,
 from ..reports.gradebook import feedback_text
 from ..verdict import Graded, format_points
 
-__all__ = ["Exported", "export", "read_ids"]
-
 CANVAS_IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"  # how Canvas' own export labels that row
 

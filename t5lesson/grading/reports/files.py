@@ -17,9 +17,6 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["inert", "md_text", "code_span", "safe_name", "safe_names", "csv_cell", "uncell", "csv_text", "atomic_write"]
-
-
 # Terminal escape sequences (CSI "ESC [ ... final", OSC "ESC ] ... BEL or ESC \\", the other
 # two-character escapes, and their 8-bit forms): removed whole, not just their ESC byte.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]?|\x9b[0-?]*[ -/]*[@-~]?"

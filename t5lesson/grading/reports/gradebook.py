@@ -16,9 +16,6 @@ from ..questions.kinds import FreeText
 from ..verdict import Graded, RunSettings, Skipped, format_points
 from .files import code_span, csv_text, inert, md_text
 
-__all__ = ["REFERENCE_HITS", "FLAGGED", "gradebook_text", "feedback_text", "free_text_sheet", "summary_text",
-           "reference_hits", "flagged_readings"]
-
 
 def gradebook_text(exercise: Exercise, graded: Sequence[Graded]) -> str:
     """One row per student, one column per question (points; empty for free text), total, status."""

@@ -20,8 +20,6 @@ from ..exercise import Exercise
 from ..verdict import Graded, Status, format_points
 from .files import inert
 
-__all__ = ["Progress"]
-
 
 class Progress:
     """Count finished submissions and show them as a bar (terminal) or as lines (logs)."""

@@ -19,8 +19,6 @@ from ..verdict import Graded, Outcome, RunSettings, Skipped, Status
 from .files import atomic_write, safe_names
 from .gradebook import feedback_text, free_text_sheet, gradebook_text, summary_text
 
-__all__ = ["FORMAT", "GRADES_FILE", "Run", "ReportError", "write_all", "grades_text", "read"]
-
 FORMAT = "t5lesson-grades/1"
 GRADES_FILE = "grades.json"
 

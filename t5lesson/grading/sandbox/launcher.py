@@ -114,7 +114,8 @@ def launch(config: LaunchConfig, connection_file: str, forked: bool = False) -> 
     kernel.main(argv)
 
 
-if __name__ == "__main__":  # the kernelspec's command: CONFIG.json CONNECTION_FILE
+def main() -> None:
+    """The kernelspec's command: CONFIG.json CONNECTION_FILE."""
     argv, config = sys.argv[1:], LaunchConfig.read(sys.argv[1])
     plan = config.isolation
     if plan and not os.environ.get(WALLED):  # start again inside the class's bubblewrap, seeing the run folders used
@@ -125,3 +126,7 @@ if __name__ == "__main__":  # the kernelspec's command: CONFIG.json CONNECTION_F
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # an interrupt is the kernel's (it restores SIGINT), not bwrap's
         os.execvpe(command[0], command, {**os.environ, WALLED: "1"})
     launch(config, argv[1])
+
+
+if __name__ == "__main__":
+    main()
