@@ -20,11 +20,9 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
-from nbformat import NotebookNode
-
-from .authoring.notebook_format import exercise_id_of, make_exercise
+from .authoring.notebook_format import exercise_id_of
 from .course import course_root
 from .errors import InputError, SettingsError
 from .exercise import VARIANTS, Catalogue, Exercise, find
@@ -66,17 +64,9 @@ def _infer_exercise(datas: Iterable[bytes | intake.Unreadable], ids: tuple[str, 
 
 
 def load_template(exercise: Exercise, template: Path | None = None, course: Path | None = None) -> Notebook:
-    """The student version of the exercise: `template`, else the course's exercises/, else built from solutions/."""
-    root = course_root(course)
-    handed_out = root / "exercises" / f"{exercise.id}.ipynb"
-    if template is not None or handed_out.exists():
-        return _notebook(template or handed_out)
-    solution = cast(NotebookNode, _notebook(root / "solutions" / f"{exercise.id}.ipynb"))  # what nbformat read
-    return cast(Notebook, make_exercise(solution, exercise))
-
-
-def _notebook(path: Path) -> Notebook:
-    """The course's notebook at `path`; an InputError when the file is no notebook (a missing one is an OSError)."""
+    """The student version of the exercise: `template`, else the course's exercises/ID.ipynb (made by
+    `t5grade generate`); an InputError when the file is no notebook (a missing one is an OSError)."""
+    path = template or course_root(course) / "exercises" / f"{exercise.id}.ipynb"
     try:
         return read_notebook(path)
     except ValueError as exc:  # nbformat's NotJSONError among them
