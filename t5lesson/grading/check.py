@@ -21,8 +21,6 @@ from .questions.kinds import FreeText, Question
 from .records import as_dict
 from .verdict import INCORRECT, NOT_ATTEMPTED, Outcome
 
-__all__ = ["checker", "Checker"]
-
 WIDTH = 88  # a printed line fits a 1400 px JupyterLab window; longer ones would wrap mid-word there
 
 
@@ -63,10 +61,8 @@ class Checker:
                                "check could not find this notebook's saved file. Save it and run check again, "
                                f'or give your answer as text: check("{question.id}", """...""").')
             return question.self_check(text)
-        if value:
-            namespace = {question.name: value[0]}
-        record = harvest.collect(question.harvest_spec(), namespace if namespace is not None else {})
-        return question.score(record)
+        namespace = {question.name: value[0]} if value else namespace or {}
+        return question.score(harvest.collect(question.harvest_spec(), namespace))
 
     def check(self, question_id: str, *value: object) -> None:
         """Print one line: Correct, Partly correct, Incorrect (with a nudge), Not attempted, or Error."""
@@ -77,8 +73,6 @@ class Checker:
         namespace = caller.f_back.f_globals if caller is not None and caller.f_back is not None else {}
         try:
             result = self.outcome(question_id, *value, namespace=namespace)
-        except KeyboardInterrupt:
-            raise
         except Exception as exc:  # check must never drown the learner in a traceback
             error, _ = harvest.describe_error(exc)
             say(f"{question_id}: check could not run ({error}). Please tell your instructor.")
@@ -126,9 +120,8 @@ def saved_answer(exercise_id: str, cell_name: str, namespace: Mapping[str, objec
         if not isinstance(cells, list) or _t5lesson(nb).get("exercise") not in (None, exercise_id):
             continue
         for cell in map(as_dict, cast("list[object]", cells)):
-            if cell is None or cell.get("cell_type") != "markdown":
-                continue
-            if (_t5lesson(cell).get("cell") or cell.get("id")) == cell_name:
+            if cell is not None and cell.get("cell_type") == "markdown" and \
+                    (_t5lesson(cell).get("cell") or cell.get("id")) == cell_name:
                 source = cell.get("source", "")
                 return "".join(map(str, cast("list[object]", source))) if isinstance(source, list) else str(source)
         return ""

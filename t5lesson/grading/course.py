@@ -11,8 +11,6 @@ from pathlib import Path
 
 from .errors import GradingError
 
-__all__ = ["PACKAGE_PARENT", "CourseError", "checkout", "course_root"]
-
 PACKAGE_PARENT = Path(__file__).resolve().parents[2]  # the folder holding the t5lesson package
 HIDDEN = ("solutions", "tests", ".git", "benchmarks")  # what a grading kernel must not read
 

@@ -6,8 +6,6 @@ replaced as a second base.
 """
 from __future__ import annotations
 
-__all__ = ["GradingError", "SettingsError", "InputError"]
-
 
 class GradingError(Exception):
     """A failure the grader expects and explains in one line."""

@@ -14,8 +14,6 @@ from typing import Any, Protocol
 from .errors import SettingsError
 from .questions.kinds import Code, Question
 
-__all__ = ["Exercise", "Catalogue", "find", "VARIANTS"]
-
 # How many sets of hidden cases the grader draws per question from one seed. Each case of a
 # submission is taken from one of them, picked by a hash of the submission (`Exercise.for_student`):
 # two students, or two versions of one notebook, meet other cases, and a table of one run's cases
@@ -56,10 +54,9 @@ class Exercise:
     def drawn(self, seed: str, variants: int = VARIANTS) -> Exercise:
         """The exercise as the grader runs it: every code question's hidden cases drawn from `seed`.
 
-        Each question draws from its own generator, seeded by a hash of (seed, exercise id,
-        question id), so one seed gives the same cases on every machine. The
-        result's questions hold the first of `variants` sets; `for_student` mixes all of them.
-        """
+        Each question draws from its own generator, seeded by a hash of (seed, exercise id, question id),
+        so one seed gives the same cases on every machine. Its questions hold the first of `variants`
+        sets; `for_student` mixes all of them."""
         if not isinstance(seed, str) or not seed:  # pyright: ignore[reportUnnecessaryIsInstance] (a caller's value)
             raise SettingsError("the seed of the hidden cases must be a non-empty text")
         pool = _Pool(self, seed, variants)
@@ -75,9 +72,8 @@ class Exercise:
         if self.pool is None:
             return self
         mixed = replace(self, questions=tuple(self.pool.mixed(q, key) for q in self.questions))
-        if expected:
-            for q in mixed.questions:
-                self.pool.fill_expected(q, key)
+        for q in mixed.questions if expected else ():
+            self.pool.fill_expected(q, key)
         return mixed
 
     @property
@@ -127,8 +123,7 @@ class _Pool:
         with self.lock:
             if (q.id, v) not in self.sets:
                 parts = ("t5lesson/hidden", self.seed, self.exercise_id, q.id) + ((v,) if v else ())
-                rng = np.random.default_rng(_digest(*parts))
-                self.sets[q.id, v] = self.originals[q.id].drawn(rng)
+                self.sets[q.id, v] = self.originals[q.id].drawn(np.random.default_rng(_digest(*parts)))
             return self.sets[q.id, v]
 
     def expected(self, q: Code, v: int) -> tuple[Any, ...]:
@@ -147,8 +142,7 @@ class _Pool:
         sets = [self.variant(q, v) for v in range(self.count)]
         if len({len(s.cases) for s in sets}) != 1:
             raise ValueError(f"{q.id}: the recipe drew sets of different sizes; it must draw one case per topic")
-        cases = tuple(sets[v].cases[i] for i, v in enumerate(self.picks(q, key)))
-        return replace(q, cases=cases)
+        return replace(q, cases=tuple(sets[v].cases[i] for i, v in enumerate(self.picks(q, key))))
 
     def fill_expected(self, q: Question, key: str) -> None:
         """Give a mixed code question the expected results of its cases, from the sets they came

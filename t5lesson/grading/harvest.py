@@ -19,7 +19,7 @@ TYPE_CHECKING = False  # typing is not imported in the kernel: the names below s
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from importlib.machinery import ModuleSpec
-    from types import CodeType, TracebackType
+    from types import CodeType
     from typing import Any
 
     Plain = dict[str, Any]  # a tagged plain value, JSON-able
@@ -27,14 +27,14 @@ if TYPE_CHECKING:
 MIME = "text/x-t5lesson-harvest"
 MAX_ITEMS = 1000  # items of one harvested list or array (the grader's `records` reads its bound from here)
 MAX_TEXT = 5000  # characters of one harvested string (likewise)
+MAX_INT = 10 ** 18  # ints beyond this are reported as "huge int" (likewise)
 MAX_SLOW_CASES = 3  # the default of the grader's Limits.slow_cases (check() in the notebook uses it)
 HARVEST_FILE, ADAPTER_FILE = "<t5lesson-harvest>", "<t5lesson-adapter>"  # the file names of exec'd code
 
 
 class GradingSetupError(Exception):
-    """A driver's verdict that the learner's class or function breaks the exercise's contract (a
-    parameter missing, no cache used): a wrong answer, explained, not an Error. The drivers'
-    source runs in the adapter's scope, which holds this very class (see `collect`)."""
+    """A driver's verdict that the learner's code breaks the exercise's contract (no cache used, say): a
+    wrong answer, explained, not an Error. The drivers run in a scope that holds this class (`collect`)."""
 
 
 class _CaseTimeout(BaseException):
@@ -49,7 +49,7 @@ def to_plain(x: object, depth: int = 0) -> Plain:
     if type(x) is bool:
         return {"t": "bool", "v": x}
     if type(x) is int:  # huge ints, non-finite floats and long text bounded
-        return {"t": "int", "v": x} if abs(x) < 10 ** 18 else {"t": "other", "type": "huge int"}
+        return {"t": "int", "v": x} if abs(x) < MAX_INT else {"t": "other", "type": "huge int"}
     if type(x) is float:
         return {"t": "float", "v": x if math.isfinite(x) else repr(x)}
     if type(x) is str:
@@ -91,20 +91,6 @@ def _array(shape: Iterable[int], size: int, flat: Callable[[], list[object]], dt
             "v": [to_plain(item, 4) for item in flat()]}
 
 
-def _where(tb: TracebackType | None) -> str:
-    """"my_bucket, line 9": the deepest traceback entry in the learner's code (not the library, not this
-    module), else the deepest of all; "" without a traceback."""
-    ours = (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__"))
-    library = ("<frozen", *(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p))
-    frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(tb)]
-    users = [(code, line) for code, line in frames if not (
-        code.co_filename in ours or code.co_filename.startswith(library) or "/t5lesson/" in code.co_filename)]
-    if not frames:
-        return ""
-    code, line = (users or frames)[-1]
-    return f"{'your cell' if code.co_name == '<module>' else code.co_name}, line {line}"
-
-
 def _text_of(exc: BaseException) -> str:
     try:
         return str(exc)
@@ -113,9 +99,20 @@ def _text_of(exc: BaseException) -> str:
 
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
-    """("ZeroDivisionError: division by zero", "my_bucket, line 9"), robust to odd exceptions."""
+    """("ZeroDivisionError: division by zero", "my_bucket, line 9"), robust to odd exceptions. The place is
+    the deepest traceback entry in the learner's code (not the library, not this module), else the deepest of
+    all; "" without a traceback."""
     text, name = _text_of(exc), type(exc).__name__
-    return f"{name}: {text[:200]}" if text else name, _where(exc.__traceback__)
+    message = f"{name}: {text[:200]}" if text else name
+    ours = (HARVEST_FILE, ADAPTER_FILE, globals().get("__file__"))
+    library = ("<frozen", *(p for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p))
+    frames = [(frame.f_code, line) for frame, line in traceback.walk_tb(exc.__traceback__)]
+    users = [(code, line) for code, line in frames if not (
+        code.co_filename in ours or code.co_filename.startswith(library) or "/t5lesson/" in code.co_filename)]
+    if not frames:
+        return message, ""
+    code, line = (users or frames)[-1]
+    return message, f"{'your cell' if code.co_name == '<module>' else code.co_name}, line {line}"
 
 
 def _alarm(signum: int, frame: object) -> None:
@@ -128,9 +125,8 @@ def call_cases(function: Callable[..., object], cases: Iterable[Mapping[str, Any
     `timeout` seconds (an alarm, in the main thread); after `slow_cases` timeouts the rest are skipped."""
     use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     results: list[Plain] = []
-    slow = 0
     for case in cases:
-        if slow >= slow_cases:
+        if sum("timeout" in result for result in results) >= slow_cases:
             results.append({"skipped": True})
             continue
         args, kwargs = json.loads(json.dumps(case["args"])), json.loads(json.dumps(case["kwargs"]))
@@ -158,7 +154,6 @@ def call_cases(function: Callable[..., object], cases: Iterable[Mapping[str, Any
                     signal.setitimer(signal.ITIMER_REAL, 0)
                     signal.signal(signal.SIGALRM, previous)
         except _CaseTimeout:
-            slow += 1
             results.append({"timeout": True})
         except NotImplementedError:
             results.append({"not_implemented": True})
@@ -307,12 +302,10 @@ class _BlockOnImport:
     def find_spec(self, name: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if name not in self.pending:
             return None
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None) if finder is not self else None
-            spec = find(name, path, target) if find is not None else None
-            if spec is not None:
-                break
-        else:
+        finders = (getattr(finder, "find_spec", None) for finder in sys.meta_path if finder is not self)
+        specs = (find(name, path, target) for find in finders if find is not None)
+        spec = next((found for found in specs if found is not None), None)
+        if spec is None:
             return None
         if spec.loader is None or isinstance(spec.loader, type) or not hasattr(spec.loader, "exec_module"):
             return spec  # a built-in or frozen module (its loader is a shared class): left to `blocking`
@@ -388,7 +381,7 @@ def _hook_name(hook: object) -> str:
 
 
 def _foreign(hooks: Iterable[object], where: str) -> list[str]:
-    """The hooks among `hooks` that come from none of KNOWN_HOOK_MODULES, each as "where: name"."""
+    """The hooks among `hooks` that come from none of KNOWN_HOOK_MODULES, each as "where (name)"."""
     return [f"{where} ({_hook_name(h)})" for h in hooks if not _hook_name(h).startswith(KNOWN_HOOK_MODULES)]
 
 

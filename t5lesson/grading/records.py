@@ -14,18 +14,13 @@ import re
 from typing import Any, cast
 
 from .errors import GradingError
-from .harvest import MAX_ITEMS, MAX_TEXT
-
-__all__ = ["BoundsError", "Plain", "Record", "MAX_INT", "MAX_ITEMS", "MAX_DIMS", "MAX_LISTS", "MAX_TEXT",
-           "MAX_PLAIN_DEPTH", "MAX_VALUES", "MAX_CASES", "BLOCKED_TARGET", "as_dict", "loads", "shape_ok",
-           "clean_plain", "clean_record", "missing", "value_of", "describe"]
+from .harvest import MAX_INT, MAX_ITEMS, MAX_TEXT
 
 # A tagged plain value ({"t": "int", "v": 3}) and one question's record, as JSON gives them: their
 # fields are checked where they are read, so their values are typed as JSON's (Any).
 Plain = dict[str, Any]
 Record = dict[str, Any]
 
-MAX_INT = 10 ** 18  # the harvest reports ints beyond this as "huge int"
 MAX_DIMS = 8  # dimensions of a harvested array
 MAX_LISTS = 10_000  # lists built when an array is laid out as nested lists
 MAX_PLAIN_DEPTH = 6  # nesting of one harvested plain value (the harvest's own nest 5 levels at most)
@@ -48,9 +43,18 @@ def _no_constants(name: str) -> object:
     raise BoundsError(f"JSON constant {name} is not allowed here")
 
 
-def _depth_and_size(value: object, max_depth: int, max_nodes: int) -> None:
-    """Raise BoundsError unless `value` is at most `max_depth` deep with `max_nodes` values
-    (iterative, so a hostile structure cannot exhaust the stack)."""
+def loads(text: str | bytes, *, max_depth: int, max_nodes: int = 1_000_000, max_chars: int | None = None,
+          constants: bool = False) -> Any:
+    """Parse JSON text within bounds (see module doc); raise BoundsError for anything outside them."""
+    if max_chars is not None and len(text) > max_chars:
+        raise BoundsError(f"longer than {max_chars} characters")
+    try:
+        value = json.loads(text, parse_constant=None if constants else _no_constants)
+    except RecursionError:
+        raise BoundsError("nested too deeply to read") from None
+    except MemoryError:
+        raise BoundsError("too large to read") from None
+    # walked without recursion, so that a hostile value cannot exhaust the stack
     stack: list[tuple[object, int]] = [(value, 1)]
     nodes = 0
     while stack:
@@ -64,20 +68,6 @@ def _depth_and_size(value: object, max_depth: int, max_nodes: int) -> None:
             node = cast("dict[str, object] | list[object]", item)
             children = node.values() if isinstance(node, dict) else node
             stack.extend((child, depth + 1) for child in children)
-
-
-def loads(text: str | bytes, *, max_depth: int, max_nodes: int = 1_000_000, max_chars: int | None = None,
-          constants: bool = False) -> Any:
-    """Parse JSON text within bounds (see module doc); raise BoundsError for anything outside them."""
-    if max_chars is not None and len(text) > max_chars:
-        raise BoundsError(f"longer than {max_chars} characters")
-    try:
-        value = json.loads(text, parse_constant=None if constants else _no_constants)
-    except RecursionError:
-        raise BoundsError("nested too deeply to read") from None
-    except MemoryError:
-        raise BoundsError("too large to read") from None
-    _depth_and_size(value, max_depth, max_nodes)
     return value
 
 
@@ -99,8 +89,7 @@ def missing(record: object) -> bool:
 
 def value_of(record: object) -> Plain:
     """The plain value inside a record; anything malformed reads as an unreadable object."""
-    found = as_dict(record)
-    value = as_dict(found.get("value")) if found is not None else None
+    value = as_dict((as_dict(record) or {}).get("value"))
     return value if value is not None else dict(UNREADABLE)
 
 

@@ -12,9 +12,6 @@ from typing import Any, cast
 
 from .protocol import Limits, RunEnd, Words
 
-__all__ = ["Verdict", "CORRECT", "PARTIAL", "INCORRECT", "NOT_ATTEMPTED", "ERROR", "SUBMITTED", "format_points",
-           "Outcome", "Status", "status_of", "Graded", "Skipped", "RunSettings"]
-
 
 class Verdict(Words):
     """The word of one question's outcome (`Outcome.status`)."""
@@ -75,17 +72,14 @@ class Status(Words):
     GRADER_ERROR = "grader error"
 
 
-_STATUS_OF_END = {RunEnd.COMPLETED: Status.GRADED, RunEnd.TIME_LIMIT: Status.TIME_LIMIT, RunEnd.STUCK: Status.STUCK,
-                  RunEnd.KERNEL_DIED: Status.KERNEL_DIED, RunEnd.KERNEL_BROKEN: Status.KERNEL_BROKEN,
-                  RunEnd.STARTUP_FAILED: Status.GRADER_ERROR}
-
-
 def status_of(ended: object) -> Status:
-    """The gradebook status for a run that ended so; anything unknown is the grader's error."""
-    try:
-        return _STATUS_OF_END[RunEnd(ended)]
-    except ValueError:
-        return Status.GRADER_ERROR
+    """The gradebook status for a run that ended so: graded when it completed, the run's own word when it
+    was stopped; a failed start, or anything unknown, is the grader's error."""
+    if ended == RunEnd.COMPLETED:
+        return Status.GRADED
+    stopped = (RunEnd.TIME_LIMIT, RunEnd.STUCK, RunEnd.KERNEL_DIED, RunEnd.KERNEL_BROKEN)  # words Status has too
+    return Status(ended) if ended in stopped else Status.GRADER_ERROR
+
 
 @dataclass
 class Graded:
@@ -117,10 +111,7 @@ class Skipped:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """The settings of one graded run that its reports name (summary.md, grades.json's "settings").
-
-    In grades.json they are one flat object: every field of `Limits`, then the others.
-    """
+    """The settings of one graded run that its reports name (summary.md, grades.json's "settings")."""
 
     limits: Limits = Limits()
     exercise: str = ""
@@ -133,10 +124,9 @@ class RunSettings:
         return not self.isolation.startswith("none")
 
     def to_json(self) -> dict[str, Any]:
-        """The flat object grades.json keeps (its keys sorted)."""
-        doc: dict[str, Any] = {**asdict(self.limits), "exercise": self.exercise, "isolation": self.isolation,
-                               "memory": self.memory, "seed": self.seed}
-        return dict(sorted(doc.items()))
+        """The flat object grades.json keeps: every field of `Limits` beside the others, keys sorted."""
+        doc = asdict(self)
+        return dict(sorted({**doc.pop("limits"), **doc}.items()))
 
     @classmethod
     def from_json(cls, doc: object) -> RunSettings:
