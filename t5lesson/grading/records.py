@@ -14,7 +14,7 @@ import re
 from typing import Any, cast
 
 from .errors import GradingError
-from .harvest import MAX_INT, MAX_ITEMS, MAX_TEXT
+from .harvest import MAX_INT, MAX_ITEMS, to_plain
 
 # A tagged plain value ({"t": "int", "v": 3}) and one question's record, as JSON gives them: their
 # fields are checked where they are read, so their values are typed as JSON's (Any).
@@ -107,15 +107,6 @@ def describe(value: object) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name} object"
 
 
-def _clean_number(kind: str, v: object) -> int | float | str | None:
-    """An int within bounds, a finite float, or a non-finite float as the harvest spells it; else None."""
-    if type(v) is int and -MAX_INT < v < MAX_INT:
-        return v
-    if kind == "float" and type(v) is float:
-        return v if math.isfinite(v) else repr(v)  # NaN or an infinity parsed from a forged record
-    return v if kind == "float" and v in ("inf", "-inf", "nan") else None
-
-
 def clean_plain(value: object, depth: int = 0, budget: list[int] | None = None) -> Plain:
     """A tagged plain value exactly as `harvest.to_plain` makes it, or "unreadable", so that a forged or
     damaged record can only read as a wrong answer: at most MAX_PLAIN_DEPTH levels, MAX_ITEMS items
@@ -129,13 +120,12 @@ def clean_plain(value: object, depth: int = 0, budget: list[int] | None = None) 
     kind, v = plain.get("t"), plain.get("v")
     if kind == "none":
         return {"t": "none"}
-    if kind in ("int", "float"):
-        number = _clean_number(kind, v)
-        return dict(UNREADABLE) if number is None else {"t": kind, "v": number}
-    if kind == "bool" and type(v) is bool:
-        return {"t": "bool", "v": v}
-    if kind == "str" and isinstance(v, str):
-        return {"t": "str", "v": v[:MAX_TEXT]}
+    if (kind, type(v)) in (("bool", bool), ("str", str), ("float", float)):  # NaN and infinities as their tags
+        return to_plain(v)
+    if kind in ("int", "float") and type(v) is int and -MAX_INT < v < MAX_INT:
+        return {"t": kind, "v": v}
+    if kind == "float" and v in ("inf", "-inf", "nan"):  # a non-finite float, as the harvest spells it
+        return {"t": "float", "v": v}
     if kind in ("list", "array") and isinstance(v, list) and len(items := cast("list[object]", v)) <= MAX_ITEMS:
         if kind == "array" and not shape_ok(plain.get("shape"), len(items)):
             return {"t": "other", "type": "array of an impossible shape"}
