@@ -25,16 +25,16 @@ def checker(exercise_id: str):
     both), one level more each time it is run.
     """
     exercise = exercises.get(exercise_id)
-    check_, question_hint = check.checker(exercise)
+    engine = check.Checker(exercise)
 
     def hint(name: str) -> None:
         """Print the next hint for a question (such as "q1") or a your-turn cell (such as "weight_of_b")."""
         if name in YOUR_TURNS:
             your_turn_hint(name)
         elif name in exercise.ids:
-            question_hint(name)
+            engine.hint(name)
         else:
             check.say(f"{name!r} is neither a question here ({', '.join(exercise.ids)}) nor a your-turn cell: "
                       "hint() takes a question's id or the name in a your-turn cell's first line.")
 
-    return check_, hint
+    return engine.check, hint

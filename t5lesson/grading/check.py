@@ -10,7 +10,7 @@ import inspect
 import json
 import os
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -126,10 +126,3 @@ def saved_answer(exercise_id: str, cell_name: str, namespace: Mapping[str, objec
                 return "".join(map(str, cast("list[object]", source))) if isinstance(source, list) else str(source)
         return ""
     return None
-
-
-def checker(exercise: Exercise) -> tuple[Callable[..., None], Callable[[str], None]]:
-    """(check, hint) bound to one exercise, for the notebook's setup cell."""
-    instance = Checker(exercise)
-    return instance.check, instance.hint
-

@@ -14,10 +14,8 @@ from typing import Any, Protocol
 from .errors import SettingsError
 from .questions.kinds import Code, Question
 
-# How many sets of hidden cases the grader draws per question from one seed. Each case of a
-# submission is taken from one of them, picked by a hash of the submission (`Exercise.for_student`):
-# two students, or two versions of one notebook, meet other cases, and a table of one run's cases
-# answers about a quarter of another's.
+# How many sets of hidden cases the grader draws per question from one seed, for `Exercise.for_student`
+# to mix: a table of one run's cases then answers about a quarter of another's.
 VARIANTS = 4
 
 

@@ -120,7 +120,7 @@ def clean_plain(value: object, depth: int = 0, budget: list[int] | None = None) 
     kind, v = plain.get("t"), plain.get("v")
     if kind == "none":
         return {"t": "none"}
-    if (kind, type(v)) in (("bool", bool), ("str", str), ("float", float)):  # NaN and infinities as their tags
+    if (kind, type(v)) in (("bool", bool), ("str", str), ("float", float)):  # exactly as the harvest makes them
         return to_plain(v)
     if kind in ("int", "float") and type(v) is int and -MAX_INT < v < MAX_INT:
         return {"t": kind, "v": v}

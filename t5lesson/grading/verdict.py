@@ -73,11 +73,11 @@ class Status(Words):
 
 
 def status_of(ended: object) -> Status:
-    """The gradebook status for a run that ended so: graded when it completed, the run's own word when it
-    was stopped; a failed start, or anything unknown, is the grader's error."""
+    """The gradebook status for a run that ended so: graded when it completed, the run's own word (a Status
+    too) when it was stopped; a failed start, or anything unknown, is the grader's error."""
     if ended == RunEnd.COMPLETED:
         return Status.GRADED
-    stopped = (RunEnd.TIME_LIMIT, RunEnd.STUCK, RunEnd.KERNEL_DIED, RunEnd.KERNEL_BROKEN)  # words Status has too
+    stopped = (RunEnd.TIME_LIMIT, RunEnd.STUCK, RunEnd.KERNEL_DIED, RunEnd.KERNEL_BROKEN)
     return Status(ended) if ended in stopped else Status.GRADER_ERROR
 
 
