@@ -107,8 +107,7 @@ def saved_answer(exercise_id: str, cell_name: str, namespace: Mapping[str, objec
 
     The kernel sees the notebook only as last saved: the first candidate file (the one Jupyter or
     VS Code names, else EXERCISE_ID.ipynb here) that is this exercise's notebook is read, and its
-    Markdown cell named `cell_name` returned ("" when gone).
-    """
+    Markdown cell named `cell_name` returned ("" when gone)."""
     named = [namespace.get("__session__"), namespace.get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")]
     candidates = [Path(p) for p in named if isinstance(p, str) and p.endswith(".ipynb")]
     for path in candidates + [Path.cwd() / f"{exercise_id}.ipynb"]:

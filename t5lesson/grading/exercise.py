@@ -71,7 +71,9 @@ class Exercise:
             return self
         mixed = replace(self, questions=tuple(self.pool.mixed(q, key) for q in self.questions))
         for q in mixed.questions if expected else ():
-            self.pool.fill_expected(q, key)
+            if isinstance(q, Code):
+                picks = self.pool.picks(q, key) if q.hidden else [0] * len(q.cases)
+                q.__dict__["expected"] = tuple(self.pool.expected(q, v)[i] for i, v in enumerate(picks))
         return mixed
 
     @property
@@ -141,13 +143,6 @@ class _Pool:
         if len({len(s.cases) for s in sets}) != 1:
             raise ValueError(f"{q.id}: the recipe drew sets of different sizes; it must draw one case per topic")
         return replace(q, cases=tuple(sets[v].cases[i] for i, v in enumerate(self.picks(q, key))))
-
-    def fill_expected(self, q: Question, key: str) -> None:
-        """Give a mixed code question the expected results of its cases, from the sets they came
-        from (see `mixed`); one without hidden cases those of its own, computed once for all."""
-        if isinstance(q, Code):
-            picks = self.picks(q, key) if q.hidden else [0] * len(q.cases)
-            q.__dict__["expected"] = tuple(self.expected(q, v)[i] for i, v in enumerate(picks))
 
     def warm(self) -> None:
         """Draw every set and compute its expected results (the grader does it while kernels run)."""

@@ -249,8 +249,7 @@ def blocking(targets: Iterable[str]) -> Callable[[], None]:
 
     A loaded function gets a refusing code object (every name bound to it now raises, and the call
     is noted in `sys.<HITS_ATTRIBUTE>`), decorated ones inside and out, classes method by method; a
-    module not loaded yet cannot be imported. Deterrence: a code object copied beforehand escapes it.
-    """
+    module not loaded yet cannot be imported. Deterrence: a code object copied beforehand escapes it."""
     hidden: list[str] = []
     replaced: list[tuple[Any, CodeType]] = []
     seen: set[int] = set()
