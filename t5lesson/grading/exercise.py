@@ -53,8 +53,8 @@ class Exercise:
         """The exercise as the grader runs it: every code question's hidden cases drawn from `seed`.
 
         Each question draws from its own generator, seeded by a hash of (seed, exercise id, question id),
-        so one seed gives the same cases on every machine. Its questions hold the first of `variants`
-        sets; `for_student` mixes all of them."""
+        so one seed gives the same cases on every machine. The result's questions hold the first of
+        `variants` sets; `for_student` mixes all of them."""
         if not isinstance(seed, str) or not seed:  # pyright: ignore[reportUnnecessaryIsInstance] (a caller's value)
             raise SettingsError("the seed of the hidden cases must be a non-empty text")
         pool = _Pool(self, seed, variants)
