@@ -106,7 +106,8 @@ def run_filled(prefixes: list[str] | None = None, timeout: int = 300) -> dict[st
     Per lesson: "your_turn" (name -> what its check printed), "differ" (the compared cells whose
     output is not the stored one) and "printed" (every code cell's text, in order).
     """
-    from t5lesson.grading.authoring.generate import execute
+    sys.path.insert(0, str(ROOT / "tools"))
+    from run_notebook import execute  # the one runner of stored notebooks
 
     sanitizers = _sanitizers()
     results = {}
