@@ -79,7 +79,7 @@ def _lms(args: argparse.Namespace, catalogue: Catalogue) -> int:
     from .integrations.lms import export
 
     done = export(args.report, args.ids, args.out, catalogue=catalogue, assignment=args.assignment,
-                  per_question=args.per_question, canvas_id_column=args.canvas_id_column,
+                  canvas_id_column=args.canvas_id_column,
                   moodle_id_column=args.moodle_id_column, allow_unmarked=args.allow_unmarked)
     print(f"exported {done['exported']} students (free text: {done['free_text']}) to {args.out}", file=sys.stderr)
     for what, names in (("submissions without an LMS id", done["no_id"]),
@@ -133,7 +133,6 @@ def _lms_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ids", type=Path, required=True, help="CSV with columns submission,lms_id[,name,section]")
     p.add_argument("--out", type=Path, required=True, help="folder for canvas.csv, moodle.csv, feedback/")
     p.add_argument("--assignment", help="the assignment's name in the LMS (default: the exercise's title)")
-    p.add_argument("--per-question", action="store_true", help="also one column per question")
     p.add_argument("--canvas-id-column", default="SIS User ID", help="the Canvas column that receives lms_id")
     p.add_argument("--moodle-id-column", default="ID number", help="the header of moodle.csv's id column")
     p.add_argument("--allow-unmarked", action="store_true", help="export although free_text.csv has blanks (0)")

@@ -34,7 +34,6 @@ class Exported(TypedDict):
     no_id: list[str]  # graded submissions without an LMS id
     no_submission: list[str]  # mapped submissions that were not graded
     free_text: str
-    points_possible: float
 
 
 def _read_csv(path: Path) -> list[Row]:
@@ -129,26 +128,13 @@ def _feedback(exercise: Exercise, g: Graded, marks: dict[str, float] | None, man
     return text + "\n".join(lines) + "\n"
 
 
-def _columns(exercise: Exercise, title: str, marked: bool,
-             per_question: bool) -> tuple[list[tuple[str, float]], list[Question], list[Question]]:
-    """The grade columns, (name, points possible) with the total first; the questions with a column of their own
-    (`per_question`); the free-text questions that count: all of them once they are `marked`, none before."""
-    manual = [q for q in exercise.questions if not q.auto_scored] if marked else []
-    shown = [q for q in exercise.questions if q.auto_scored or q in manual] if per_question else []
-    headers = [(title, exercise.auto_points + sum(q.points for q in manual))]
-    return headers + [(f"{title} {q.id}", q.points) for q in shown], shown, manual
-
-
-def _values(gradebook: Row, marks: dict[str, float] | None, shown: Sequence[Question]) -> list[str]:
-    """A student's grade cells: the gradebook's total (plus the free-text marks once given), each question `shown`."""
-    total = gradebook["total"] if marks is None else format_points(float(gradebook["total"]) + sum(marks.values()))
-    return [total, *(gradebook[q.id] if q.auto_scored else format_points((marks or {}).get(q.id, 0.0))
-                     for q in shown)]
+def _total(gradebook: Row, marks: dict[str, float] | None) -> str:
+    """A student's grade: the gradebook's total, plus the free-text marks once given."""
+    return gradebook["total"] if marks is None else format_points(float(gradebook["total"]) + sum(marks.values()))
 
 
 def export(report: Path, ids_path: Path, out: Path, *, catalogue: Catalogue,
-           assignment: str | None = None, per_question: bool = False,
-           canvas_id_column: str = "SIS User ID", moodle_id_column: str = "ID number",
+           assignment: str | None = None, canvas_id_column: str = "SIS User ID", moodle_id_column: str = "ID number",
            allow_unmarked: bool = False) -> Exported:
     """Write canvas.csv, moodle.csv, feedback/ and unmatched.csv under `out` (see module doc)."""
     report, out = Path(report), Path(out)
@@ -160,8 +146,9 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue: Catalogue,
     by_student = {g.student: g for g in run.graded}
     ids = read_ids(ids_path)
     marks = _free_text_marks(report, exercise, allow_unmarked, by_cell)
-    headers, shown, manual = _columns(exercise, assignment or exercise.title, marks is not None, per_question)
-    canvas_rows: list[list[str]] = [[POINTS_POSSIBLE, "", "", "", "", *[format_points(p) for _, p in headers]]]
+    manual = [q for q in exercise.questions if not q.auto_scored] if marks is not None else []  # once marked
+    title, possible = assignment or exercise.title, exercise.auto_points + sum(q.points for q in manual)
+    canvas_rows: list[list[str]] = [[POINTS_POSSIBLE, "", "", "", "", format_points(possible)]]
     moodle_rows: list[list[str]] = []
     matched = [s for s in sorted(rows) if s in ids]
     for student, stem in zip(matched, safe_names(ids[s]["lms_id"] for s in matched), strict=True):
@@ -169,14 +156,13 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue: Catalogue,
         lms_id, name = row["lms_id"], row.get("name", "").strip() or student
         identity = {"Student": name, "ID": "", "SIS User ID": "", "SIS Login ID": "",
                     "Section": row.get("section", "").strip(), canvas_id_column: lms_id}
-        values = _values(rows[student], None if marks is None else marks.get(student, {}), shown)
-        canvas_rows.append([identity[c] for c in CANVAS_IDENTITY] + values)
-        text = _feedback(exercise, by_student[student], (marks or {}).get(student), manual, headers[0][1])
-        moodle_rows.append([lms_id, name, *values, text])
+        total = _total(rows[student], None if marks is None else marks.get(student, {}))
+        canvas_rows.append([identity[c] for c in CANVAS_IDENTITY] + [total])
+        text = _feedback(exercise, by_student[student], (marks or {}).get(student), manual, possible)
+        moodle_rows.append([lms_id, name, total, text])
         atomic_write(out / "feedback" / f"{stem}.md", text)
-    atomic_write(out / "canvas.csv", csv_text(list(CANVAS_IDENTITY) + [n for n, _ in headers], canvas_rows))
-    moodle_header = [moodle_id_column, "Full name", *[f"{n} (out of {format_points(p)})" for n, p in headers],
-                     "Feedback"]
+    atomic_write(out / "canvas.csv", csv_text([*CANVAS_IDENTITY, title], canvas_rows))
+    moodle_header = [moodle_id_column, "Full name", f"{title} (out of {format_points(possible)})", "Feedback"]
     atomic_write(out / "moodle.csv", csv_text(moodle_header, moodle_rows))
     no_id = [s for s in sorted(rows) if s not in ids]
     no_submission = [s for s in sorted(ids) if s not in rows]
@@ -184,5 +170,4 @@ def export(report: Path, ids_path: Path, out: Path, *, catalogue: Catalogue,
         *[("submission without an LMS id", s, "") for s in no_id],
         *[("LMS id without a submission", s, ids[s]["lms_id"]) for s in no_submission]]))
     return {"exported": len(matched), "no_id": no_id, "no_submission": no_submission,
-            "free_text": "included" if marks is not None else "not marked yet: automatic points only",
-            "points_possible": headers[0][1]}
+            "free_text": "included" if marks is not None else "not marked yet: automatic points only"}
