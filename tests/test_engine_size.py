@@ -8,7 +8,7 @@ never raise it without a measured reason written here.
 from pathlib import Path
 
 ENGINE = Path(__file__).resolve().parents[1] / "t5lesson" / "grading"
-BUDGET = 7_400  # 8,683 lines before the cut; the goal is under 6,000
+BUDGET = 6_000  # 8,683 lines before the cut, 7,386 before its second round; 5,998 after it
 
 
 def test_grading_engine_stays_within_its_line_budget():

@@ -73,14 +73,6 @@ def load_template(exercise: Exercise, template: Path | None = None, course: Path
         raise InputError(f"{path} is not a notebook: {exc}") from None
 
 
-class Verdicts(list[Graded]):
-    """The verdicts of a run, in the order they finished, and the settings the reports name."""
-
-    def __init__(self, graded: Iterable[Graded], settings: RunSettings):
-        super().__init__(graded)
-        self.settings = settings
-
-
 @dataclass
 class _Batch:
     """What every submission of one run shares."""
@@ -171,23 +163,17 @@ def _expected_in_background(exercise: Exercise) -> threading.Thread:
     return thread
 
 
-def new_seed() -> str:
-    """A fresh seed for the hidden cases, when the instructor gave none (the reports record it)."""
-    return secrets.token_hex(8)
-
-
 def grade_folder(submissions: Path, out: Path, *, catalogue: Catalogue, exercise_id: str | None = None,
                  template: Path | None = None, course: Path | None = None, limits: Limits = Limits(),
                  jobs: int | None = None, isolation: str = "auto", hide: tuple[str, ...] = (),
                  progress: Progress | None = None, run: RunStep | None = None, seed: str | None = None,
-                 variants: int = VARIANTS) -> Verdicts:
-    """Grade every submission under `submissions`; write the reports under `out`; return the
-    verdicts (with `.settings`).
+                 variants: int = VARIANTS) -> list[Graded]:
+    """Grade every submission under `submissions`; write the reports under `out`; return the verdicts.
 
-    `seed` is the instructor's secret the hidden cases are drawn from (`Exercise.drawn`), recorded
-    in the reports; None draws a new one. `variants` sets of cases are
-    drawn, and each submission's cases are picked among them (`Exercise.for_student`). `run` runs
-    one composed notebook (`run.execute.RunStep`); the default is the pooled workers. Tests pass their own.
+    `seed` is the instructor's secret the hidden cases are drawn from (`Exercise.drawn`), recorded in the
+    reports; None draws a new one. `variants` sets of cases are drawn, and each submission's cases are
+    picked among them (`Exercise.for_student`). `run` runs one composed notebook (`run.execute.RunStep`);
+    the default is the pooled workers. Tests pass their own.
     """
     submissions, out = submissions.resolve(), out.resolve()
     if out == submissions or submissions in out.parents:
@@ -198,7 +184,8 @@ def grade_folder(submissions: Path, out: Path, *, catalogue: Catalogue, exercise
         exercise_id = _infer_exercise((intake.read(e, max_bytes) for e in files), catalogue.exercise_ids(), limits)
     if exercise_id is None:
         raise SettingsError("cannot tell which exercise this is; pass --exercise")
-    exercise = find(catalogue, exercise_id).drawn(new_seed() if seed is None else seed, variants)
+    seed = secrets.token_hex(8) if seed is None else seed  # a new seed, when none was given (the reports record it)
+    exercise = find(catalogue, exercise_id).drawn(seed, variants)
     root = course_root(course)  # also with --template: its solutions/ and tests/ must be hidden
     template_nb = load_template(exercise, template, root)
     kernel_uids = uids(max(1, len(files)))  # an empty folder still probes (and writes an empty report)
@@ -215,9 +202,9 @@ def grade_folder(submissions: Path, out: Path, *, catalogue: Catalogue, exercise
         with run_step(run, work, template_nb, walls) as run_one:
             batch = _Batch(exercise, template_nb, limits, work, kernel_uids, walls, as_root, run_one,
                            _expected_in_background(exercise))
-            graded = Verdicts(_grade_all(batch, files, jobs, progress), settings)
+            graded = _grade_all(batch, files, jobs, progress)
         # the reports before the work area goes: nothing a kernel left there can cost them
-        failed = store.write_all(out, exercise, graded, graded.settings, skipped=skipped)
+        failed = store.write_all(out, exercise, graded, settings, skipped=skipped)
     if failed:
         raise store.ReportError(failed)
     return graded

@@ -1,9 +1,8 @@
 """The instructor's command, `t5grade`: one argparse tree over the engine's stages.
 
-grade a class, export its grades to an LMS, print the objective map, hash an answer key,
-generate exercises/ (`t5grade --help` lists them). The engine
-knows no course: `main` is handed the catalogue of exercises (and the objective map) by the
-composition root, `t5lesson.grade`. See docs/grading.md, "The three commands".
+Grade a class, export its grades to an LMS, print the objective map, hash an answer key, generate
+exercises/ (`t5grade --help` lists them). The engine knows no course: `main` is handed the catalogue
+of exercises (and the objective map) by the composition root, `t5lesson.grade`. See docs/grading.md.
 """
 from __future__ import annotations
 
@@ -36,10 +35,6 @@ def add_limits(parser: argparse.ArgumentParser) -> None:
                             help=f"{f.metadata['help']} (default: {default})")
 
 
-def limits_of(args: argparse.Namespace) -> Limits:
-    return Limits(**{f.name: getattr(args, f.name) for f in fields(Limits) if hasattr(args, f.name)})
-
-
 def _seed_of(args: argparse.Namespace) -> str | None:
     """The hidden cases' seed: --seed, else the first line of --seed-file, else None (a new one is drawn)."""
     seed: str | None = args.seed
@@ -59,10 +54,11 @@ def _grade(args: argparse.Namespace, catalogue: Catalogue) -> int:
     if not args.submissions.is_dir():
         raise SettingsError(f"{args.submissions} is not a folder")
     start = time.monotonic()
+    limits = Limits(**{f.name: getattr(args, f.name) for f in fields(Limits)})
     progress = None if args.quiet else Progress()
     try:
         graded = grade_folder(args.submissions, args.out, catalogue=catalogue, exercise_id=args.exercise,
-                              template=args.template, course=args.course, limits=limits_of(args), jobs=args.jobs,
+                              template=args.template, course=args.course, limits=limits, jobs=args.jobs,
                               isolation=args.isolation, hide=tuple(args.hide), progress=progress, seed=_seed_of(args))
     except Exception:  # the error's line (from `main`) goes below the bar, not after it
         if progress is not None:
@@ -79,8 +75,8 @@ def _lms(args: argparse.Namespace, catalogue: Catalogue) -> int:
     from .integrations.lms import export
 
     done = export(args.report, args.ids, args.out, catalogue=catalogue, assignment=args.assignment,
-                  canvas_id_column=args.canvas_id_column,
-                  moodle_id_column=args.moodle_id_column, allow_unmarked=args.allow_unmarked)
+                  canvas_id_column=args.canvas_id_column, moodle_id_column=args.moodle_id_column,
+                  allow_unmarked=args.allow_unmarked)
     print(f"exported {done['exported']} students (free text: {done['free_text']}) to {args.out}", file=sys.stderr)
     for what, names in (("submissions without an LMS id", done["no_id"]),
                         ("LMS ids without a submission", done["no_submission"])):

@@ -32,12 +32,11 @@ class ReportError(GradingError, RuntimeError):
 
 
 class Run(NamedTuple):
-    """What a report folder's grades.json holds."""
+    """What a report folder's grades.json holds (the entries without a row are for summary.md only)."""
 
     exercise: Exercise
     graded: list[Graded]
     settings: RunSettings
-    skipped: list[Skipped]
 
 
 def _plain(g: Graded) -> dict[str, object]:
@@ -121,5 +120,4 @@ def _run_of(doc: dict[str, Any], catalogue: Catalogue) -> Run:
         graded.append(Graded(s["student"], s["file"], Status(s["status"]), outcomes, list(s["notes"]),
                              dict(s["free_text"]), 0.0, error=s.get("error", ""),
                              flags=dict(s.get("flags", {}))))
-    skipped = [Skipped(k["relative"], k["reason"]) for k in doc.get("skipped", [])]
-    return Run(exercise, graded, settings, skipped)
+    return Run(exercise, graded, settings)
